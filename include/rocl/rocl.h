@@ -1,0 +1,262 @@
+/* rocl.h - the RoCL C API: contexts, resources, the attribute directory,
+ * registered buffers and messaging between resources.
+ *
+ * Names and semantics follow the RoCL paper (tables 1-3); the immediate forms
+ * (isend/irecv/test/wait/cancel) follow CoR. Every function is thread safe.
+ *
+ * Conventions (hold for every function below unless it says otherwise):
+ *  - Functions returning int return ROCL_OK (0) or a value >= 0 on success
+ *    and a negative ROCL_E* code on failure. rocl_strerror() names the code;
+ *    rocl_last_error() gives the calling thread's last failure in words,
+ *    naming the argument or gid that was wrong.
+ *  - A failing call changes nothing: no buffer changes owner, no message is
+ *    lost, no resource is created or deleted.
+ *  - Every function except rocl_init, rocl_strerror, rocl_last_error and the
+ *    attribute-list functions needs an initialised context (ROCL_ENOINIT).
+ */
+#ifndef ROCL_ROCL_H
+#define ROCL_ROCL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- identifiers ------------------------------------------------------- */
+
+/* A global id: unique across the whole job (all nodes). Bits 63..48 name the
+ * directory server that issued it, bits 47..0 a serial. 0 is never issued. */
+typedef uint64_t rocl_gid_t;
+
+#define ROCL_NULL_GID ((rocl_gid_t)0)
+/* Wildcard for an origin gid or a tag in receives. Passing ROCL_ANY where a
+ * rocl_gid_t is expected yields ROCL_ANY_GID. User tags are >= 0. */
+#define ROCL_ANY (-1)
+#define ROCL_ANY_GID ((rocl_gid_t)-1)
+#define ROCL_ANY_TAG (-1)
+#define ROCL_TAG_MAX 0x7fffffff
+
+/* ---- error codes ------------------------------------------------------- */
+
+#define ROCL_OK 0
+#define ROCL_EINVAL (-1)     /* an argument is invalid (NULL, negative tag, ...) */
+#define ROCL_ENOINIT (-2)    /* rocl_init() has not been called */
+#define ROCL_ENOMEM (-3)     /* the buffer pool cap is reached (ROCL_POOL_MAX) */
+#define ROCL_EBADBUF (-4)    /* pointer is not a live rocl buffer (or already returned) */
+#define ROCL_EBUSY (-5)      /* buffer is still being sent, or resource in use */
+#define ROCL_ETOOBIG (-6)    /* length exceeds the buffer or the message limit */
+#define ROCL_EBADGID (-7)    /* gid is not a registered resource (of this context, where required) */
+#define ROCL_ETIMEDOUT (-8)  /* the timeout expired; nothing was received */
+#define ROCL_ENOTFOUND (-9)  /* the directory has no resource matching the query */
+#define ROCL_EEND (-10)      /* a multi-answer query has no more answers */
+#define ROCL_ENOSPC (-11)    /* an attribute list is full, or an answer does not fit the space reserved */
+#define ROCL_EDELETED (-12)  /* the receiving resource was deleted while the call waited */
+#define ROCL_ECANCELED (-13) /* the operation was cancelled */
+#define ROCL_EALREADY (-14)  /* too late to cancel: the operation has completed */
+#define ROCL_EPEER (-15)     /* the peer (context or network path) failed */
+#define ROCL_EINTERNAL (-16) /* a bug in rocl: please report rocl_last_error() */
+
+/* Static text for an error code ("unknown error" for anything else). */
+const char *rocl_strerror(int code);
+
+/* The calling thread's last failure as a sentence naming what was wrong, or
+ * "" if none. Valid until the same thread's next rocl call. */
+const char *rocl_last_error(void);
+
+/* ---- contexts ------------------------------------------------------------ */
+
+/* Creates this process's context (transports, buffer pool, directory access)
+ * and registers it in the directory as a resource with attribute
+ * type=context. Reference counted: each successful rocl_init needs one
+ * rocl_exit; calls after the first only take a reference.
+ * Returns the context's gid (> 0) or a negative code. Options are read from
+ * ROCL_* environment variables (see docs/options.md) at the first call. */
+int64_t rocl_init(void);
+
+/* Drops one reference; the last one deletes every resource of the context
+ * (waiting receives fail with ROCL_EDELETED), frees undelivered messages and
+ * tears the context down. Buffers the user still holds become invalid.
+ * Returns ROCL_OK or ROCL_ENOINIT. */
+int rocl_exit(void);
+
+/* The gid of this process's context, or ROCL_NULL_GID before rocl_init. */
+rocl_gid_t rocl_context_gid(void);
+
+/* ---- attribute lists (table 2) ------------------------------------------ */
+
+/* An attribute list: ordered (name, value) pairs in one contiguous block, so
+ * that it can travel as a directory request/reply without copying. A value
+ * may be left unspecified (NULL) to ask a query to fill it in. */
+typedef struct rocl_attrl rocl_attrl_t;
+
+/* New empty list whose encoded size may reach maxlen bytes (names, values
+ * and 8 bytes per attribute); maxlen <= 0 picks 4096. NULL if out of memory.
+ * Needs no context. */
+rocl_attrl_t *rocl_new_attrl(int maxlen);
+
+/* Appends an attribute. name: non-empty, NUL-terminated, at most 255 bytes,
+ * not yet in the list. val != NULL: a value of len bytes (copied; len >= 0).
+ * val == NULL: an unspecified value for which a query reserves len bytes.
+ * Returns ROCL_OK, ROCL_EINVAL (bad name, duplicate, len < 0) or
+ * ROCL_ENOSPC (the list would exceed maxlen). */
+int rocl_add_attr(rocl_attrl_t *attrs, const char *name, const void *val, int len);
+
+/* Pointer to the value of the named attribute inside the list (valid until
+ * the list changes or is killed), its length in *len if len != NULL. NULL if
+ * the attribute is absent or still unspecified. */
+void *rocl_get_attr(rocl_attrl_t *attrs, const char *name, int *len);
+
+/* Frees the list. NULL is ignored. */
+void rocl_kill_attrl(rocl_attrl_t *attrs);
+
+/* ---- resources and the directory (tables 1 and 3) ------------------------ */
+
+/* Registers a resource described by attrs (every value specified). The
+ * directory adds the attribute "context" (this context's gid, 8 bytes,
+ * native byte order). The resource can receive from the moment this returns.
+ * Returns its gid (> 0) or ROCL_EINVAL (NULL/unspecified value), ... */
+int64_t rocl_register(rocl_attrl_t *attrs);
+
+/* Deletes a resource of this context: it leaves the directory, receives
+ * waiting on it fail with ROCL_EDELETED, undelivered messages are freed and
+ * later sends to it fail with ROCL_EBADGID. Returns ROCL_OK or ROCL_EBADGID. */
+int rocl_delete(rocl_gid_t gid);
+
+/* Single-answer query. If *gid != ROCL_NULL_GID the resource with that gid
+ * is looked up; otherwise the first resource (lowest gid) whose attributes
+ * include every specified attribute of attrs (same name, same bytes). On
+ * success *gid is set and each unspecified attribute of attrs that the
+ * resource has is filled in (the others stay unspecified).
+ * Returns ROCL_OK, ROCL_ENOTFOUND, ROCL_ENOSPC (an answer is longer than the
+ * space reserved for it; attrs is left unchanged) or ROCL_EINVAL. */
+int rocl_query(rocl_gid_t *gid, rocl_attrl_t *attrs);
+
+/* Multi-answer queries: start takes the specified attributes of attrs as the
+ * pattern; next fills attrs (as rocl_query does) with the next matching
+ * resource, in increasing gid order, and returns its gid; stop frees the
+ * handler. Resources registered after start may or may not be seen; deleted
+ * ones are skipped. start returns NULL with rocl_last_error() set on error. */
+typedef struct rocl_handler rocl_handler_t;
+rocl_handler_t *rocl_query_start(rocl_attrl_t *attrs);
+/* Returns the gid (> 0) or ROCL_EEND, ROCL_ENOSPC, ROCL_EINVAL. */
+int64_t rocl_query_next(rocl_handler_t *handler, rocl_attrl_t *attrs);
+int rocl_query_stop(rocl_handler_t *handler);
+
+/* ---- buffers (table 1, ToCL 4.1) ------------------------------------------ */
+
+/* A registered buffer of at least len bytes (len may be 0) from the pool.
+ * The pool uses power-of-two blocks: 2^(y-1) < len + ROCL_BUFFER_OVERHEAD
+ * <= 2^y. The caller owns it until rocl_bfret, or until a send consumes it
+ * (see rocl_bftoret). Never blocks. NULL with ROCL_ENOMEM in
+ * rocl_last_error() when the pool cap (ROCL_POOL_MAX) would be exceeded. */
+void *rocl_bfget(size_t len);
+#define ROCL_BUFFER_OVERHEAD 192
+
+/* Returns an owned buffer to the pool. ROCL_EBADBUF if ptr is not the start
+ * of a rocl buffer or was already returned; ROCL_EBUSY if a send still uses
+ * it (it may be returned once rocl_bfstat says SENT or FAILED). */
+int rocl_bfret(void *ptr);
+
+/* Marks an owned buffer to be returned automatically by its next send: that
+ * send consumes it (the caller must not touch it afterwards) and, in the
+ * same process, hands it to the receiver without copying. */
+int rocl_bftoret(void *ptr);
+
+/* Send state of an owned buffer: ROCL_BF_IDLE (never sent), ROCL_BF_PENDING
+ * (a send is using it: do not write or return it), ROCL_BF_SENT,
+ * ROCL_BF_FAILED; or ROCL_EBADBUF. */
+int rocl_bfstat(void *ptr);
+#define ROCL_BF_IDLE 0
+#define ROCL_BF_PENDING 1
+#define ROCL_BF_SENT 2
+#define ROCL_BF_FAILED 3
+
+/* Usable size of a buffer (>= the len asked for), or 0 if not a buffer. */
+size_t rocl_bfsize(void *ptr);
+
+/* ---- messages (table 1, CoR immediate forms) ------------------------------ */
+
+/* Sends len bytes at ptr from resource ogid (of this context) to resource
+ * dgid with tag (0..ROCL_TAG_MAX). ptr may be:
+ *  - a rocl buffer marked with rocl_bftoret: consumed, handed over without a
+ *    copy where the transport allows;
+ *  - a rocl buffer not so marked: the caller keeps it; it is PENDING until
+ *    the library no longer needs it, then SENT (or FAILED);
+ *  - any other memory (or NULL with len 0): copied before return.
+ * Messages from one origin to one destination arrive in the order sent.
+ * Returns ROCL_OK once the message is accepted (delivered or queued; never
+ * waits for a receive), or ROCL_EBADGID (unknown ogid/dgid), ROCL_EINVAL,
+ * ROCL_ETOOBIG (len > buffer size), ROCL_EBUSY (buffer PENDING), ROCL_ENOMEM
+ * (no pool memory for the copy). On failure a bftoret buffer stays owned. */
+int rocl_send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, size_t len);
+
+/* Receives on resource dgid (of this context) the oldest message whose
+ * origin is ogid and tag is tag (either may be ROCL_ANY). On success *ptr
+ * is a rocl buffer now owned by the caller (rocl_bfret it or send it on) and
+ * *aogid, *atag, *alen (each may be NULL) describe the message.
+ * timeout < 0 blocks until a message arrives, 0 only polls, > 0 waits at
+ * most that many milliseconds. A waiting receiver spins for ROCL_SPIN_US
+ * microseconds before it sleeps. Returns ROCL_OK, ROCL_ETIMEDOUT,
+ * ROCL_EBADGID, ROCL_EINVAL, ROCL_EDELETED. */
+int rocl_recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr,
+              rocl_gid_t *aogid, int *atag, size_t *alen, int timeout);
+
+/* Handle of an immediate operation; ROCL_REQUEST_NULL once completed. */
+typedef struct rocl_request *rocl_request_t;
+#define ROCL_REQUEST_NULL ((rocl_request_t)0)
+
+/* What a completed operation produced. For receives: the buffer (owned by
+ * the caller), origin, tag and length. For sends: origin = dgid, tag, len. */
+typedef struct rocl_status {
+  void *ptr;
+  rocl_gid_t origin;
+  int tag;
+  int error; /* ROCL_OK or why the operation failed */
+  size_t len;
+} rocl_status_t;
+
+/* Starts a send with the same buffer rules as rocl_send and sets *req.
+ * Returns ROCL_OK or the codes of rocl_send (then *req is untouched). */
+int rocl_isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, size_t len,
+               rocl_request_t *req);
+
+/* Posts a receive that rocl_test/rocl_wait complete. Receives posted on one
+ * resource are matched in the order posted, interleaved correctly with
+ * blocking receives. */
+int rocl_irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, rocl_request_t *req);
+
+/* Checks *req without blocking. Sets *done to 1 and, on completion, frees the
+ * request, sets *req = ROCL_REQUEST_NULL and fills *status (may be NULL; a
+ * received buffer is then still the caller's to return: use status).
+ * Returns ROCL_OK, ROCL_EINVAL, or the failed operation's error code.
+ * A NULL request completes at once with an empty status. */
+int rocl_test(rocl_request_t *req, int *done, rocl_status_t *status);
+
+/* Waits for *req like rocl_recv's timeout (< 0 forever, 0 poll, > 0 ms).
+ * On ROCL_ETIMEDOUT the request stays live. */
+int rocl_wait(rocl_request_t *req, rocl_status_t *status, int timeout);
+
+/* Cancels a pending receive: ROCL_OK (request freed, *req = NULL, nothing
+ * received), or ROCL_EALREADY if it already completed (test/wait it). */
+int rocl_cancel(rocl_request_t *req);
+
+/* ---- introspection ---------------------------------------------------------- */
+
+typedef struct rocl_pool_stats {
+  size_t cap_bytes;       /* ROCL_POOL_MAX */
+  size_t reserved_bytes;  /* carved from the pool region (<= cap) */
+  size_t in_use_bytes;    /* blocks owned by users or in flight */
+  size_t in_use_buffers;
+} rocl_pool_stats_t;
+int rocl_pool_stats(rocl_pool_stats_t *out);
+
+/* Prints every option (name, value in force, default, doc) to the stream
+ * (a FILE*); works without a context. */
+void rocl_print_options(void *file);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ROCL_ROCL_H */
