@@ -1,0 +1,479 @@
+// communicator.hpp - the EPOS generic Communicator (Sanches, Secco, Froehlich,
+// sections 2 and 4.3): the four message queues of an MPI-like protocol,
+// matched by the protocol's own Header, so that layers above (the rocl core,
+// an MPI layer) do not each re-implement ordering, queue handling and
+// rendezvous.
+//
+//   expected     posted receives waiting for a message
+//   unexpected   arrived messages waiting for a receive
+//   requested    rendezvous requests waiting for their send
+//   unrequested  rendezvous sends waiting for their request
+//
+// Matching rules (MPI's): a message goes to the matching receive posted
+// earliest; a receive takes the matching message that arrived earliest (so
+// messages with the same header never overtake each other); the same for
+// sends and requests.
+//
+// This is the hot path of thread-to-thread messaging, so: every operation
+// holds the lock for a few dozen instructions, never blocks otherwise, never
+// allocates per message once the headers in use have been seen, and wakes
+// waiters only after it has released the lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "rocl/generic/envelope.hpp"
+#include "rocl/generic/spin_lock.hpp"
+
+namespace rocl::generic {
+
+// Outcome of Communicator::deliver.
+enum class Delivery {
+  kMatched,  // handed to a posted receive (its complete has been signalled)
+  kQueued,   // kept in the unexpected queue until a receive takes it
+  kClosed,   // refused: the Communicator is closed; the caller keeps the message
+};
+
+namespace detail {
+
+// One queue of envelopes, in two views at once:
+//  - all_: every envelope, in the order it was queued. Searches with a
+//    pattern walk it front to back, so the first hit is the earliest.
+//  - an index from concrete header to a FIFO "bin" of the envelopes with
+//    exactly that header (found with Header::operator<, O(log bins)), plus
+//    one FIFO of the pattern envelopes. A concrete search looks at the front
+//    of its bin and at the patterns posted before that front.
+//
+// Why a std::map of intrusive bins rather than something cleverer: its nodes
+// never move, so envelopes can point at their bin and leave it in O(1); and
+// keeping up to kMaxEmptyBins emptied bins alive means a steady exchange
+// over a handful of headers never allocates (a sorted vector would also
+// avoid allocation but needs relinking on every insert of a new header).
+//
+// Not thread safe: the Communicator holds its lock around every call.
+template <Header H>
+class EnvelopeQueue {
+ public:
+  using E = Envelope<H>;
+  using List = EnvelopeList<E>;
+
+  struct Less {
+    bool operator()(const H &a, const H &b) const { return static_cast<bool>(a < b); }
+  };
+  using Bins = std::map<H, List, Less>;
+
+  // Emptied bins kept for reuse; beyond this they are freed, so a queue that
+  // once saw many distinct headers does not hold on to them all.
+  static constexpr std::size_t kMaxEmptyBins = 64;
+
+  explicit EnvelopeQueue(QueueKind kind) noexcept : kind_(kind) {}
+  EnvelopeQueue(const EnvelopeQueue &) = delete;
+  EnvelopeQueue &operator=(const EnvelopeQueue &) = delete;
+
+  std::size_t size() const noexcept { return size_; }
+
+  // The earliest-queued envelope e with match(e->header), or nullptr.
+  // `key` is what match compares against: a concrete key uses the index, a
+  // pattern key scans everything in order.
+  template <class Match>
+  E *find(const H &key, Match &&match) const {
+    if (size_ == 0) return nullptr;
+    if (key.is_pattern()) {
+      for (E *e = all_.head; e != nullptr; e = e->all_next_) {
+        if (match(e->header)) return e;
+      }
+      return nullptr;
+    }
+    // Concrete: every concrete envelope that matches is in key's bin (the
+    // Header contract makes <-equivalence and == agree on concrete headers),
+    // so only the bin's front and the patterns queued before it compete.
+    E *best = nullptr;
+    if (patterns_.head == nullptr || size_ != patterns_size_) {
+      const auto it = bins_.find(key);
+      if (it != bins_.end()) best = it->second.head;
+    }
+    for (E *p = patterns_.head; p != nullptr; p = p->sub_next_) {
+      if (best != nullptr && p->order_ > best->order_) break;
+      if (match(p->header)) return p;
+    }
+    return best;
+  }
+
+  // Appends e with sequence number `order`. Allocates only if e's header has
+  // no bin yet; throws std::bad_alloc then, having changed nothing.
+  void push(E *e, std::uint64_t order) {
+    List *list = &patterns_;
+    if (e->header.is_pattern()) {
+      ++patterns_size_;
+    } else {
+      const auto [it, inserted] = bins_.try_emplace(e->header);
+      list = &it->second;
+      if (!inserted && list->head == nullptr) --empty_bins_;
+    }
+    e->queue_ = kind_;
+    e->order_ = order;
+    e->sub_list_ = list;
+    link_back<&E::all_prev_, &E::all_next_>(all_, e);
+    link_back<&E::sub_prev_, &E::sub_next_>(*list, e);
+    ++size_;
+  }
+
+  // Unlinks e, which must be in this queue (contains(e)).
+  void remove(E *e) noexcept {
+    unlink<&E::all_prev_, &E::all_next_>(all_, e);
+    List *list = e->sub_list_;
+    unlink<&E::sub_prev_, &E::sub_next_>(*list, e);
+    if (list == &patterns_) {
+      --patterns_size_;
+    } else if (list->head == nullptr) {
+      if (empty_bins_ < kMaxEmptyBins) {
+        ++empty_bins_;
+      } else {
+        bins_.erase(e->header);
+      }
+    }
+    clear(e);
+    --size_;
+  }
+
+  // True if e is queued here. Checks the bin too, so that an envelope queued
+  // in the same kind of queue of another Communicator is not mistaken for
+  // one of ours (O(log bins); used by cancels only).
+  bool contains(const E *e) const noexcept {
+    if (e->queue_ != kind_) return false;
+    if (e->sub_list_ == &patterns_) return true;
+    const auto it = bins_.find(e->header);
+    return it != bins_.end() && &it->second == e->sub_list_;
+  }
+
+  // Empties the queue in O(1): returns its envelopes as a chain in queue
+  // order (walk it with take_next) and moves the index into `graveyard`, so
+  // the caller can free it after releasing the lock.
+  E *detach(Bins &graveyard) noexcept {
+    E *head = all_.head;
+    all_ = List{};
+    patterns_ = List{};
+    bins_.swap(graveyard);
+    size_ = patterns_size_ = empty_bins_ = 0;
+    return head;
+  }
+
+  // For a chain returned by detach: clears e's bookkeeping and returns the
+  // next envelope. Read before handing e on, since its new owner may free it.
+  static E *take_next(E *e) noexcept {
+    E *next = e->all_next_;
+    clear(e);
+    return next;
+  }
+
+ private:
+  template <E *E::*Prev, E *E::*Next>
+  static void link_back(List &list, E *e) noexcept {
+    e->*Prev = list.tail;
+    e->*Next = nullptr;
+    if (list.tail != nullptr) {
+      list.tail->*Next = e;
+    } else {
+      list.head = e;
+    }
+    list.tail = e;
+  }
+
+  template <E *E::*Prev, E *E::*Next>
+  static void unlink(List &list, E *e) noexcept {
+    if (e->*Prev != nullptr) {
+      (e->*Prev)->*Next = e->*Next;
+    } else {
+      list.head = e->*Next;
+    }
+    if (e->*Next != nullptr) {
+      (e->*Next)->*Prev = e->*Prev;
+    } else {
+      list.tail = e->*Prev;
+    }
+  }
+
+  static void clear(E *e) noexcept {
+    e->queue_ = QueueKind::kNone;
+    e->all_prev_ = e->all_next_ = nullptr;
+    e->sub_prev_ = e->sub_next_ = nullptr;
+    e->sub_list_ = nullptr;
+  }
+
+  QueueKind kind_;
+  std::size_t size_ = 0;
+  std::size_t patterns_size_ = 0;
+  std::size_t empty_bins_ = 0;
+  List all_;
+  List patterns_;
+  Bins bins_;
+};
+
+}  // namespace detail
+
+// The queues of one receiving endpoint. Thread safe: every member takes the
+// internal Lock for a short, bounded time (plus O(queue length) for
+// searches with a pattern), never blocks otherwise, and signals completions
+// only after releasing it.
+//
+// Envelopes stay owned by their creators; the Communicator borrows them
+// while they are queued (see Envelope). Destroying a Communicator does not
+// touch queued envelopes: close() it first to hand them back.
+//
+// Allocation: a queue allocates only when it meets a header it has no bin
+// for; up to 64 emptied bins per queue are kept, so steady traffic over up
+// to 64 distinct headers allocates nothing. If that allocation fails the
+// call throws std::bad_alloc and changes nothing.
+template <Header H, class Lock = SpinLock>
+class Communicator {
+ public:
+  using Env = Envelope<H>;
+
+  Communicator() = default;
+  Communicator(const Communicator &) = delete;
+  Communicator &operator=(const Communicator &) = delete;
+
+  // A message has arrived; msg->header must be concrete. Never blocks.
+  // - Matched: the matching receive posted earliest (exact and pattern
+  //   receives compete by posting time) is unqueued, recv->matched = msg and
+  //   msg->matched = recv, then recv->complete is signalled after the lock is
+  //   released, as the last touch of recv. The caller keeps msg (the
+  //   receiver learns it through recv->matched).
+  // - Queued: msg joins the unexpected queue, borrowed until a receive, or
+  //   close()'s on_drop, hands it on.
+  // - Closed: nothing is touched; the caller keeps msg.
+  Delivery deliver(Env *msg) {
+    Env *recv;
+    {
+      std::lock_guard<Lock> guard(lock_);
+      if (closed_) return Delivery::kClosed;
+      recv = expected_.find(msg->header,
+                            [msg](const H &posted) { return bool(msg->header == posted); });
+      if (recv == nullptr) {
+        msg->matched = nullptr;
+        unexpected_.push(msg, next_order_++);
+        return Delivery::kQueued;
+      }
+      expected_.remove(recv);
+      recv->matched = msg;
+      msg->matched = recv;
+    }
+    recv->complete.signal();
+    return Delivery::kMatched;
+  }
+
+  // Posts a receive; recv->header may be a pattern. Never blocks. First
+  // resets recv->matched, recv->status and recv->complete (the caller must
+  // not share recv with anyone yet).
+  // - If unexpected messages match, the one that arrived earliest is
+  //   unqueued, matched both ways and returned; recv->complete is signalled
+  //   as well, so that callers may always just wait on it.
+  // - Otherwise recv joins the expected queue and nullptr is returned; a
+  //   later deliver(), or close(), will complete it. Until its completion is
+  //   done (or cancel_receive returned true) the owner must keep recv alive.
+  // - If closed: recv->status = the close status, recv->complete is
+  //   signalled, nullptr is returned.
+  Env *post_receive(Env *recv) {
+    recv->matched = nullptr;
+    recv->status = 0;
+    recv->complete.reset();
+    Env *msg = nullptr;
+    {
+      std::lock_guard<Lock> guard(lock_);
+      if (closed_) {
+        recv->status = close_status_;
+      } else {
+        msg = unexpected_.find(recv->header,
+                               [recv](const H &arrived) { return bool(arrived == recv->header); });
+        if (msg == nullptr) {
+          expected_.push(recv, next_order_++);
+          return nullptr;  // recv is shared from here on: no more touching it
+        }
+        unexpected_.remove(msg);
+        msg->matched = recv;
+        recv->matched = msg;
+      }
+    }
+    recv->complete.signal();
+    return msg;
+  }
+
+  // Withdraws a receive posted here. True if it was still queued: it is
+  // unqueued and will never be matched or signalled, and the owner has it
+  // back. False if it was already matched or completed by close(): then its
+  // completion is (or is about to be) signalled, and the owner must wait for
+  // it before reusing or destroying recv. Never blocks.
+  bool cancel_receive(Env *recv) {
+    std::lock_guard<Lock> guard(lock_);
+    if (closed_ || !expected_.contains(recv)) return false;
+    expected_.remove(recv);
+    return true;
+  }
+
+  // The header of the unexpected message that arrived earliest among those
+  // matching `pattern` (which may be concrete), without removing it. Never
+  // blocks.
+  std::optional<H> probe(const H &pattern) const {
+    std::lock_guard<Lock> guard(lock_);
+    const Env *msg = unexpected_.find(
+        pattern, [&pattern](const H &arrived) { return bool(arrived == pattern); });
+    if (msg == nullptr) return std::nullopt;
+    return msg->header;
+  }
+
+  // Rendezvous, sender side: a send whose contents wait for a request.
+  // send->header must be concrete. First resets send->matched, send->status
+  // and send->complete. Never blocks.
+  // - If parked requests match (send->header == req->header), the one that
+  //   arrived earliest is unqueued, matched both ways and returned: the
+  //   caller transfers the data now. Nothing is signalled: when the transfer
+  //   is done is the caller's policy.
+  // - Otherwise send is parked in the unrequested queue (borrowed until
+  //   request_arrived returns it, cancel_send or close()'s on_drop) and
+  //   nullptr is returned.
+  // - If closed: send->status = the close status, send->complete is
+  //   signalled, nullptr is returned; the caller keeps send.
+  Env *post_rendezvous_send(Env *send) {
+    return park_or_match(send, unrequested_, requested_, /*arriving_is_send=*/true);
+  }
+
+  // Rendezvous, sender side: a request for data has arrived; req->header
+  // may be a pattern. The mirror of post_rendezvous_send: returns the
+  // earliest parked send with send->header == req->header (unqueued, matched
+  // both ways, nothing signalled), or parks req in the requested queue and
+  // returns nullptr. If closed: req->status = the close status,
+  // req->complete is signalled, nullptr is returned. Never blocks.
+  Env *request_arrived(Env *req) {
+    return park_or_match(req, requested_, unrequested_, /*arriving_is_send=*/false);
+  }
+
+  // Withdraws a send parked by post_rendezvous_send. True if it was still
+  // parked (the owner has it back); false if a request took it or close()
+  // handed it to on_drop. Never blocks.
+  bool cancel_send(Env *send) {
+    std::lock_guard<Lock> guard(lock_);
+    if (closed_ || !unrequested_.contains(send)) return false;
+    unrequested_.remove(send);
+    return true;
+  }
+
+  // Closes the Communicator for good; idempotent (later calls do nothing and
+  // do not call on_drop). Blocks only for the lock; the work below happens
+  // after releasing it, so on_drop may call back into this Communicator.
+  // - Every queued receive gets matched = nullptr and status = `status`, and
+  //   is signalled.
+  // - Every unexpected message, parked send and parked request is passed
+  //   exactly once to on_drop(Env *), which takes it back (it may free it
+  //   and must not throw).
+  // - Afterwards deliver returns kClosed and post_receive,
+  //   post_rendezvous_send and request_arrived complete at once with
+  //   `status`. Use a nonzero status so that owners can tell.
+  template <class F>
+  void close(int status, F &&on_drop) {
+    typename Queue::Bins graveyard[4];  // freed on return, outside the lock
+    Env *receives;
+    Env *dropped[3];
+    {
+      std::lock_guard<Lock> guard(lock_);
+      if (closed_) return;
+      closed_ = true;
+      close_status_ = status;
+      receives = expected_.detach(graveyard[0]);
+      dropped[0] = unexpected_.detach(graveyard[1]);
+      dropped[1] = unrequested_.detach(graveyard[2]);
+      dropped[2] = requested_.detach(graveyard[3]);
+    }
+    for (Env *e = receives; e != nullptr;) {
+      Env *next = Queue::take_next(e);
+      e->matched = nullptr;
+      e->status = status;
+      e->complete.signal();  // last touch of e
+      e = next;
+    }
+    for (Env *chain : dropped) {
+      for (Env *e = chain; e != nullptr;) {
+        Env *next = Queue::take_next(e);
+        on_drop(e);
+        e = next;
+      }
+    }
+  }
+
+  // Number of messages waiting in the unexpected queue. Never blocks.
+  std::size_t unexpected_size() const {
+    std::lock_guard<Lock> guard(lock_);
+    return unexpected_.size();
+  }
+  // Number of posted receives waiting in the expected queue.
+  std::size_t expected_size() const {
+    std::lock_guard<Lock> guard(lock_);
+    return expected_.size();
+  }
+  // Number of parked rendezvous requests (the requested queue).
+  std::size_t requested_size() const {
+    std::lock_guard<Lock> guard(lock_);
+    return requested_.size();
+  }
+  // Number of parked rendezvous sends (the unrequested queue).
+  std::size_t unrequested_size() const {
+    std::lock_guard<Lock> guard(lock_);
+    return unrequested_.size();
+  }
+  // True once close() has been called.
+  bool closed() const {
+    std::lock_guard<Lock> guard(lock_);
+    return closed_;
+  }
+
+ private:
+  using Queue = detail::EnvelopeQueue<H>;
+
+  // Shared by the two rendezvous entry points: match `arriving` against the
+  // other side's queue or park it in its own.
+  Env *park_or_match(Env *arriving, Queue &park_in, Queue &match_in, bool arriving_is_send) {
+    arriving->matched = nullptr;
+    arriving->status = 0;
+    arriving->complete.reset();
+    {
+      std::lock_guard<Lock> guard(lock_);
+      if (!closed_) {
+        // The rule is send->header == req->header whichever side arrives.
+        Env *other = arriving_is_send
+                         ? match_in.find(arriving->header,
+                                         [arriving](const H &req) {
+                                           return bool(arriving->header == req);
+                                         })
+                         : match_in.find(arriving->header, [arriving](const H &send) {
+                             return bool(send == arriving->header);
+                           });
+        if (other == nullptr) {
+          park_in.push(arriving, next_order_++);
+          return nullptr;
+        }
+        match_in.remove(other);
+        other->matched = arriving;
+        arriving->matched = other;
+        return other;
+      }
+      arriving->status = close_status_;
+    }
+    arriving->complete.signal();
+    return nullptr;
+  }
+
+  mutable Lock lock_;
+  bool closed_ = false;
+  int close_status_ = 0;
+  std::uint64_t next_order_ = 0;  // posting/arrival time, shared by all queues
+  Queue expected_{detail::QueueKind::kExpected};
+  Queue unexpected_{detail::QueueKind::kUnexpected};
+  Queue requested_{detail::QueueKind::kRequested};
+  Queue unrequested_{detail::QueueKind::kUnrequested};
+};
+
+}  // namespace rocl::generic

@@ -1,0 +1,362 @@
+// rocl.hpp - the C++ API of rocl: RAII over the C API of rocl.h.
+//
+// Error style, one rule: what a correct program can meet in normal running
+// comes back as a value (a receive that timed out is an empty optional, a
+// query without answer is an empty optional, a test that is not done is
+// false); what means the program or the set-up is wrong (rocl not
+// initialised, an unknown gid, a full pool) throws rocl::Error, which
+// carries the ROCL_E* code and rocl_last_error()'s sentence.
+//
+// Ownership: Buffer is move-only and returns itself to the pool when
+// destroyed; sending a Buffer&& moves it into the library (zero-copy
+// hand-off); sending a span copies. No raw owning pointers cross this API.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "rocl/rocl.h"
+
+namespace rocl {
+
+using gid_t = rocl_gid_t;
+inline constexpr gid_t any_gid = ROCL_ANY_GID;
+inline constexpr int any_tag = ROCL_ANY_TAG;
+// Receive timeouts: forever blocks, poll only looks.
+inline constexpr std::chrono::milliseconds forever{-1};
+inline constexpr std::chrono::milliseconds poll{0};
+
+class Error : public std::runtime_error {
+ public:
+  Error(int code, const std::string &what) : std::runtime_error(what), code_(code) {}
+  int code() const noexcept { return code_; }
+
+ private:
+  int code_;
+};
+
+namespace detail {
+[[noreturn]] inline void raise(int code) {
+  const char *why = rocl_last_error();
+  throw Error(code, why != nullptr && *why != '\0' ? why : rocl_strerror(code));
+}
+inline int check(int code) {
+  if (code < 0) raise(code);
+  return code;
+}
+inline int to_ms(std::chrono::milliseconds t) {
+  return t.count() < 0 ? -1 : static_cast<int>(std::min<long long>(t.count(), 0x7fffffff));
+}
+struct AttrlDeleter {
+  void operator()(rocl_attrl_t *a) const noexcept { rocl_kill_attrl(a); }
+};
+using AttrlPtr = std::unique_ptr<rocl_attrl_t, AttrlDeleter>;
+}  // namespace detail
+
+// An attribute list as a value: (name, value) pairs; a value left unset
+// asks a query to fill it in (with room for `reserve` bytes).
+class Attributes {
+ public:
+  Attributes() = default;
+  Attributes(std::initializer_list<std::pair<std::string, std::string>> items) {
+    for (auto &[n, v] : items) set(n, v);
+  }
+  Attributes &set(std::string name, std::string value) {
+    items_.push_back({std::move(name), std::move(value), 0});
+    return *this;
+  }
+  Attributes &ask(std::string name, std::size_t reserve = 256) {
+    items_.push_back({std::move(name), std::nullopt, reserve});
+    return *this;
+  }
+  // The value of `name`, if present and set.
+  std::optional<std::string> get(std::string_view name) const {
+    for (const auto &i : items_) {
+      if (i.name == name) return i.value;
+    }
+    return std::nullopt;
+  }
+  std::size_t size() const noexcept { return items_.size(); }
+
+  // The C form (throws Error if a name is invalid or duplicated).
+  detail::AttrlPtr to_c() const {
+    std::size_t bytes = 64;
+    for (const auto &i : items_) bytes += 16 + i.name.size() + (i.value ? i.value->size() : i.reserve);
+    detail::AttrlPtr list(rocl_new_attrl(static_cast<int>(bytes)));
+    if (!list) throw Error(ROCL_ENOMEM, "rocl: out of memory for an attribute list");
+    for (const auto &i : items_) {
+      detail::check(i.value ? rocl_add_attr(list.get(), i.name.c_str(), i.value->data(),
+                                            static_cast<int>(i.value->size()))
+                            : rocl_add_attr(list.get(), i.name.c_str(), nullptr,
+                                            static_cast<int>(i.reserve)));
+    }
+    return list;
+  }
+  // Reads back the values a query filled into the C form.
+  void fill_from(rocl_attrl_t *list) {
+    for (auto &i : items_) {
+      if (i.value) continue;
+      int len = 0;
+      if (void *v = rocl_get_attr(list, i.name.c_str(), &len)) {
+        i.value = std::string(static_cast<const char *>(v), static_cast<std::size_t>(len));
+      }
+    }
+  }
+
+ private:
+  struct Item {
+    std::string name;
+    std::optional<std::string> value;
+    std::size_t reserve;
+  };
+  std::vector<Item> items_;
+};
+
+// This process's context. Construct one (on any thread) before using rocl;
+// several Context objects share one reference-counted context.
+class Context {
+ public:
+  Context() {
+    std::int64_t g = rocl_init();
+    if (g < 0) detail::raise(static_cast<int>(g));
+    gid_ = static_cast<gid_t>(g);
+  }
+  ~Context() { rocl_exit(); }
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+  gid_t gid() const noexcept { return gid_; }
+
+ private:
+  gid_t gid_ = ROCL_NULL_GID;
+};
+
+// A registered buffer: move-only, returned to the pool on destruction.
+class Buffer {
+ public:
+  Buffer() = default;
+  // A buffer for `len` bytes; throws Error (ROCL_ENOMEM) if the pool is full.
+  static Buffer get(std::size_t len) {
+    void *p = rocl_bfget(len);
+    if (p == nullptr) detail::raise(ROCL_ENOMEM);
+    return Buffer(p, len);
+  }
+  // Takes ownership of a C buffer (e.g. from rocl_recv) holding len bytes.
+  static Buffer adopt(void *ptr, std::size_t len) { return Buffer(ptr, len); }
+
+  Buffer(Buffer &&o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), len_(o.len_) {}
+  Buffer &operator=(Buffer &&o) noexcept {
+    if (this != &o) {
+      reset();
+      ptr_ = std::exchange(o.ptr_, nullptr);
+      len_ = o.len_;
+    }
+    return *this;
+  }
+  ~Buffer() { reset(); }
+
+  std::byte *data() const noexcept { return static_cast<std::byte *>(ptr_); }
+  std::size_t size() const noexcept { return len_; }  // message length
+  std::size_t capacity() const noexcept { return ptr_ != nullptr ? rocl_bfsize(ptr_) : 0; }
+  // Changes the message length (<= capacity()).
+  void resize(std::size_t len) {
+    if (len > capacity()) throw Error(ROCL_ETOOBIG, "rocl::Buffer::resize beyond capacity");
+    len_ = len;
+  }
+  std::span<std::byte> bytes() const noexcept { return {data(), len_}; }
+  std::string_view view() const noexcept { return {static_cast<const char *>(ptr_), len_}; }
+  explicit operator bool() const noexcept { return ptr_ != nullptr; }
+  // Gives up ownership to C code (which must rocl_bfret it).
+  void *release() noexcept { return std::exchange(ptr_, nullptr); }
+
+ private:
+  Buffer(void *p, std::size_t len) : ptr_(p), len_(len) {}
+  void reset() noexcept {
+    if (ptr_ != nullptr) rocl_bfret(std::exchange(ptr_, nullptr));
+  }
+  void *ptr_ = nullptr;
+  std::size_t len_ = 0;
+};
+
+// A received message: its buffer (owned), origin and tag.
+struct Message {
+  Buffer buffer;
+  gid_t origin = ROCL_NULL_GID;
+  int tag = 0;
+};
+
+// An immediate operation. Destroying a pending receive cancels it (or, if
+// it completed meanwhile, frees the message).
+class Request {
+ public:
+  Request() = default;
+  explicit Request(rocl_request_t r) : req_(r) {}
+  Request(Request &&o) noexcept : req_(std::exchange(o.req_, ROCL_REQUEST_NULL)) {}
+  Request &operator=(Request &&o) noexcept {
+    if (this != &o) {
+      drop();
+      req_ = std::exchange(o.req_, ROCL_REQUEST_NULL);
+    }
+    return *this;
+  }
+  ~Request() { drop(); }
+
+  bool pending() const noexcept { return req_ != ROCL_REQUEST_NULL; }
+  // True once complete; the message (for receives) is then in *out.
+  bool test(Message *out = nullptr) {
+    if (!pending()) return true;
+    int done = 0;
+    rocl_status_t st{};
+    detail::check(rocl_test(&req_, &done, &st));
+    if (done) take(st, out);
+    return done != 0;
+  }
+  // Waits up to timeout; the message (empty Buffer for sends), or nullopt
+  // on timeout (the request stays pending).
+  std::optional<Message> wait(std::chrono::milliseconds timeout = forever) {
+    if (!pending()) return Message{};
+    rocl_status_t st{};
+    int rc = rocl_wait(&req_, &st, detail::to_ms(timeout));
+    if (rc == ROCL_ETIMEDOUT) return std::nullopt;
+    detail::check(rc);
+    Message m;
+    take(st, &m);
+    return m;
+  }
+  // True if cancelled before completing.
+  bool cancel() {
+    if (!pending()) return false;
+    return rocl_cancel(&req_) == ROCL_OK;
+  }
+
+ private:
+  static void take(const rocl_status_t &st, Message *out) {
+    Buffer b = st.ptr != nullptr ? Buffer::adopt(st.ptr, st.len) : Buffer();
+    if (out != nullptr) *out = Message{std::move(b), st.origin, st.tag};
+  }
+  void drop() noexcept {
+    if (!pending() || rocl_cancel(&req_) == ROCL_OK) return;
+    rocl_status_t st{};
+    if (rocl_wait(&req_, &st, -1) == ROCL_OK && st.ptr != nullptr) rocl_bfret(st.ptr);
+  }
+  rocl_request_t req_ = ROCL_REQUEST_NULL;
+};
+
+// A registered resource (an end-point with attributes), deleted on
+// destruction.
+class Resource {
+ public:
+  explicit Resource(const Attributes &attrs) {
+    auto list = attrs.to_c();
+    std::int64_t g = rocl_register(list.get());
+    if (g < 0) detail::raise(static_cast<int>(g));
+    gid_ = static_cast<gid_t>(g);
+  }
+  Resource(Resource &&o) noexcept : gid_(std::exchange(o.gid_, ROCL_NULL_GID)) {}
+  Resource &operator=(Resource &&) = delete;
+  Resource(const Resource &) = delete;
+  ~Resource() {
+    if (gid_ != ROCL_NULL_GID) rocl_delete(gid_);
+  }
+  gid_t gid() const noexcept { return gid_; }
+
+  // Zero-copy: the buffer moves into the library (and, in-process, to the
+  // receiver). Throws Error on an unknown destination.
+  void send(gid_t to, int tag, Buffer &&buf) {
+    detail::check(rocl_bftoret(buf.data()));
+    detail::check(rocl_send(gid_, to, tag, buf.data(), buf.size()));
+    buf.release();
+  }
+  // Copies the bytes.
+  void send(gid_t to, int tag, std::span<const std::byte> bytes) {
+    detail::check(rocl_send(gid_, to, tag, const_cast<std::byte *>(bytes.data()), bytes.size()));
+  }
+  void send(gid_t to, int tag, std::string_view text) {
+    send(to, tag, std::as_bytes(std::span(text.data(), text.size())));
+  }
+  // The oldest matching message, or nullopt if none came within timeout.
+  std::optional<Message> recv(gid_t from = any_gid, int tag = any_tag,
+                              std::chrono::milliseconds timeout = forever) {
+    void *ptr = nullptr;
+    Message m;
+    std::size_t len = 0;
+    int rc = rocl_recv(gid_, from, tag, &ptr, &m.origin, &m.tag, &len, detail::to_ms(timeout));
+    if (rc == ROCL_ETIMEDOUT) return std::nullopt;
+    detail::check(rc);
+    m.buffer = Buffer::adopt(ptr, len);
+    return m;
+  }
+  Request isend(gid_t to, int tag, Buffer &&buf) {
+    rocl_request_t r = ROCL_REQUEST_NULL;
+    detail::check(rocl_bftoret(buf.data()));
+    detail::check(rocl_isend(gid_, to, tag, buf.data(), buf.size(), &r));
+    buf.release();
+    return Request(r);
+  }
+  Request isend(gid_t to, int tag, std::span<const std::byte> bytes) {
+    rocl_request_t r = ROCL_REQUEST_NULL;
+    detail::check(
+        rocl_isend(gid_, to, tag, const_cast<std::byte *>(bytes.data()), bytes.size(), &r));
+    return Request(r);
+  }
+  Request irecv(gid_t from = any_gid, int tag = any_tag) {
+    rocl_request_t r = ROCL_REQUEST_NULL;
+    detail::check(rocl_irecv(gid_, from, tag, &r));
+    return Request(r);
+  }
+
+ private:
+  gid_t gid_ = ROCL_NULL_GID;
+};
+
+// A directory answer: the resource's gid and the attributes asked for.
+struct Found {
+  gid_t gid;
+  Attributes attributes;
+};
+
+// The first (lowest gid) resource matching the set attributes of pattern,
+// with its unset attributes filled in; nullopt if none.
+inline std::optional<Found> query(Attributes pattern) {
+  auto list = pattern.to_c();
+  gid_t gid = ROCL_NULL_GID;
+  int rc = rocl_query(&gid, list.get());
+  if (rc == ROCL_ENOTFOUND) return std::nullopt;
+  detail::check(rc);
+  pattern.fill_from(list.get());
+  return Found{gid, std::move(pattern)};
+}
+
+// Every resource matching pattern, in increasing gid order.
+inline std::vector<Found> query_all(const Attributes &pattern) {
+  auto list = pattern.to_c();
+  rocl_handler_t *h = rocl_query_start(list.get());
+  if (h == nullptr) detail::raise(ROCL_EINVAL);
+  std::vector<Found> out;
+  for (;;) {
+    auto answer = pattern.to_c();
+    std::int64_t g = rocl_query_next(h, answer.get());
+    if (g == ROCL_EEND) break;
+    if (g < 0) {
+      rocl_query_stop(h);
+      detail::raise(static_cast<int>(g));
+    }
+    Attributes filled = pattern;
+    filled.fill_from(answer.get());
+    out.push_back(Found{static_cast<gid_t>(g), std::move(filled)});
+  }
+  rocl_query_stop(h);
+  return out;
+}
+
+}  // namespace rocl

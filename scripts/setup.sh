@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what building and testing rocl needs on Debian 12 (apt-get).
+# Safe to run again: does nothing when everything is already there.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ pkg-config git    # build
+  libgtest-dev libgmock-dev               # tests
+  libbenchmark-dev                        # micro-benchmarks
+  iproute2 procps                         # multi-process and namespace tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

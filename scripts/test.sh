@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Quick start, command 2: sets up, builds and runs every test.
+# Extra arguments go to ctest (e.g. -L unit, -R api).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
+ctest --test-dir build --output-on-failure --timeout 600 -j 2 "$@"

@@ -1,0 +1,180 @@
+// rocl_api.cpp - the C API (rocl.h): argument checks and error text, then
+// the context does the work.
+#include <cstdio>
+#include <memory>
+
+#include "core/context.hpp"
+#include "directory/attr_list.hpp"
+#include "status/status.hpp"
+
+using rocl::Context;
+using rocl::fail;
+
+namespace {
+
+// The live context, or nullptr with ROCL_ENOINIT explained for `who`.
+Context *context_for(const char *who) {
+  rocl::clear_error();
+  Context *ctx = Context::current();
+  if (ctx == nullptr) fail(ROCL_ENOINIT, "%s: rocl_init has not been called", who);
+  return ctx;
+}
+
+}  // namespace
+
+// The handler behind rocl_handler_t.
+struct rocl_handler {
+  std::unique_ptr<rocl::QueryCursor> cursor;
+};
+
+extern "C" {
+
+const char *rocl_strerror(int code) { return rocl::error_name(code); }
+const char *rocl_last_error(void) { return rocl::last_error(); }
+
+int64_t rocl_init(void) {
+  rocl::clear_error();
+  return Context::acquire_global();
+}
+
+int rocl_exit(void) {
+  rocl::clear_error();
+  return Context::release_global();
+}
+
+rocl_gid_t rocl_context_gid(void) {
+  Context *ctx = Context::current();
+  return ctx != nullptr ? ctx->gid() : ROCL_NULL_GID;
+}
+
+// ---- resources and directory ------------------------------------------------
+
+int64_t rocl_register(rocl_attrl_t *attrs) {
+  Context *ctx = context_for("rocl_register");
+  if (ctx == nullptr) return ROCL_ENOINIT;
+  if (attrs == nullptr) return fail(ROCL_EINVAL, "rocl_register: attrs is NULL");
+  return ctx->register_resource(*attrs);
+}
+
+int rocl_delete(rocl_gid_t gid) {
+  Context *ctx = context_for("rocl_delete");
+  return ctx != nullptr ? ctx->delete_resource(gid) : ROCL_ENOINIT;
+}
+
+int rocl_query(rocl_gid_t *gid, rocl_attrl_t *attrs) {
+  Context *ctx = context_for("rocl_query");
+  if (ctx == nullptr) return ROCL_ENOINIT;
+  if (gid == nullptr || attrs == nullptr) return fail(ROCL_EINVAL, "rocl_query: gid or attrs is NULL");
+  return ctx->directory().query(gid, *attrs);
+}
+
+rocl_handler_t *rocl_query_start(rocl_attrl_t *attrs) {
+  Context *ctx = context_for("rocl_query_start");
+  if (ctx == nullptr) return nullptr;
+  if (attrs == nullptr) {
+    fail(ROCL_EINVAL, "rocl_query_start: attrs is NULL");
+    return nullptr;
+  }
+  auto cursor = ctx->directory().query_start(*attrs);
+  if (cursor == nullptr) return nullptr;
+  return new rocl_handler{std::move(cursor)};
+}
+
+int64_t rocl_query_next(rocl_handler_t *handler, rocl_attrl_t *attrs) {
+  rocl::clear_error();
+  if (handler == nullptr || attrs == nullptr) {
+    return fail(ROCL_EINVAL, "rocl_query_next: handler or attrs is NULL");
+  }
+  return handler->cursor->next(*attrs);
+}
+
+int rocl_query_stop(rocl_handler_t *handler) {
+  rocl::clear_error();
+  if (handler == nullptr) return fail(ROCL_EINVAL, "rocl_query_stop: handler is NULL");
+  delete handler;
+  return ROCL_OK;
+}
+
+// ---- buffers ---------------------------------------------------------------------
+
+void *rocl_bfget(size_t len) {
+  Context *ctx = context_for("rocl_bfget");
+  return ctx != nullptr ? ctx->buffer_get(len) : nullptr;
+}
+
+int rocl_bfret(void *ptr) {
+  Context *ctx = context_for("rocl_bfret");
+  return ctx != nullptr ? ctx->buffer_return(ptr) : ROCL_ENOINIT;
+}
+
+int rocl_bftoret(void *ptr) {
+  Context *ctx = context_for("rocl_bftoret");
+  return ctx != nullptr ? ctx->buffer_return_after_send(ptr) : ROCL_ENOINIT;
+}
+
+int rocl_bfstat(void *ptr) {
+  Context *ctx = context_for("rocl_bfstat");
+  return ctx != nullptr ? ctx->buffer_status(ptr) : ROCL_ENOINIT;
+}
+
+size_t rocl_bfsize(void *ptr) {
+  Context *ctx = context_for("rocl_bfsize");
+  return ctx != nullptr ? ctx->buffer_size(ptr) : 0;
+}
+
+// ---- messages --------------------------------------------------------------------
+
+int rocl_send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, size_t len) {
+  Context *ctx = context_for("rocl_send");
+  return ctx != nullptr ? ctx->send(ogid, dgid, tag, ptr, len) : ROCL_ENOINIT;
+}
+
+int rocl_recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gid_t *aogid, int *atag,
+              size_t *alen, int timeout) {
+  Context *ctx = context_for("rocl_recv");
+  return ctx != nullptr ? ctx->recv(dgid, ogid, tag, ptr, aogid, atag, alen, timeout)
+                        : ROCL_ENOINIT;
+}
+
+int rocl_isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, size_t len,
+               rocl_request_t *req) {
+  Context *ctx = context_for("rocl_isend");
+  return ctx != nullptr ? ctx->isend(ogid, dgid, tag, ptr, len, req) : ROCL_ENOINIT;
+}
+
+int rocl_irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, rocl_request_t *req) {
+  Context *ctx = context_for("rocl_irecv");
+  return ctx != nullptr ? ctx->irecv(dgid, ogid, tag, req) : ROCL_ENOINIT;
+}
+
+int rocl_test(rocl_request_t *req, int *done, rocl_status_t *status) {
+  Context *ctx = context_for("rocl_test");
+  return ctx != nullptr ? ctx->test(req, done, status) : ROCL_ENOINIT;
+}
+
+int rocl_wait(rocl_request_t *req, rocl_status_t *status, int timeout) {
+  Context *ctx = context_for("rocl_wait");
+  return ctx != nullptr ? ctx->wait(req, status, timeout) : ROCL_ENOINIT;
+}
+
+int rocl_cancel(rocl_request_t *req) {
+  Context *ctx = context_for("rocl_cancel");
+  return ctx != nullptr ? ctx->cancel(req) : ROCL_ENOINIT;
+}
+
+// ---- introspection ------------------------------------------------------------------
+
+int rocl_pool_stats(rocl_pool_stats_t *out) {
+  Context *ctx = context_for("rocl_pool_stats");
+  if (ctx == nullptr) return ROCL_ENOINIT;
+  if (out == nullptr) return fail(ROCL_EINVAL, "rocl_pool_stats: out is NULL");
+  rocl::PoolStats s = ctx->pool().stats();
+  *out = rocl_pool_stats_t{s.cap_bytes, s.reserved_bytes, s.in_use_bytes, s.in_use_buffers};
+  return ROCL_OK;
+}
+
+void rocl_print_options(void *file) {
+  rocl::print_options(file != nullptr ? static_cast<std::FILE *>(file) : stdout);
+}
+
+}  // extern "C"

@@ -1,0 +1,195 @@
+// context.cpp - context life cycle, resources and buffers. Messaging is in
+// messaging.cpp, immediate operations in requests.cpp.
+#include "core/context.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+
+#include "directory/attr_list.hpp"
+#include "status/status.hpp"
+
+namespace rocl {
+
+std::atomic<Context *> Context::current_{nullptr};
+
+namespace {
+std::mutex g_init_mutex;
+int g_init_count = 0;
+std::unique_ptr<Context> g_context;
+
+std::uint64_t new_instance_id() {
+  std::random_device rd;
+  return (std::uint64_t{rd()} << 32) ^ rd() ^ static_cast<std::uint64_t>(::getpid());
+}
+}  // namespace
+
+std::int64_t Context::acquire_global() {
+  std::lock_guard lock(g_init_mutex);
+  if (g_init_count == 0) {
+    try {
+      g_context = std::make_unique<Context>(load_options());
+    } catch (const std::exception &e) {
+      return fail(ROCL_EINTERNAL, "rocl_init: %s", e.what());
+    }
+    current_.store(g_context.get(), std::memory_order_release);
+  }
+  ++g_init_count;
+  return static_cast<std::int64_t>(g_context->gid());
+}
+
+int Context::release_global() {
+  std::lock_guard lock(g_init_mutex);
+  if (g_init_count == 0) return fail(ROCL_ENOINIT, "rocl_exit: rocl_init was not called");
+  if (--g_init_count == 0) {
+    current_.store(nullptr, std::memory_order_release);
+    g_context.reset();
+  }
+  return ROCL_OK;
+}
+
+Context::Context(const Options &options) : options_(options) {
+  PoolConfig pool_config;
+  pool_config.cap_bytes = options_.pool_max;
+  pool_config.thread_cache_bytes = options_.pool_thread_cache;
+  pool_ = std::make_unique<BufferPool>(pool_config);
+  directory_ = make_local_directory(1);
+  start_transports();
+
+  AttrList attrs(4096);
+  static const char kType[] = "context";
+  if (attrs.add("type", kType, sizeof kType - 1) != ROCL_OK) throw std::runtime_error(last_error());
+  for (auto &t : transports_) {
+    std::string name = "addr." + std::string(t->name());
+    std::string addr = t->address();
+    if (attrs.add(name.c_str(), addr.data(), static_cast<int>(addr.size())) != ROCL_OK) {
+      throw std::runtime_error(last_error());
+    }
+  }
+  std::int64_t gid = directory_->register_resource(attrs, ROCL_NULL_GID);
+  if (gid < 0) throw std::runtime_error(last_error());
+  gid_ = static_cast<rocl_gid_t>(gid);
+}
+
+void Context::start_transports() {
+  TransportEnv env{this, new_instance_id()};
+  std::string list = options_.transports;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t comma = list.find(',', start);
+    std::string name = list.substr(start, comma == std::string::npos ? comma : comma - start);
+    start = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    if (name.empty()) continue;
+    const TransportEntry *entry = find_transport(name);
+    if (entry == nullptr) {
+      throw std::runtime_error("ROCL_TRANSPORTS names '" + name +
+                               "', which this build of rocl does not have (see rocl-info)");
+    }
+    transports_.push_back(entry->make(env));
+    Transport *t = transports_.back().get();
+    if (t->register_memory(nullptr, 0) != ROCL_OK) {
+      throw std::runtime_error("transport " + name + " cannot register the buffer pool");
+    }
+    if (t->name() == "inproc") {
+      inproc_ = t;
+      inproc_address_ = t->address();
+    }
+  }
+  if (transports_.empty()) throw std::runtime_error("ROCL_TRANSPORTS names no transport");
+}
+
+Context::~Context() {
+  for (rocl_gid_t gid : resources_.gids()) delete_resource(gid);
+  directory_->remove_context(gid_);
+  directory_->remove(gid_);
+  transports_.clear();
+}
+
+// ---- resources -----------------------------------------------------------
+
+std::int64_t Context::register_resource(const AttrList &attrs) {
+  std::unique_lock lock(registering_);
+  std::int64_t gid = directory_->register_resource(attrs, gid_);
+  if (gid < 0) return gid;
+  resources_.insert(static_cast<rocl_gid_t>(gid));
+  return gid;
+}
+
+int Context::delete_resource(rocl_gid_t gid) {
+  Resource *r = resources_.remove(gid);
+  if (r == nullptr) {
+    return fail(ROCL_EBADGID, "rocl_delete: gid %#llx is not a resource of this context",
+                static_cast<unsigned long long>(gid));
+  }
+  directory_->remove(gid);
+  r->mailbox().close(ROCL_EDELETED, [this](Envelope *e) { free_message(e); });
+  resources_.put(r);
+  return ROCL_OK;
+}
+
+void Context::free_message(Envelope *msg) noexcept {
+  BlockHeader *b = block_of(msg);
+  std::destroy_at(static_cast<Message *>(msg));
+  pool_->release(b, BlockState::kLibrary);
+}
+
+// ---- buffers -----------------------------------------------------------------
+
+void *Context::buffer_get(std::size_t len) noexcept {
+  BlockHeader *b = pool_->allocate(len);
+  return b != nullptr ? payload_of(b) : nullptr;
+}
+
+namespace {
+int explain_bad_buffer(const BufferPool &pool, const char *who, void *ptr) {
+  if (ptr == nullptr) return fail(ROCL_EBADBUF, "%s: buffer pointer is NULL", who);
+  if (pool.find_any_state(ptr) != nullptr) {
+    return fail(ROCL_EBADBUF, "%s: buffer %p was already returned to the pool", who, ptr);
+  }
+  if (pool.contains(ptr)) {
+    return fail(ROCL_EBADBUF, "%s: %p points into the buffer pool but not at the start of a buffer",
+                who, ptr);
+  }
+  return fail(ROCL_EBADBUF, "%s: %p is not a rocl buffer (get one with rocl_bfget)", who, ptr);
+}
+}  // namespace
+
+int Context::buffer_return(void *ptr) noexcept {
+  BlockHeader *b = pool_->find(ptr);
+  if (b == nullptr) return explain_bad_buffer(*pool_, "rocl_bfret", ptr);
+  if (b->send_status.load(std::memory_order_acquire) == SendStatus::kPending) {
+    return fail(ROCL_EBUSY, "rocl_bfret: buffer %p is still being sent", ptr);
+  }
+  if (!pool_->release(b, BlockState::kUser)) {
+    if (b->state.load() == BlockState::kFree) return explain_bad_buffer(*pool_, "rocl_bfret", ptr);
+    return fail(ROCL_EBUSY, "rocl_bfret: buffer %p is owned by the library (a send consumed it)",
+                ptr);
+  }
+  return ROCL_OK;
+}
+
+int Context::buffer_return_after_send(void *ptr) noexcept {
+  BlockHeader *b = pool_->find(ptr);
+  if (b == nullptr) return explain_bad_buffer(*pool_, "rocl_bftoret", ptr);
+  if (b->state.load(std::memory_order_acquire) != BlockState::kUser) {
+    return fail(ROCL_EBUSY, "rocl_bftoret: buffer %p is owned by the library", ptr);
+  }
+  b->return_after_send = true;
+  return ROCL_OK;
+}
+
+int Context::buffer_status(void *ptr) noexcept {
+  BlockHeader *b = pool_->find(ptr);
+  if (b == nullptr) return explain_bad_buffer(*pool_, "rocl_bfstat", ptr);
+  return static_cast<int>(b->send_status.load(std::memory_order_acquire));
+}
+
+std::size_t Context::buffer_size(void *ptr) noexcept {
+  BlockHeader *b = pool_->find(ptr);
+  return b != nullptr ? payload_capacity(b) : 0;
+}
+
+}  // namespace rocl

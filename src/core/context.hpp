@@ -1,0 +1,92 @@
+// context.hpp - one per process (rocl_init): owns the buffer pool, the
+// directory access, the local resources and one end-point per transport,
+// shared by all threads. The C and C++ APIs are thin wrappers over it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "buffer/buffer_pool.hpp"
+#include "core/options.hpp"
+#include "core/resource_table.hpp"
+#include "directory/directory.hpp"
+#include "transport/transport.hpp"
+
+struct rocl_request;
+
+namespace rocl {
+
+class Context final : public MessageSink {
+ public:
+  // rocl_init / rocl_exit: reference-counted process-wide instance.
+  static std::int64_t acquire_global();
+  static int release_global();
+  // The live context or nullptr. Valid while the caller's rocl_init
+  // reference is held (calls racing with the last rocl_exit are the user's
+  // bug, as in every C library).
+  static Context *current() noexcept { return current_.load(std::memory_order_acquire); }
+
+  explicit Context(const Options &options);  // throws on set-up failure
+  ~Context() override;
+
+  rocl_gid_t gid() const noexcept { return gid_; }
+  const Options &options() const noexcept { return options_; }
+  BufferPool &pool() noexcept { return *pool_; }
+  Directory &directory() noexcept { return *directory_; }
+
+  // Resources (rocl_register / rocl_delete).
+  std::int64_t register_resource(const AttrList &attrs);
+  int delete_resource(rocl_gid_t gid);
+
+  // Buffers (rocl_bf*).
+  void *buffer_get(std::size_t len) noexcept;
+  int buffer_return(void *ptr) noexcept;
+  int buffer_return_after_send(void *ptr) noexcept;
+  int buffer_status(void *ptr) noexcept;
+  std::size_t buffer_size(void *ptr) noexcept;
+
+  // Messages (rocl_send / rocl_recv and the immediate forms).
+  int send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::size_t len) noexcept;
+  int recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gid_t *aogid, int *atag,
+           std::size_t *alen, int timeout) noexcept;
+  int isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::size_t len,
+            rocl_request **req) noexcept;
+  int irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, rocl_request **req) noexcept;
+  int test(rocl_request **req, int *done, rocl_status_t *status) noexcept;
+  int wait(rocl_request **req, rocl_status_t *status, int timeout) noexcept;
+  int cancel(rocl_request **req) noexcept;
+
+  // MessageSink: arrivals from every transport.
+  int deliver(rocl_gid_t destination, Message *msg) noexcept override;
+
+ private:
+  struct Outgoing;
+  int prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept;
+  void undo_outgoing(Outgoing &out) noexcept;
+  int route(rocl_gid_t dgid, Message *msg) noexcept;
+  int finish_receive(Envelope *msg, rocl_status_t *status) noexcept;
+  int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg) noexcept;
+  void free_message(Envelope *msg) noexcept;
+  void start_transports();
+
+  static std::atomic<Context *> current_;
+
+  Options options_;
+  std::unique_ptr<BufferPool> pool_;
+  std::unique_ptr<Directory> directory_;
+  ResourceTable resources_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+  Transport *inproc_ = nullptr;  // the local hand-off, when enabled
+  std::string inproc_address_;
+  rocl_gid_t gid_ = ROCL_NULL_GID;
+  // Held exclusively while a registration is between the directory and the
+  // resource table, so a sender that found the gid in the directory but not
+  // yet in the table can wait for it instead of failing.
+  std::shared_mutex registering_;
+};
+
+}  // namespace rocl

@@ -1,0 +1,50 @@
+// message.hpp - a message as the core queues it: an Envelope living in the
+// owner area of the pool block that holds the payload, so that queuing,
+// matching and handing a message to another thread never allocate or copy.
+#pragma once
+
+#include <cstdint>
+#include <new>
+
+#include "buffer/block.hpp"
+#include "rocl/generic/communicator.hpp"
+#include "rocl/rocl.h"
+
+namespace rocl {
+
+// What a resource's receives match on. Source and tag take wildcards;
+// the domain (message context) never does: a message sent in one domain is
+// never received in another.
+struct CoreHeader {
+  rocl_gid_t source;
+  std::int32_t tag;
+  std::uint32_t domain;
+
+  bool is_pattern() const { return source == ROCL_ANY_GID || tag == ROCL_ANY_TAG; }
+  bool operator==(const CoreHeader &o) const {
+    return (source == o.source || source == ROCL_ANY_GID || o.source == ROCL_ANY_GID) &&
+           (tag == o.tag || tag == ROCL_ANY_TAG || o.tag == ROCL_ANY_TAG) && domain == o.domain;
+  }
+  bool operator<(const CoreHeader &o) const {
+    if (source != o.source) return source < o.source;
+    if (tag != o.tag) return tag < o.tag;
+    return domain < o.domain;
+  }
+};
+
+using Envelope = generic::Envelope<CoreHeader>;
+using Mailbox = generic::Communicator<CoreHeader>;
+
+// A queued message: the envelope in the block's owner area. data points at
+// the payload, length is the message length.
+struct Message : Envelope {};
+static_assert(sizeof(Message) <= kOwnerAreaBytes, "message envelope must fit the owner area");
+
+inline Message *message_in(BlockHeader *block) {
+  return new (owner_area_of(block)) Message{};
+}
+inline BlockHeader *block_of(Envelope *msg) {
+  return reinterpret_cast<BlockHeader *>(reinterpret_cast<std::byte *>(msg) - kBlockHeaderBytes);
+}
+
+}  // namespace rocl

@@ -1,0 +1,183 @@
+// messaging.cpp - the send and receive paths of the context.
+//
+// Send: turn what the user passed into a block the library owns (hand-off
+// of a bftoret buffer, or a copy), then route it: the local hand-off first,
+// then (later issues) the transports that reach the destination's context.
+// Receive: post an envelope on the resource's mailbox and wait on it.
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "core/context.hpp"
+#include "status/status.hpp"
+
+namespace rocl {
+
+struct Context::Outgoing {
+  BlockHeader *block = nullptr;     // what travels, state kLibrary
+  BlockHeader *original = nullptr;  // the caller's pool buffer when we copied it
+  bool copied = false;
+};
+
+namespace {
+unsigned long long ull(rocl_gid_t g) { return static_cast<unsigned long long>(g); }
+}  // namespace
+
+int Context::prepare_outgoing(const char *who, void *ptr, std::size_t len,
+                              Outgoing &out) noexcept {
+  BlockHeader *b = ptr != nullptr ? pool_->find(ptr) : nullptr;
+  if (b != nullptr) {
+    if (len > payload_capacity(b)) {
+      return fail(ROCL_ETOOBIG, "%s: length %zu exceeds the %zu bytes of buffer %p", who, len,
+                  payload_capacity(b), ptr);
+    }
+    if (b->return_after_send) {
+      BlockState expected = BlockState::kUser;
+      if (!b->state.compare_exchange_strong(expected, BlockState::kLibrary)) {
+        return fail(ROCL_EBUSY, "%s: buffer %p is already being sent", who, ptr);
+      }
+      out.block = b;
+      return ROCL_OK;
+    }
+    if (b->send_status.load(std::memory_order_acquire) == SendStatus::kPending) {
+      return fail(ROCL_EBUSY, "%s: buffer %p is still being sent by an earlier send", who, ptr);
+    }
+    out.original = b;
+  } else if (ptr != nullptr && pool_->contains(ptr)) {
+    return fail(ROCL_EBADBUF, "%s: %p points into the buffer pool but not at a live buffer", who,
+                ptr);
+  } else if (ptr == nullptr && len != 0) {
+    return fail(ROCL_EINVAL, "%s: NULL data with length %zu", who, len);
+  }
+  BlockHeader *copy = pool_->allocate(len);
+  if (copy == nullptr) return ROCL_ENOMEM;  // the pool said why
+  if (len != 0) std::memcpy(payload_of(copy), ptr, len);
+  copy->state.store(BlockState::kLibrary, std::memory_order_relaxed);
+  copy->return_after_send = true;
+  out.block = copy;
+  out.copied = true;
+  return ROCL_OK;
+}
+
+void Context::undo_outgoing(Outgoing &out) noexcept {
+  std::destroy_at(reinterpret_cast<Message *>(owner_area_of(out.block)));
+  if (out.copied) {
+    pool_->release(out.block, BlockState::kLibrary);
+  } else {
+    out.block->state.store(BlockState::kUser, std::memory_order_release);
+  }
+}
+
+int Context::route(rocl_gid_t dgid, Message *msg) noexcept {
+  if (inproc_ != nullptr) {
+    if (inproc_->send(gid_, inproc_address_, dgid, msg) == ROCL_OK) return ROCL_OK;
+    // Not (yet) in the table: a registration may be between the directory
+    // and the table; wait for it to finish, then look once more.
+    { std::shared_lock wait_for_registration(registering_); }
+    if (inproc_->send(gid_, inproc_address_, dgid, msg) == ROCL_OK) return ROCL_OK;
+  }
+  rocl_gid_t probe = dgid;
+  AttrList none(64);
+  if (directory_->query(&probe, none) == ROCL_OK) {
+    return fail(ROCL_EBADGID,
+                "rocl_send: destination gid %#llx belongs to another context, which no enabled "
+                "transport reaches (ROCL_TRANSPORTS=%s)",
+                ull(dgid), options_.transports.c_str());
+  }
+  return fail(ROCL_EBADGID, "rocl_send: destination gid %#llx is not a registered resource",
+              ull(dgid));
+}
+
+int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::size_t len) noexcept {
+  if (tag < 0) return fail(ROCL_EINVAL, "rocl_send: tag %d is negative (tags are 0..%d)", tag,
+                           ROCL_TAG_MAX);
+  if (!resources_.contains(ogid)) {
+    return fail(ROCL_EBADGID, "rocl_send: origin gid %#llx is not a resource of this context",
+                ull(ogid));
+  }
+  Outgoing out;
+  if (int rc = prepare_outgoing("rocl_send", ptr, len, out); rc != ROCL_OK) return rc;
+  Message *msg = message_in(out.block);
+  msg->header = CoreHeader{ogid, tag, 0};
+  msg->data = payload_of(out.block);
+  msg->length = len;
+  if (int rc = route(dgid, msg); rc != ROCL_OK) {
+    undo_outgoing(out);
+    return rc;
+  }
+  if (out.original != nullptr) {
+    out.original->send_status.store(SendStatus::kSent, std::memory_order_release);
+  }
+  return ROCL_OK;
+}
+
+int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
+  Resource *r = resources_.get(destination);
+  if (r == nullptr) return ROCL_EBADGID;
+  generic::Delivery d = r->mailbox().deliver(msg);
+  resources_.put(r);
+  return d == generic::Delivery::kClosed ? ROCL_EBADGID : ROCL_OK;
+}
+
+// ---- receive ---------------------------------------------------------------
+
+int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg) noexcept {
+  auto spin = std::chrono::microseconds(options_.spin_us);
+  if (!env.complete.wait(timeout, spin)) {
+    if (r->mailbox().cancel_receive(&env)) return ROCL_ETIMEDOUT;
+    // Matched or closed while we gave up: the signal is on its way.
+    env.complete.wait(-1, spin);
+  }
+  if (env.status != ROCL_OK) return env.status;
+  *msg = env.matched;
+  return ROCL_OK;
+}
+
+int Context::finish_receive(Envelope *msg, rocl_status_t *status) noexcept {
+  BlockHeader *b = block_of(msg);
+  status->ptr = msg->data;
+  status->origin = msg->header.source;
+  status->tag = msg->header.tag;
+  status->len = msg->length;
+  status->error = ROCL_OK;
+  std::destroy_at(static_cast<Message *>(msg));
+  b->return_after_send = false;
+  b->send_status.store(SendStatus::kIdle, std::memory_order_relaxed);
+  b->state.store(BlockState::kUser, std::memory_order_release);
+  return ROCL_OK;
+}
+
+int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gid_t *aogid,
+                  int *atag, std::size_t *alen, int timeout) noexcept {
+  if (ptr == nullptr) return fail(ROCL_EINVAL, "rocl_recv: ptr (where to put the buffer) is NULL");
+  if (tag < ROCL_ANY_TAG) {
+    return fail(ROCL_EINVAL, "rocl_recv: tag %d is neither >= 0 nor ROCL_ANY", tag);
+  }
+  Resource *r = resources_.get(dgid);
+  if (r == nullptr) {
+    return fail(ROCL_EBADGID, "rocl_recv: gid %#llx is not a resource of this context", ull(dgid));
+  }
+  Envelope env;
+  env.header = CoreHeader{ogid, tag, 0};
+  Envelope *msg = r->mailbox().post_receive(&env);
+  int rc = ROCL_OK;
+  if (msg == nullptr) rc = await_receive(r, env, timeout, &msg);
+  resources_.put(r);
+  if (rc == ROCL_ETIMEDOUT) {
+    if (timeout == 0) return rc;  // polling is normal: no sentence to format
+    return fail(rc, "rocl_recv: no message on %#llx within %d ms", ull(dgid), timeout);
+  }
+  if (rc == ROCL_EDELETED) {
+    return fail(rc, "rocl_recv: resource %#llx was deleted while waiting", ull(dgid));
+  }
+  if (rc != ROCL_OK) return fail(rc, "rocl_recv: %s", error_name(rc));
+  rocl_status_t st;
+  finish_receive(msg, &st);
+  *ptr = st.ptr;
+  if (aogid != nullptr) *aogid = st.origin;
+  if (atag != nullptr) *atag = st.tag;
+  if (alen != nullptr) *alen = st.len;
+  return ROCL_OK;
+}
+
+}  // namespace rocl

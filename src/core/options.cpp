@@ -1,0 +1,111 @@
+// options.cpp - the option table. Adding an option is one row here.
+#include "core/options.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace rocl {
+namespace {
+
+enum class Type { kSize, kUint, kString };
+
+struct OptionRow {
+  const char *name;
+  const char *default_value;
+  const char *doc;
+  Type type;
+  void *(*field)(Options &);
+};
+
+template <auto Member>
+void *field_of(Options &o) {
+  return &(o.*Member);
+}
+
+const OptionRow kOptions[] = {
+    {"ROCL_POOL_MAX", "4G",
+     "Cap on the memory of the buffer pool (bytes; K/M/G suffixes). rocl_bfget fails with "
+     "ROCL_ENOMEM beyond it.",
+     Type::kSize, field_of<&Options::pool_max>},
+    {"ROCL_POOL_THREAD_CACHE", "1M",
+     "Bytes of free buffers each thread keeps for itself, so that bfget/bfret of small "
+     "buffers take no shared lock.",
+     Type::kSize, field_of<&Options::pool_thread_cache>},
+    {"ROCL_SPIN_US", "20",
+     "Microseconds a waiting receiver spins before it sleeps. Waking a sleeping thread "
+     "costs tens of microseconds; spinning costs a core.",
+     Type::kUint, field_of<&Options::spin_us>},
+    {"ROCL_TRANSPORTS", "inproc",
+     "Comma-separated transports to enable, in order of preference (built: see "
+     "rocl-info).",
+     Type::kString, field_of<&Options::transports>},
+};
+
+bool parse_uint(const char *text, std::uint32_t *out) {
+  char *end = nullptr;
+  errno = 0;
+  unsigned long v = std::strtoul(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v > 0xffffffffUL) return false;
+  *out = static_cast<std::uint32_t>(v);
+  return true;
+}
+
+bool apply(const OptionRow &row, const char *text, Options &o) {
+  void *field = row.field(o);
+  switch (row.type) {
+    case Type::kSize: return parse_size(text, static_cast<std::size_t *>(field));
+    case Type::kUint: return parse_uint(text, static_cast<std::uint32_t *>(field));
+    case Type::kString: *static_cast<std::string *>(field) = text; return true;
+  }
+  return false;
+}
+
+Options defaults() {
+  Options o{};
+  for (const auto &row : kOptions) apply(row, row.default_value, o);
+  return o;
+}
+
+}  // namespace
+
+bool parse_size(const char *text, std::size_t *out) {
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text || text[0] == '-') return false;
+  unsigned shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10;
+  if (*end == 'M' || *end == 'm') shift = 20;
+  if (*end == 'G' || *end == 'g') shift = 30;
+  if (shift != 0) ++end;
+  if (*end != '\0') return false;
+  if (shift != 0 && v > (~0ull >> shift)) return false;
+  *out = static_cast<std::size_t>(v << shift);
+  return true;
+}
+
+Options load_options() {
+  Options o = defaults();
+  for (const auto &row : kOptions) {
+    const char *text = std::getenv(row.name);
+    if (text == nullptr) continue;
+    if (!apply(row, text, o)) {
+      std::fprintf(stderr, "rocl: ignoring %s='%s': not a valid value; using %s\n", row.name,
+                   text, row.default_value);
+      apply(row, row.default_value, o);
+    }
+  }
+  return o;
+}
+
+void print_options(std::FILE *out) {
+  for (const auto &row : kOptions) {
+    const char *set = std::getenv(row.name);
+    std::fprintf(out, "%s=%s%s\n    %s\n", row.name, set != nullptr ? set : row.default_value,
+                 set != nullptr ? "  (from environment)" : "  (default)", row.doc);
+  }
+}
+
+}  // namespace rocl

@@ -1,0 +1,29 @@
+// options.hpp - every tunable of rocl in one declarative table, read from
+// ROCL_* environment variables, so tools can print them all with their docs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace rocl {
+
+struct Options {
+  std::size_t pool_max;          // ROCL_POOL_MAX
+  std::size_t pool_thread_cache; // ROCL_POOL_THREAD_CACHE
+  std::uint32_t spin_us;         // ROCL_SPIN_US
+  std::string transports;        // ROCL_TRANSPORTS
+};
+
+// Defaults overridden by the environment. On a malformed value, prints a
+// warning naming the variable to stderr and keeps the default.
+Options load_options();
+
+// Prints name, value in force, default and doc of every option.
+void print_options(std::FILE *out);
+
+// Parses "64K", "2M", "4G", "1048576"; false if malformed.
+bool parse_size(const char *text, std::size_t *out);
+
+}  // namespace rocl

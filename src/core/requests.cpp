@@ -1,0 +1,134 @@
+// requests.cpp - immediate operations (CoR): isend/irecv return a handle
+// that test/wait complete and cancel withdraws.
+#include <new>
+
+#include "core/context.hpp"
+#include "status/status.hpp"
+
+// The handle behind rocl_request_t. A receive keeps a reference on its
+// resource so that rocl_delete cannot recycle it under the posted envelope.
+struct rocl_request {
+  enum class Kind { kSend, kReceive } kind;
+  rocl::Resource *resource = nullptr;
+  rocl::Envelope env;
+  rocl::Envelope *message = nullptr;  // matched at post time
+  rocl_status_t send_status{};
+};
+
+namespace rocl {
+
+int Context::isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::size_t len,
+                   rocl_request **req) noexcept {
+  if (req == nullptr) return fail(ROCL_EINVAL, "rocl_isend: req is NULL");
+  auto *r = new (std::nothrow) rocl_request{rocl_request::Kind::kSend};
+  if (r == nullptr) return fail(ROCL_ENOMEM, "rocl_isend: out of memory for the request");
+  // Sends are accepted (delivered or queued) before they return, so the
+  // request is complete from the start; later transports complete it later.
+  int rc = send(ogid, dgid, tag, ptr, len);
+  if (rc != ROCL_OK) {
+    delete r;
+    return rc;
+  }
+  r->send_status = rocl_status_t{nullptr, dgid, tag, ROCL_OK, len};
+  *req = r;
+  return ROCL_OK;
+}
+
+int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, rocl_request **req) noexcept {
+  if (req == nullptr) return fail(ROCL_EINVAL, "rocl_irecv: req is NULL");
+  if (tag < ROCL_ANY_TAG) {
+    return fail(ROCL_EINVAL, "rocl_irecv: tag %d is neither >= 0 nor ROCL_ANY", tag);
+  }
+  Resource *res = resources_.get(dgid);
+  if (res == nullptr) {
+    return fail(ROCL_EBADGID, "rocl_irecv: gid %#llx is not a resource of this context",
+                static_cast<unsigned long long>(dgid));
+  }
+  auto *r = new (std::nothrow) rocl_request{rocl_request::Kind::kReceive};
+  if (r == nullptr) {
+    resources_.put(res);
+    return fail(ROCL_ENOMEM, "rocl_irecv: out of memory for the request");
+  }
+  r->resource = res;
+  r->env.header = CoreHeader{ogid, tag, 0};
+  r->message = res->mailbox().post_receive(&r->env);
+  *req = r;
+  return ROCL_OK;
+}
+
+namespace {
+bool receive_done(const rocl_request *r) { return r->message != nullptr || r->env.complete.is_done(); }
+}  // namespace
+
+// Completes a finished request: fills status, frees it, nulls the handle.
+static int complete_request(Context &ctx, ResourceTable &table, rocl_request **req,
+                            rocl_status_t *status,
+                            int (Context::*finish)(Envelope *, rocl_status_t *) noexcept) {
+  rocl_request *r = *req;
+  rocl_status_t st{};
+  int rc = ROCL_OK;
+  if (r->kind == rocl_request::Kind::kSend) {
+    st = r->send_status;
+  } else {
+    Envelope *msg = r->message != nullptr ? r->message : r->env.matched;
+    if (r->message == nullptr && r->env.status != ROCL_OK) {
+      rc = r->env.status;
+      st.error = rc;
+    } else {
+      (ctx.*finish)(msg, &st);
+    }
+    table.put(r->resource);
+  }
+  if (status != nullptr) *status = st;
+  delete r;
+  *req = nullptr;
+  return rc;
+}
+
+int Context::test(rocl_request **req, int *done, rocl_status_t *status) noexcept {
+  if (req == nullptr || done == nullptr) return fail(ROCL_EINVAL, "rocl_test: req or done is NULL");
+  if (*req == nullptr) {
+    *done = 1;
+    if (status != nullptr) *status = rocl_status_t{};
+    return ROCL_OK;
+  }
+  rocl_request *r = *req;
+  if (r->kind == rocl_request::Kind::kReceive && !receive_done(r)) {
+    *done = 0;
+    return ROCL_OK;
+  }
+  *done = 1;
+  int rc = complete_request(*this, resources_, req, status, &Context::finish_receive);
+  return rc == ROCL_OK ? rc : fail(rc, "rocl_test: the receive failed: %s", error_name(rc));
+}
+
+int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexcept {
+  if (req == nullptr) return fail(ROCL_EINVAL, "rocl_wait: req is NULL");
+  if (*req == nullptr) {
+    if (status != nullptr) *status = rocl_status_t{};
+    return ROCL_OK;
+  }
+  rocl_request *r = *req;
+  if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr &&
+      !r->env.complete.wait(timeout, std::chrono::microseconds(options_.spin_us))) {
+    if (timeout == 0) return ROCL_ETIMEDOUT;
+    return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms", timeout);
+  }
+  int rc = complete_request(*this, resources_, req, status, &Context::finish_receive);
+  return rc == ROCL_OK ? rc : fail(rc, "rocl_wait: the receive failed: %s", error_name(rc));
+}
+
+int Context::cancel(rocl_request **req) noexcept {
+  if (req == nullptr || *req == nullptr) return fail(ROCL_EINVAL, "rocl_cancel: no request");
+  rocl_request *r = *req;
+  if (r->kind == rocl_request::Kind::kSend || r->message != nullptr ||
+      !r->resource->mailbox().cancel_receive(&r->env)) {
+    return fail(ROCL_EALREADY, "rocl_cancel: the operation has already completed; test or wait it");
+  }
+  resources_.put(r->resource);
+  delete r;
+  *req = nullptr;
+  return ROCL_OK;
+}
+
+}  // namespace rocl

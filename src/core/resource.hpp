@@ -1,0 +1,50 @@
+// resource.hpp - a resource of this process as the core sees it: a gid and
+// a mailbox. Receives on different resources never share a lock.
+//
+// Lifetime: Resource objects are type-stable (recycled, freed only with the
+// context) and reference counted, so a sender that looked a gid up races
+// safely with rocl_delete: it takes a reference only while the count is not
+// zero and then checks that the gid is still the one it wanted.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "core/message.hpp"
+
+namespace rocl {
+
+class Resource {
+ public:
+  // Takes a reference if the resource is live and still has `gid`.
+  bool acquire(rocl_gid_t gid) noexcept {
+    std::int32_t n = refs_.load(std::memory_order_relaxed);
+    do {
+      if (n == 0) return false;
+    } while (!refs_.compare_exchange_weak(n, n + 1, std::memory_order_acquire));
+    if (gid_.load(std::memory_order_acquire) == gid) return true;
+    release();
+    return false;
+  }
+  // Drops a reference; true if it was the last one (the caller recycles).
+  bool release() noexcept { return refs_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+
+  rocl_gid_t gid() const noexcept { return gid_.load(std::memory_order_acquire); }
+  Mailbox &mailbox() noexcept { return *mailbox_; }
+
+  // Makes a fresh or recycled object live under gid with one reference
+  // (the registration's).
+  void start(rocl_gid_t gid) {
+    mailbox_ = std::make_unique<Mailbox>();
+    gid_.store(gid, std::memory_order_release);
+    refs_.store(1, std::memory_order_release);
+  }
+  void retire() noexcept { gid_.store(ROCL_NULL_GID, std::memory_order_release); }
+
+ private:
+  std::atomic<std::int32_t> refs_{0};
+  std::atomic<rocl_gid_t> gid_{ROCL_NULL_GID};
+  std::unique_ptr<Mailbox> mailbox_;
+};
+
+}  // namespace rocl

@@ -1,0 +1,66 @@
+// resource_table.hpp - gid -> Resource for the resources of this process.
+//
+// Read on every send and receive, written on register/delete: lookups take
+// no lock (open addressing over atomics); writers serialise on a mutex and
+// grow the table by publishing a new copy. Old copies and Resource objects
+// stay allocated until the table dies, which is what makes lock-free reads
+// safe (see Resource for how stale pointers are detected).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/resource.hpp"
+
+namespace rocl {
+
+class ResourceTable {
+ public:
+  ResourceTable();
+  ~ResourceTable();
+  ResourceTable(const ResourceTable &) = delete;
+  ResourceTable &operator=(const ResourceTable &) = delete;
+
+  // A live resource with this gid with a reference taken, or nullptr.
+  // Lock-free; the caller must call put() when done.
+  Resource *get(rocl_gid_t gid) const noexcept;
+  // True if gid is a live resource of this process (no reference kept).
+  bool contains(rocl_gid_t gid) const noexcept;
+  // Drops a reference from get(); recycles the object after the last one.
+  void put(Resource *r) noexcept;
+
+  // Creates the live resource for a new gid (never used before).
+  Resource *insert(rocl_gid_t gid);
+  // Unpublishes gid and returns its resource with the registration's
+  // reference still held (the caller closes the mailbox, then put()s it);
+  // nullptr if gid is not here.
+  Resource *remove(rocl_gid_t gid);
+  // Gids of all live resources (for teardown).
+  std::vector<rocl_gid_t> gids() const;
+
+ private:
+  struct Slot {
+    std::atomic<rocl_gid_t> key{ROCL_NULL_GID};
+    std::atomic<Resource *> value{nullptr};
+  };
+  struct Table {
+    explicit Table(std::size_t capacity) : mask(capacity - 1), slots(capacity) {}
+    std::size_t mask;
+    std::vector<Slot> slots;
+  };
+
+  Resource *find(rocl_gid_t gid) const noexcept;
+  void grow_locked();
+  static std::size_t hash(rocl_gid_t gid) noexcept { return gid * 0x9E3779B97F4A7C15ull >> 17; }
+
+  std::atomic<Table *> table_;
+  mutable std::mutex writer_;
+  std::size_t used_slots_ = 0;  // live + tombstones, under writer_
+  std::vector<std::unique_ptr<Table>> tables_;          // current and retired copies
+  std::vector<std::unique_ptr<Resource>> all_resources_;  // type-stable storage
+  std::vector<Resource *> free_resources_;
+};
+
+}  // namespace rocl

@@ -1,0 +1,106 @@
+// directory.hpp - the resource directory (RoCL paper, section 3) as seen by
+// the core: register / remove / query resources described by attribute lists.
+//
+// Contract of every Directory and QueryCursor: thread safe; calls may block
+// (a node server makes them network round trips). Failures return a negative
+// ROCL_E* code and record a sentence with fail() (status/status.hpp).
+//
+// ---- Global ids ----------------------------------------------------------------
+//
+//   bits 63..48  id of the directory server that issued the gid, 1..0x7fff
+//                (so every gid is > 0 as an int64_t, and ROCL_ANY_GID, whose
+//                server bits are 0xffff, is never issued)
+//   bits 47..0   serial, starting at 1 for each server
+//
+// Each server owns the whole serial range of its id from start-up (the
+// paper's "subset of global identifiers obtained at start-up"): issuing a gid
+// never needs another server. ROCL_NULL_GID (0) is never issued.
+//
+// ---- The "context" attribute ---------------------------------------------------
+//
+// Every registered resource carries the attribute "context": the gid of the
+// context that registered it, 8 bytes in native byte order. A context is
+// registered with context == ROCL_NULL_GID: its "context" attribute is then
+// its own gid. The name is reserved: registering a list that has it fails.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "directory/attr_list.hpp"
+#include "rocl/rocl.h"
+
+namespace rocl {
+
+inline constexpr unsigned kGidServerShift = 48;
+inline constexpr std::uint64_t kGidSerialMask = (std::uint64_t{1} << kGidServerShift) - 1;
+inline constexpr std::uint16_t kMaxServerId = 0x7fff;
+inline constexpr std::uint64_t kMaxGidSerial = kGidSerialMask;
+
+constexpr rocl_gid_t make_gid(std::uint16_t server, std::uint64_t serial) {
+  return (static_cast<rocl_gid_t>(server) << kGidServerShift) | (serial & kGidSerialMask);
+}
+constexpr std::uint16_t gid_server(rocl_gid_t gid) {
+  return static_cast<std::uint16_t>(gid >> kGidServerShift);
+}
+constexpr std::uint64_t gid_serial(rocl_gid_t gid) { return gid & kGidSerialMask; }
+
+// Name of the attribute the directory adds to every resource.
+inline constexpr std::string_view kContextAttr = "context";
+
+// A multi-answer query in progress (rocl_query_start/next/stop).
+class QueryCursor {
+ public:
+  virtual ~QueryCursor() = default;
+  // Fills the unspecified attributes (answer slots) of attrs from the next
+  // matching resource (increasing gid) and returns its gid (> 0); or
+  // ROCL_EEND when there is none, ROCL_ENOSPC if an answer does not fit
+  // (attrs is unchanged and the cursor does NOT advance: a retry with more
+  // space gets the same resource). Resources deleted meanwhile are skipped;
+  // resources registered meanwhile are seen if their gid is larger than the
+  // last one returned.
+  virtual std::int64_t next(AttrList &attrs) = 0;
+};
+
+class Directory {
+ public:
+  virtual ~Directory() = default;
+
+  // Registers a resource described by attrs (every attribute must have a
+  // value; filled answer slots count as values). `context` is the gid of the
+  // registering context, or ROCL_NULL_GID to register a context itself (see
+  // above). Returns the new gid (> 0), ROCL_EINVAL (unspecified attribute,
+  // reserved name "context"), ROCL_EBADGID (context is not a registered
+  // context), ROCL_ENOSPC (the server's gid range is used up).
+  virtual std::int64_t register_resource(const AttrList &attrs, rocl_gid_t context) = 0;
+
+  // Removes one resource. ROCL_OK or ROCL_EBADGID. Removing a context's own
+  // resource does not remove the context's other resources (remove_context).
+  virtual int remove(rocl_gid_t gid) = 0;
+
+  // Single-answer query, per rocl.h rocl_query: *gid != ROCL_NULL_GID looks
+  // that resource up; otherwise the lowest-gid resource having every
+  // attribute added with a value to attrs (same name, same bytes; a list with
+  // none matches every resource). Then attrs' answer slots are filled
+  // (AttrList::fill_from) and *gid is set. ROCL_OK, ROCL_ENOTFOUND,
+  // ROCL_ENOSPC (attrs and *gid unchanged), ROCL_EINVAL (gid == nullptr).
+  virtual int query(rocl_gid_t *gid, AttrList &attrs) = 0;
+
+  // Starts a multi-answer query whose pattern is the attributes of `pattern`
+  // added with a value (copied: pattern may change or die afterwards).
+  // nullptr + fail() on error.
+  virtual std::unique_ptr<QueryCursor> query_start(const AttrList &pattern) = 0;
+
+  // Removes every resource whose "context" attribute is `context`, the
+  // context's own resource included (cleanup when a context goes away).
+  // Returns how many were removed (>= 0), or ROCL_EINVAL for ROCL_NULL_GID.
+  virtual int remove_context(rocl_gid_t context) = 0;
+};
+
+// The in-process directory (local_directory.hpp): one server issuing gids of
+// server id server_id (1..kMaxServerId). nullptr + fail(ROCL_EINVAL) for an
+// id outside that range.
+std::unique_ptr<Directory> make_local_directory(std::uint16_t server_id);
+
+}  // namespace rocl

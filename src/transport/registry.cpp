@@ -1,0 +1,31 @@
+// registry.cpp - the one table of transports, switched by CMake options.
+#include <array>
+
+#include "transport/transport.hpp"
+
+#ifdef ROCL_HAVE_INPROC
+#include "transport/inproc/inproc_transport.hpp"
+#endif
+
+namespace rocl {
+namespace {
+
+const TransportEntry kTransports[] = {
+#ifdef ROCL_HAVE_INPROC
+    {"inproc", "same process: hands the buffer pointer to the receiving resource, no copy",
+     &make_inproc_transport},
+#endif
+};
+
+}  // namespace
+
+std::span<const TransportEntry> transport_table() noexcept { return kTransports; }
+
+const TransportEntry *find_transport(std::string_view name) noexcept {
+  for (const auto &entry : kTransports) {
+    if (name == entry.name) return &entry;
+  }
+  return nullptr;
+}
+
+}  // namespace rocl

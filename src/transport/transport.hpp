@@ -1,0 +1,85 @@
+// transport.hpp - the one interface every network of rocl implements, and
+// what the core gives a transport. One folder per implementation
+// (src/transport/<name>/), listed once in registry.cpp.
+//
+// Model (ToCL/RoCL): one end-point per process per transport, shared by all
+// threads; connections to peer contexts are made lazily on the first send
+// and kept; arrivals are handed to the core's MessageSink.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/message.hpp"
+
+namespace rocl {
+
+// The core's side of a transport: where arrived messages go.
+class MessageSink {
+ public:
+  virtual ~MessageSink() = default;
+  // Takes an arrived message (its block in state kLibrary, msg->data and
+  // msg->length set, header filled) for the local resource `destination`.
+  // Returns ROCL_OK: ownership moved to the core. ROCL_EBADGID: no such live
+  // resource here; the caller keeps the message.
+  // Thread safe; takes only the destination mailbox's lock; never blocks.
+  virtual int deliver(rocl_gid_t destination, Message *msg) noexcept = 0;
+};
+
+// What a transport is constructed with.
+struct TransportEnv {
+  MessageSink *sink;
+  std::uint64_t instance;  // unique per context instance in this process
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // Short name as in ROCL_TRANSPORTS ("inproc", "shm", "tcp", "ucx").
+  virtual std::string_view name() const noexcept = 0;
+
+  // This end-point's address, published in the directory as the context
+  // attribute "addr.<name>". Stable for the transport's life.
+  virtual std::string address() const = 0;
+
+  // Whether this transport can reach a context that published `address`
+  // (e.g. inproc only reaches its own process, shm only its own node).
+  virtual bool reaches(std::string_view address) const noexcept = 0;
+
+  // Posts a message to resource `destination` of peer context `peer` whose
+  // address is `peer_address`, connecting on first use. Ownership of msg's
+  // block (state kLibrary) moves to the transport on ROCL_OK; the transport
+  // returns it to the pool after transmission if the block is marked
+  // return_after_send, otherwise sets its send_status to kSent/kFailed.
+  // On failure (negative code) the caller keeps msg and nothing was sent.
+  // Thread safe; never blocks for long: a busy link queues the message.
+  virtual int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
+                   Message *msg) noexcept = 0;
+
+  // Drives completions and arrivals; returns how many events it handled.
+  // Called by the progress engine (a system thread or a waiting caller).
+  virtual int progress() noexcept = 0;
+
+  // Makes [base, base+len) usable for zero-copy sends/receives (pins or
+  // registers it with the NIC where needed). Called once for the pool region.
+  virtual int register_memory(void *base, std::size_t len) noexcept = 0;
+};
+
+// One row of the registration table.
+struct TransportEntry {
+  const char *name;
+  const char *doc;
+  std::unique_ptr<Transport> (*make)(const TransportEnv &env);
+};
+
+// The transports built into this library, in default order of preference.
+std::span<const TransportEntry> transport_table() noexcept;
+
+// The row named `name`, or nullptr.
+const TransportEntry *find_transport(std::string_view name) noexcept;
+
+}  // namespace rocl

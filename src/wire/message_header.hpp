@@ -1,0 +1,39 @@
+// message_header.hpp - the frame header every rocl message carries on a
+// network. In-process hand-off never serialises it, but its fields are the
+// ones the core matches on, so every transport speaks the same header.
+// Layout and validation rules: docs/protocol.md.
+#pragma once
+
+#include <cstdint>
+
+namespace rocl::wire {
+
+inline constexpr std::uint16_t kMagic = 0x524c;  // "RL"
+inline constexpr std::uint8_t kVersion = 1;
+
+enum class Kind : std::uint8_t {
+  kEager = 1,     // whole message follows the header
+  kFragment = 2,  // one piece of a striped/fragmented message
+  kRendezvousRequest = 3,
+  kRendezvousReply = 4,
+};
+
+// 64 bytes, little-endian on the wire, naturally aligned fields.
+struct MessageHeader {
+  std::uint16_t magic;
+  std::uint8_t version;
+  Kind kind;
+  std::uint32_t flags;
+  std::uint64_t source;        // origin resource gid
+  std::uint64_t destination;   // destination resource gid
+  std::int32_t tag;            // >= 0
+  std::uint32_t domain;        // message context (CoR domain, MPI communicator)
+  std::uint64_t message_id;    // per origin context; fragments of one message share it
+  std::uint64_t total_length;  // payload bytes of the whole message
+  std::uint64_t fragment_offset;
+  std::uint32_t fragment_length;
+  std::uint32_t reserved;
+};
+static_assert(sizeof(MessageHeader) == 64);
+
+}  // namespace rocl::wire
