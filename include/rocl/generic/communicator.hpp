@@ -93,7 +93,7 @@ class EnvelopeQueue {
     // Header contract makes <-equivalence and == agree on concrete headers),
     // so only the bin's front and the patterns queued before it compete.
     E *best = nullptr;
-    if (patterns_.head == nullptr || size_ != patterns_size_) {
+    if (size_ != patterns_size_) {  // some concrete envelopes are queued
       const auto it = bins_.find(key);
       if (it != bins_.end()) best = it->second.head;
     }

@@ -1,0 +1,50 @@
+// local_directory.hpp - the in-process directory server: one hashed
+// in-memory DB (RoCL paper, section 3.2) behind the Directory interface.
+//
+// Data:
+//  - resources by gid (ordered: queries answer in increasing gid order);
+//  - a hash index from (name, value) to the ordered set of gids having that
+//    attribute. A query with specified attributes takes the smallest of their
+//    gid sets and checks the other attributes by set membership; a query
+//    without one walks all resources.
+//  - gids: this server's whole range (server id, serials 1..2^48-1) is its
+//    own from construction; serials are never reused.
+// One std::shared_mutex guards it all: queries share it, registration and
+// removal take it exclusively (the directory is not the message fast path).
+// Cursors share ownership of the DB, so they stay usable (and see an empty
+// directory) if the LocalDirectory is destroyed first.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "directory/directory.hpp"
+
+namespace rocl {
+
+class LocalDirectory final : public Directory {
+ public:
+  // server_id must be 1..kMaxServerId (make_local_directory checks it).
+  explicit LocalDirectory(std::uint16_t server_id);
+  ~LocalDirectory() override;
+  LocalDirectory(const LocalDirectory &) = delete;
+  LocalDirectory &operator=(const LocalDirectory &) = delete;
+
+  std::int64_t register_resource(const AttrList &attrs, rocl_gid_t context) override;
+  int remove(rocl_gid_t gid) override;
+  int query(rocl_gid_t *gid, AttrList &attrs) override;
+  std::unique_ptr<QueryCursor> query_start(const AttrList &pattern) override;
+  int remove_context(rocl_gid_t context) override;
+
+  std::uint16_t server_id() const;
+  // Number of registered resources.
+  std::size_t size() const;
+
+  struct State;  // the DB (local_directory.cpp)
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace rocl
