@@ -13,7 +13,9 @@
 namespace rocl {
 namespace {
 
-constexpr std::size_t pad8(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
+constexpr std::size_t pad8(std::size_t n) {
+  return (n + 7) & ~std::size_t{7};
+}
 
 std::uint32_t load32(const std::byte *p) {
   std::uint32_t v;
@@ -60,8 +62,8 @@ AttrList::Attr parse_entry(const std::byte *base, std::size_t off, std::size_t *
   const auto flags = static_cast<std::uint8_t>(e[kFlagsAt]);
   a.space = load32(e + kSpaceAt);
   a.slot = (flags & AttrList::kFlagSlot) != 0;
-  a.name = std::string_view(reinterpret_cast<const char *>(e + AttrList::kEntryHeaderBytes),
-                            name_len);
+  a.name =
+      std::string_view(reinterpret_cast<const char *>(e + AttrList::kEntryHeaderBytes), name_len);
   if ((flags & AttrList::kFlagValue) != 0) {
     a.value = e + AttrList::kEntryHeaderBytes + pad8(name_len);
     a.len = load32(e + kValueLenAt);
@@ -392,8 +394,8 @@ int AttrList::decode(std::span<const std::byte> bytes, AttrList &out) {
                   off, count);
     }
     if (size - off < kEntryHeaderBytes) {
-      return fail(ROCL_EINVAL, "attribute list: attribute %zu: truncated entry header at offset %zu",
-                  n, off);
+      return fail(ROCL_EINVAL,
+                  "attribute list: attribute %zu: truncated entry header at offset %zu", n, off);
     }
     const std::byte *e = p + off;
     const auto name_len = static_cast<std::size_t>(e[kNameLenAt]);
@@ -404,8 +406,7 @@ int AttrList::decode(std::span<const std::byte> bytes, AttrList &out) {
       return fail(ROCL_EINVAL, "attribute list: attribute %zu: name length is 0", n);
     }
     if ((flags & ~unsigned{kFlagValue | kFlagSlot}) != 0) {
-      return fail(ROCL_EINVAL, "attribute list: attribute %zu: unknown flag bits 0x%02x", n,
-                  flags);
+      return fail(ROCL_EINVAL, "attribute list: attribute %zu: unknown flag bits 0x%02x", n, flags);
     }
     if (load16(e + kZero16At) != 0 || load32(e + kZero32At) != 0) {
       return fail(ROCL_EINVAL, "attribute list: attribute %zu: reserved header fields are not 0",
@@ -421,9 +422,8 @@ int AttrList::decode(std::span<const std::byte> bytes, AttrList &out) {
                   value_len, space);
     }
     if (slot && !has_value && value_len != 0) {
-      return fail(ROCL_EINVAL,
-                  "attribute list: attribute %zu: unfilled slot with value length %zu", n,
-                  value_len);
+      return fail(ROCL_EINVAL, "attribute list: attribute %zu: unfilled slot with value length %zu",
+                  n, value_len);
     }
     if (value_len > space) {
       return fail(ROCL_EINVAL,
@@ -470,8 +470,8 @@ int AttrList::decode(std::span<const std::byte> bytes, AttrList &out) {
     n += 1;
   }
   if (n != count) {
-    return fail(ROCL_EINVAL, "attribute list: 'count' field says %zu attributes but %zu are present",
-                count, n);
+    return fail(ROCL_EINVAL,
+                "attribute list: 'count' field says %zu attributes but %zu are present", count, n);
   }
 
   AttrList list{Uninit{}};

@@ -44,7 +44,9 @@ constexpr rocl_gid_t make_gid(std::uint16_t server, std::uint64_t serial) {
 constexpr std::uint16_t gid_server(rocl_gid_t gid) {
   return static_cast<std::uint16_t>(gid >> kGidServerShift);
 }
-constexpr std::uint64_t gid_serial(rocl_gid_t gid) { return gid & kGidSerialMask; }
+constexpr std::uint64_t gid_serial(rocl_gid_t gid) {
+  return gid & kGidSerialMask;
+}
 
 // Name of the attribute the directory adds to every resource.
 inline constexpr std::string_view kContextAttr = "context";

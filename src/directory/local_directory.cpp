@@ -100,9 +100,8 @@ struct LocalDirectory::State {
       sets.push_back(&f->second);
     }
     const std::set<rocl_gid_t> *smallest =
-        *std::min_element(sets.begin(), sets.end(), [](const auto *a, const auto *b) {
-          return a->size() < b->size();
-        });
+        *std::min_element(sets.begin(), sets.end(),
+                          [](const auto *a, const auto *b) { return a->size() < b->size(); });
     for (auto it = smallest->upper_bound(after); it != smallest->end(); ++it) {
       const bool all = std::all_of(sets.begin(), sets.end(), [&](const auto *s) {
         return s == smallest || s->contains(*it);
@@ -180,7 +179,9 @@ LocalDirectory::~LocalDirectory() {
   state_->index.clear();
 }
 
-std::uint16_t LocalDirectory::server_id() const { return state_->server_id; }
+std::uint16_t LocalDirectory::server_id() const {
+  return state_->server_id;
+}
 
 std::size_t LocalDirectory::size() const {
   std::shared_lock lock(state_->mu);
@@ -236,8 +237,7 @@ std::int64_t LocalDirectory::register_resource(const AttrList &attrs, rocl_gid_t
   }
   if (s.next_serial > kMaxGidSerial) {
     return fail(ROCL_ENOSPC, "rocl_register: directory server %u has issued all %llu gids",
-                static_cast<unsigned>(s.server_id),
-                static_cast<unsigned long long>(kMaxGidSerial));
+                static_cast<unsigned>(s.server_id), static_cast<unsigned long long>(kMaxGidSerial));
   }
   const rocl_gid_t gid = make_gid(s.server_id, s.next_serial);
   const rocl_gid_t owner = context != ROCL_NULL_GID ? context : gid;

@@ -52,8 +52,10 @@ namespace detail {
 // Why a std::map of intrusive bins rather than something cleverer: its nodes
 // never move, so envelopes can point at their bin and leave it in O(1); and
 // keeping up to kMaxEmptyBins emptied bins alive means a steady exchange
-// over a handful of headers never allocates (a sorted vector would also
-// avoid allocation but needs relinking on every insert of a new header).
+// over a handful of headers never allocates. (A sorted vector of bins would
+// move bins when a new header is inserted, invalidating the envelopes'
+// pointers to them; a hash map would need a hash the Header concept does not
+// have.)
 //
 // Not thread safe: the Communicator holds its lock around every call.
 template <Header H>
@@ -443,14 +445,10 @@ class Communicator {
       std::lock_guard<Lock> guard(lock_);
       if (!closed_) {
         // The rule is send->header == req->header whichever side arrives.
-        Env *other = arriving_is_send
-                         ? match_in.find(arriving->header,
-                                         [arriving](const H &req) {
-                                           return bool(arriving->header == req);
-                                         })
-                         : match_in.find(arriving->header, [arriving](const H &send) {
-                             return bool(send == arriving->header);
-                           });
+        const H &key = arriving->header;
+        Env *other = match_in.find(key, [&key, arriving_is_send](const H &queued) {
+          return arriving_is_send ? bool(key == queued) : bool(queued == key);
+        });
         if (other == nullptr) {
           park_in.push(arriving, next_order_++);
           return nullptr;

@@ -104,8 +104,8 @@ class Completion {
       // Returns at once if the word is no longer 2 (EAGAIN), on a wake, on
       // EINTR or on ETIMEDOUT; every case is handled by re-reading the state
       // and the clock at the top of the loop.
-      syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&state_), FUTEX_WAIT_PRIVATE,
-              kSleeper, timeout, nullptr, 0);
+      syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&state_), FUTEX_WAIT_PRIVATE, kSleeper,
+              timeout, nullptr, 0);
     }
   }
 

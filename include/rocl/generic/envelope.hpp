@@ -91,13 +91,19 @@ struct Envelope {
   // Bookkeeping owned by the Communicator while the envelope is queued;
   // meaningless otherwise. Kept private so that owners cannot corrupt a
   // queue by touching it.
-  detail::QueueKind queue_ = detail::QueueKind::kNone;  // which queue holds it
-  Envelope *all_prev_ = nullptr;  // the queue's FIFO of everything, in order
+  //
+  // Which queue holds it (kNone when not queued).
+  detail::QueueKind queue_ = detail::QueueKind::kNone;
+  // Links in the queue's FIFO of everything, in queuing order.
+  Envelope *all_prev_ = nullptr;
   Envelope *all_next_ = nullptr;
-  Envelope *sub_prev_ = nullptr;  // FIFO of its header bin, or of the
-  Envelope *sub_next_ = nullptr;  // queue's patterns
-  detail::EnvelopeList<Envelope> *sub_list_ = nullptr;  // that bin / pattern list
-  std::uint64_t order_ = 0;  // when it was queued (per Communicator, increasing)
+  // Links in the FIFO of its header bin, or of the queue's patterns, and
+  // that list itself (so that leaving it is O(1)).
+  Envelope *sub_prev_ = nullptr;
+  Envelope *sub_next_ = nullptr;
+  detail::EnvelopeList<Envelope> *sub_list_ = nullptr;
+  // When it was queued: increasing per Communicator, shared by its queues.
+  std::uint64_t order_ = 0;
 };
 
 }  // namespace rocl::generic

@@ -61,8 +61,8 @@ TEST(Completion, TimeoutZeroOnlyChecks) {
 }
 
 TEST(Completion, TimesOutAfterAtLeastTheTimeout) {
-  for (auto spin : {std::chrono::nanoseconds(0), std::chrono::nanoseconds(5ms),
-                    std::chrono::nanoseconds(1s)}) {
+  for (auto spin :
+       {std::chrono::nanoseconds(0), std::chrono::nanoseconds(5ms), std::chrono::nanoseconds(1s)}) {
     Completion c;
     const auto start = Clock::now();
     EXPECT_FALSE(c.wait(20, spin));

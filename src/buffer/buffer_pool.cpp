@@ -1,0 +1,515 @@
+// buffer_pool.cpp - thread caches, global free lists and the glue to the
+// buddy allocator. See buffer_pool.hpp for the design.
+#include "buffer/buffer_pool.hpp"
+
+#include <algorithm>
+#include <new>
+#include <unordered_map>
+
+#include "status/status.hpp"
+
+namespace rocl {
+
+namespace detail {
+
+// What one thread keeps for one pool. Only its thread touches the lists;
+// stats() reads the counters (under the pool's caches_mu_).
+struct ThreadCache {
+  struct Class {
+    BlockHeader *head = nullptr;  // LIFO, linked by free_next
+    std::uint32_t count = 0;
+    std::uint32_t max = 0;  // 0: this class is not cached
+    std::uint32_t batch = 0;
+  };
+  std::uint64_t pool_id = 0;
+  BufferPool *pool = nullptr;  // dereferenced only while pool_id is registered
+  Class cls[BufferPool::kCachedClasses];
+  // Blocks (bytes) handed out minus blocks (bytes) released by this thread,
+  // modulo 2^64. Written by the owning thread only, with load + store.
+  std::atomic<std::uint64_t> net_buffers{0};
+  std::atomic<std::uint64_t> net_bytes{0};
+  ThreadCache *thread_next = nullptr;  // this thread's caches
+  ThreadCache *pool_prev = nullptr;    // the pool's caches (under caches_mu_)
+  ThreadCache *pool_next = nullptr;
+};
+
+// All caches of one thread; its destructor runs at thread exit.
+struct ThreadCaches {
+  ThreadCache *head = nullptr;
+  ~ThreadCaches();
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::ThreadCache;
+
+// Live pools by id: a thread that exits gives its cached blocks back only to
+// pools still registered here, and a pool's destructor unregisters it first.
+struct Registry {
+  std::mutex mu;
+  std::unordered_map<std::uint64_t, BufferPool *> pools;
+};
+Registry &registry() {
+  static Registry *r = new Registry;  // never destroyed: thread exits may follow static destruction
+  return *r;
+}
+std::atomic<std::uint64_t> g_next_pool_id{1};
+
+// The fast path only touches these two trivially destructible variables.
+thread_local ThreadCache *t_last = nullptr;  // the cache used last by this thread
+thread_local bool t_exiting = false;         // t_caches is destroyed or being destroyed
+thread_local detail::ThreadCaches t_caches;
+
+struct ChainInfo {  // in the owner area of a chain's first block
+  BlockHeader *next_chain;
+  BlockHeader *tail;
+  std::uint32_t count;
+};
+inline ChainInfo *chain_info(BlockHeader *b) noexcept {
+  return static_cast<ChainInfo *>(owner_area_of(b));
+}
+
+inline void add_owned(std::atomic<std::uint64_t> &a, std::uint64_t d) noexcept {
+  a.store(a.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+}
+
+inline std::size_t block_bytes(unsigned order) noexcept {
+  return std::size_t{1} << order;
+}
+
+unsigned region_order(std::size_t cap) noexcept {
+  const std::size_t floor = std::max<std::size_t>(page_bytes(), block_bytes(kMinBlockOrder));
+  if (cap <= floor) return static_cast<unsigned>(std::countr_zero(floor));
+  if (cap > (std::size_t{1} << 62)) return 63;  // cannot be mapped: the constructor throws
+  return static_cast<unsigned>(std::bit_width(cap - 1));
+}
+
+inline void hand_out(BlockHeader *b) noexcept {
+  b->send_status.store(SendStatus::kIdle, std::memory_order_relaxed);
+  b->return_after_send = false;
+  b->state.store(BlockState::kUser, std::memory_order_release);
+}
+
+}  // namespace
+
+// ---- construction ------------------------------------------------------------
+
+BufferPool::BufferPool(const PoolConfig &config)
+    : id_(g_next_pool_id.fetch_add(1, std::memory_order_relaxed)),
+      cap_(config.cap_bytes),
+      region_(std::size_t{1} << region_order(config.cap_bytes)),
+      base_(reinterpret_cast<std::uintptr_t>(region_.base())),
+      size_(region_.size()),
+      top_order_(region_order(config.cap_bytes)),
+      buddy_(region_.base(), top_order_, std::min(cap_, size_)) {
+  // A thread never caches more than 1/16 of the cap, so that a small pool is
+  // not emptied into a few threads' caches.
+  const std::size_t budget = std::min(config.thread_cache_bytes, cap_ / 16);
+  for (unsigned c = 0; c < kCachedClasses; ++c) {
+    const std::size_t n = budget / kCachedClasses / block_bytes(kMinBlockOrder + c);
+    cache_max_[c] = static_cast<std::uint32_t>(std::min<std::size_t>(n, 256));
+    cache_batch_[c] = (cache_max_[c] + 1) / 2;
+  }
+  Registry &r = registry();
+  std::lock_guard lock(r.mu);
+  r.pools.emplace(id_, this);
+}
+
+BufferPool::~BufferPool() {
+  {
+    Registry &r = registry();
+    std::lock_guard lock(r.mu);
+    r.pools.erase(id_);
+  }
+  // This thread's cache of this pool can go now; other threads' caches just
+  // go stale (their thread drops them without looking at the blocks).
+  if (t_exiting) return;
+  if (t_last != nullptr && t_last->pool_id == id_) t_last = nullptr;
+  for (ThreadCache **p = &t_caches.head; *p != nullptr; p = &(*p)->thread_next) {
+    if ((*p)->pool_id == id_) {
+      ThreadCache *dead = *p;
+      *p = dead->thread_next;
+      delete dead;
+      break;
+    }
+  }
+}
+
+// ---- thread caches -------------------------------------------------------------
+
+inline ThreadCache *BufferPool::local_cache() noexcept {
+  ThreadCache *tc = t_last;
+  if (tc != nullptr && tc->pool_id == id_) [[likely]] {
+    return tc;
+  }
+  return local_cache_slow();
+}
+
+ThreadCache *BufferPool::existing_local_cache() const noexcept {
+  if (t_exiting) return nullptr;
+  for (ThreadCache *tc = t_caches.head; tc != nullptr; tc = tc->thread_next) {
+    if (tc->pool_id == id_) return tc;
+  }
+  return nullptr;
+}
+
+ThreadCache *BufferPool::local_cache_slow() noexcept {
+  if (t_exiting) return nullptr;  // called from another thread_local's destructor
+  if (ThreadCache *tc = existing_local_cache()) {
+    t_last = tc;
+    return tc;
+  }
+  // First use of this pool by this thread: drop caches of destroyed pools.
+  {
+    Registry &r = registry();
+    std::lock_guard lock(r.mu);
+    for (ThreadCache **p = &t_caches.head; *p != nullptr;) {
+      if (r.pools.find((*p)->pool_id) == r.pools.end()) {
+        ThreadCache *dead = *p;
+        *p = dead->thread_next;
+        if (t_last == dead) t_last = nullptr;
+        delete dead;
+      } else {
+        p = &(*p)->thread_next;
+      }
+    }
+  }
+  auto *tc = new (std::nothrow) ThreadCache;
+  if (tc == nullptr) return nullptr;  // works uncached
+  tc->pool_id = id_;
+  tc->pool = this;
+  for (unsigned c = 0; c < kCachedClasses; ++c) {
+    tc->cls[c].max = cache_max_[c];
+    tc->cls[c].batch = cache_batch_[c];
+  }
+  tc->thread_next = t_caches.head;
+  t_caches.head = tc;
+  {
+    std::lock_guard lock(caches_mu_);
+    tc->pool_next = caches_;
+    if (caches_ != nullptr) caches_->pool_prev = tc;
+    caches_ = tc;
+  }
+  t_last = tc;
+  return tc;
+}
+
+detail::ThreadCaches::~ThreadCaches() {
+  t_exiting = true;
+  t_last = nullptr;
+  Registry &r = registry();
+  std::lock_guard lock(r.mu);  // keeps the pools below alive
+  while (head != nullptr) {
+    ThreadCache *tc = head;
+    head = tc->thread_next;
+    auto it = r.pools.find(tc->pool_id);
+    if (it != r.pools.end()) it->second->retire_cache(tc);
+    delete tc;
+  }
+}
+
+// Called at thread exit with the registry locked.
+void BufferPool::retire_cache(ThreadCache *tc) noexcept {
+  flush_cache(tc);
+  std::lock_guard lock(caches_mu_);
+  retired_buffers_.fetch_add(tc->net_buffers.load(std::memory_order_relaxed),
+                             std::memory_order_relaxed);
+  retired_bytes_.fetch_add(tc->net_bytes.load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
+  if (tc->pool_prev != nullptr) {
+    tc->pool_prev->pool_next = tc->pool_next;
+  } else {
+    caches_ = tc->pool_next;
+  }
+  if (tc->pool_next != nullptr) tc->pool_next->pool_prev = tc->pool_prev;
+}
+
+void BufferPool::flush_class(ThreadCache *tc, unsigned c, std::uint32_t n) noexcept {
+  ThreadCache::Class &cls = tc->cls[c];
+  if (n == 0 || cls.head == nullptr) return;
+  n = std::min(n, cls.count);
+  BlockHeader *head = cls.head;
+  BlockHeader *tail = head;
+  for (std::uint32_t i = 1; i < n; ++i) tail = tail->free_next;
+  cls.head = tail->free_next;
+  cls.count -= n;
+  push_chain(kMinBlockOrder + c, head, tail, n);
+}
+
+void BufferPool::flush_cache(ThreadCache *tc) noexcept {
+  for (unsigned c = 0; c < kCachedClasses; ++c) flush_class(tc, c, tc->cls[c].count);
+}
+
+void BufferPool::flush_thread_cache() noexcept {
+  if (ThreadCache *tc = existing_local_cache()) flush_cache(tc);
+}
+
+// ---- global free lists -----------------------------------------------------------
+
+void BufferPool::push_chain(unsigned order, BlockHeader *head, BlockHeader *tail,
+                            std::uint32_t n) noexcept {
+  FreeList &l = lists_[order - kMinBlockOrder];
+  tail->free_next = nullptr;
+  ChainInfo *info = chain_info(head);
+  info->tail = tail;
+  info->count = n;
+  std::lock_guard lock(l.mu);
+  info->next_chain = l.chains;
+  l.chains = head;
+  l.blocks += n;
+}
+
+// Pops whole chains until at least `want` blocks, never more than `max` (but
+// always at least one chain if there is one). Returns one joined chain.
+BlockHeader *BufferPool::pop_chains(unsigned order, std::uint32_t want, std::uint32_t max,
+                                    std::uint32_t *got) noexcept {
+  FreeList &l = lists_[order - kMinBlockOrder];
+  BlockHeader *head = nullptr;
+  BlockHeader *tail = nullptr;
+  std::uint32_t n = 0;
+  std::lock_guard lock(l.mu);
+  while (l.chains != nullptr && n < want) {
+    ChainInfo *info = chain_info(l.chains);
+    if (n != 0 && n + info->count > max) break;
+    BlockHeader *chain = l.chains;
+    l.chains = info->next_chain;
+    l.blocks -= info->count;
+    if (tail != nullptr) {
+      tail->free_next = chain;
+    } else {
+      head = chain;
+    }
+    tail = info->tail;
+    n += info->count;
+  }
+  *got = n;
+  return head;
+}
+
+// Gives every global free list back to the buddy allocator (coalescing).
+void BufferPool::reclaim() noexcept {
+  flush_thread_cache();
+  for (unsigned order = kMinBlockOrder; order <= top_order_; ++order) {
+    FreeList &l = lists_[order - kMinBlockOrder];
+    BlockHeader *chains;
+    {
+      std::lock_guard lock(l.mu);
+      chains = l.chains;
+      l.chains = nullptr;
+      l.blocks = 0;
+    }
+    while (chains != nullptr) {
+      ChainInfo *info = chain_info(chains);
+      BlockHeader *next_chain = info->next_chain;
+      if (order > kMaxCachedOrder) {
+        for (BlockHeader *b = chains; b != nullptr; b = b->free_next) {
+          release_pages(reinterpret_cast<std::byte *>(b) + page_bytes(),
+                        block_bytes(order) - page_bytes());
+        }
+      }
+      buddy_.free_chain(chains);
+      chains = next_chain;
+    }
+  }
+}
+
+// ---- allocate / release --------------------------------------------------------------
+
+// A chain of 1..max blocks of 2^order bytes (at least `want` if they can be
+// had cheaply): global list, then the buddy allocator, then reclaiming.
+BlockHeader *BufferPool::obtain(unsigned order, std::uint32_t want, std::uint32_t max,
+                                std::uint32_t *got) noexcept {
+  *got = 0;
+  if (order > top_order_ || block_bytes(order) > cap_) return nullptr;
+  if (BlockHeader *chain = pop_chains(order, want, max, got)) return chain;
+  if (BlockHeader *chain = buddy_.allocate(order, want, got)) return chain;
+  reclaim();
+  return buddy_.allocate(order, 1, got);
+}
+
+BlockHeader *BufferPool::refill(ThreadCache *tc, unsigned order) noexcept {
+  ThreadCache::Class &cls = tc->cls[order - kMinBlockOrder];
+  std::uint32_t got = 0;
+  BlockHeader *chain = obtain(order, cls.batch, cls.max, &got);
+  if (chain == nullptr) return nullptr;
+  cls.head = chain->free_next;
+  cls.count = got - 1;
+  return chain;
+}
+
+BlockHeader *BufferPool::fail_allocate(unsigned order, std::size_t len) noexcept {
+  if (order >= 64 || block_bytes(order) > cap_) {
+    fail(ROCL_ETOOBIG,
+         "buffer pool: a buffer of %zu bytes needs a block of 2^%u bytes, more than the pool cap "
+         "of %zu bytes (ROCL_POOL_MAX)",
+         len, order, cap_);
+    return nullptr;
+  }
+  const PoolStats s = stats();
+  fail(ROCL_ENOMEM,
+       "buffer pool cap reached: a buffer of %zu bytes needs a block of %zu bytes, but %zu bytes "
+       "of the cap of %zu bytes (ROCL_POOL_MAX) are in use and %zu are reserved (free blocks "
+       "cached by other threads stay reserved)",
+       len, block_bytes(order), s.in_use_bytes, cap_, s.reserved_bytes);
+  return nullptr;
+}
+
+BlockHeader *BufferPool::allocate(std::size_t len) noexcept {
+  const unsigned order = order_for(len);
+  ThreadCache *tc = local_cache();
+  if (order <= kMaxCachedOrder && tc != nullptr) [[likely]] {
+    ThreadCache::Class &cls = tc->cls[order - kMinBlockOrder];
+    BlockHeader *b = cls.head;
+    if (b != nullptr) [[likely]] {
+      cls.head = b->free_next;
+      --cls.count;
+    } else if (cls.max == 0) {
+      return allocate_uncached(order, len, tc);
+    } else if ((b = refill(tc, order)) == nullptr) {
+      return fail_allocate(order, len);
+    }
+    hand_out(b);
+    add_owned(tc->net_buffers, 1);
+    add_owned(tc->net_bytes, block_bytes(order));
+    return b;
+  }
+  return allocate_uncached(order, len, tc);
+}
+
+BlockHeader *BufferPool::allocate_uncached(unsigned order, std::size_t len,
+                                           ThreadCache *tc) noexcept {
+  std::uint32_t got = 0;
+  BlockHeader *b = obtain(order, 1, 1, &got);
+  if (b == nullptr) return fail_allocate(order, len);
+  if (got > 1) {  // a whole chain flushed by a thread cache: keep the rest listed
+    BlockHeader *tail = b->free_next;
+    while (tail->free_next != nullptr) tail = tail->free_next;
+    push_chain(order, b->free_next, tail, got - 1);
+  }
+  hand_out(b);
+  if (tc != nullptr) {
+    add_owned(tc->net_buffers, 1);
+    add_owned(tc->net_bytes, block_bytes(order));
+  } else {
+    retired_buffers_.fetch_add(1, std::memory_order_relaxed);
+    retired_bytes_.fetch_add(block_bytes(order), std::memory_order_relaxed);
+  }
+  return b;
+}
+
+bool BufferPool::release(BlockHeader *b, BlockState from) noexcept {
+  const auto addr = reinterpret_cast<std::uintptr_t>(b);
+  if (from == BlockState::kFree || addr - base_ >= size_ ||
+      (addr & (block_bytes(kMinBlockOrder) - 1)) != 0 ||
+      std::atomic_ref<std::uint64_t>(b->magic).load(std::memory_order_relaxed) !=
+          (kBlockMagic ^ addr)) {
+    return false;
+  }
+  BlockState expected = from;
+  if (!b->state.compare_exchange_strong(expected, BlockState::kFree, std::memory_order_acq_rel,
+                                        std::memory_order_relaxed)) {
+    return false;
+  }
+  const unsigned order = b->order;
+  ThreadCache *tc = local_cache();
+  if (tc != nullptr) [[likely]] {
+    add_owned(tc->net_buffers, std::uint64_t{0} - 1);
+    add_owned(tc->net_bytes, std::uint64_t{0} - block_bytes(order));
+    if (order <= kMaxCachedOrder) [[likely]] {
+      ThreadCache::Class &cls = tc->cls[order - kMinBlockOrder];
+      if (cls.max != 0) [[likely]] {
+        b->free_next = cls.head;
+        cls.head = b;
+        if (++cls.count > cls.max) [[unlikely]] {
+          flush_class(tc, order - kMinBlockOrder, cls.batch);
+        }
+        return true;
+      }
+    }
+  } else {
+    retired_buffers_.fetch_sub(1, std::memory_order_relaxed);
+    retired_bytes_.fetch_sub(block_bytes(order), std::memory_order_relaxed);
+  }
+  release_uncached(b, order);
+  return true;
+}
+
+void BufferPool::release_uncached(BlockHeader *b, unsigned order) noexcept {
+  if (order <= kMaxCachedOrder) {
+    push_chain(order, b, b, 1);
+    return;
+  }
+  FreeList &l = lists_[order - kMinBlockOrder];
+  {
+    std::lock_guard lock(l.mu);
+    if (l.blocks < kKeepLargeBlocks && block_bytes(order) <= kKeepLargeBytes / (l.blocks + 1)) {
+      ChainInfo *info = chain_info(b);
+      b->free_next = nullptr;
+      info->tail = b;
+      info->count = 1;
+      info->next_chain = l.chains;
+      l.chains = b;
+      ++l.blocks;
+      return;
+    }
+  }
+  // Too many kept: back to the buddy allocator, without its pages (the first
+  // page stays: it holds the header and the allocator's links).
+  release_pages(reinterpret_cast<std::byte *>(b) + page_bytes(), block_bytes(order) - page_bytes());
+  b->free_next = nullptr;
+  buddy_.free_chain(b);
+}
+
+// ---- lookup and statistics ------------------------------------------------------------
+
+BlockHeader *BufferPool::find_any_state(const void *p) const noexcept {
+  const auto addr = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t offset = addr - base_;
+  if (offset >= size_ || offset < kControlBytes) return nullptr;
+  const std::uintptr_t block_offset = offset - kControlBytes;
+  if ((block_offset & (block_bytes(kMinBlockOrder) - 1)) != 0) return nullptr;
+  // Every 256-byte aligned address of the region is mapped, so these reads
+  // cannot fault; magic and order are written with atomic_ref by the buddy
+  // allocator.
+  auto *b = reinterpret_cast<BlockHeader *>(addr - kControlBytes);
+  if (std::atomic_ref<std::uint64_t>(b->magic).load(std::memory_order_relaxed) !=
+      (kBlockMagic ^ reinterpret_cast<std::uintptr_t>(b))) {
+    return nullptr;
+  }
+  const unsigned order = std::atomic_ref<std::uint8_t>(b->order).load(std::memory_order_relaxed);
+  if (order < kMinBlockOrder || order > top_order_ ||
+      (block_offset & (block_bytes(order) - 1)) != 0) {
+    return nullptr;
+  }
+  return b;
+}
+
+BlockHeader *BufferPool::find(const void *p) const noexcept {
+  BlockHeader *b = find_any_state(p);
+  if (b == nullptr || b->state.load(std::memory_order_acquire) == BlockState::kFree) return nullptr;
+  return b;
+}
+
+PoolStats BufferPool::stats() const noexcept {
+  std::uint64_t buffers;
+  std::uint64_t bytes;
+  {
+    std::lock_guard lock(caches_mu_);
+    buffers = retired_buffers_.load(std::memory_order_relaxed);
+    bytes = retired_bytes_.load(std::memory_order_relaxed);
+    for (const ThreadCache *tc = caches_; tc != nullptr; tc = tc->pool_next) {
+      buffers += tc->net_buffers.load(std::memory_order_relaxed);
+      bytes += tc->net_bytes.load(std::memory_order_relaxed);
+    }
+  }
+  // Sums are exact when no thread is mid-operation; while threads are, a
+  // release may be seen before its allocation: clamp the "negative" sums.
+  if (static_cast<std::int64_t>(buffers) < 0) buffers = 0;
+  if (static_cast<std::int64_t>(bytes) < 0) bytes = 0;
+  return PoolStats{cap_, buddy_.reserved_bytes(), static_cast<std::size_t>(bytes),
+                   static_cast<std::size_t>(buffers)};
+}
+
+}  // namespace rocl

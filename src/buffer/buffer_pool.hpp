@@ -1,0 +1,168 @@
+// buffer_pool.hpp - the registered buffer pool (ToCL section 4.1): every rocl
+// buffer is the payload of a power-of-two block carved from one contiguous
+// region, so that a transport registers the region once and any buffer can
+// be sent without copying.
+//
+// Block sizes: 2^(y-1) < len + kControlBytes <= 2^y, y >= kMinBlockOrder.
+//
+// Layers, fastest first:
+//  1. a per-thread, per-pool cache of free blocks for each size class up to
+//     2^kMaxCachedOrder (64 KiB): allocate/release touch only thread-local
+//     lists (bounded by PoolConfig::thread_cache_bytes);
+//  2. per-size-class global free lists (one mutex each), which caches refill
+//     from and flush to in batches; larger blocks are kept there too, at most
+//     kKeepLargeBlocks / kKeepLargeBytes per class;
+//  3. a buddy allocator over the region (one mutex), coalescing on free; the
+//     cap bounds the bytes it has carved (stats().reserved_bytes). Large
+//     blocks given back to it have their pages released (MADV_DONTNEED).
+// When the buddy allocator cannot satisfy a request under the cap, the
+// calling thread's cache and all global lists are given back to it
+// (coalescing) and the request is tried once more. Blocks in OTHER threads'
+// caches cannot be reclaimed that way: up to min(thread_cache_bytes, cap/16)
+// bytes per thread that used the pool may stay reserved but unused until that
+// thread uses them, calls flush_thread_cache() or exits.
+//
+// Accounting: each thread counts what it hands out and takes back in its own
+// cache (no shared atomics on the fast path); stats() sums the live threads'
+// counters and those of exited threads, exact whenever no thread is inside
+// allocate/release.
+//
+// Thread safety: every member is thread safe. A pool must outlive every call
+// on it; it may be destroyed while other threads still cache its blocks
+// (those entries go stale and are dropped, never dereferenced).
+#pragma once
+
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "buffer/block.hpp"
+#include "buffer/buddy_allocator.hpp"
+#include "buffer/region.hpp"
+
+namespace rocl {
+
+struct PoolConfig {
+  // ROCL_POOL_MAX: total bytes of blocks carved from the region.
+  std::size_t cap_bytes = std::size_t{4} << 30;
+  // Per thread, per pool: bound on blocks a thread keeps cached (the pool
+  // uses at most cap_bytes / 16 of it).
+  std::size_t thread_cache_bytes = std::size_t{1} << 20;
+};
+
+struct PoolStats {
+  std::size_t cap_bytes;
+  std::size_t reserved_bytes;
+  std::size_t in_use_bytes;
+  std::size_t in_use_buffers;
+};
+
+namespace detail {
+struct ThreadCache;
+struct ThreadCaches;
+}  // namespace detail
+
+class BufferPool {
+ public:
+  // Largest block order kept in thread caches (64 KiB blocks).
+  static constexpr unsigned kMaxCachedOrder = 16;
+  static constexpr unsigned kCachedClasses = kMaxCachedOrder - kMinBlockOrder + 1;
+  // Free blocks above kMaxCachedOrder kept per class before going back to the
+  // buddy allocator.
+  static constexpr std::size_t kKeepLargeBlocks = 4;
+  static constexpr std::size_t kKeepLargeBytes = std::size_t{64} << 20;
+
+  // Reserves the address space; throws std::system_error if it cannot.
+  explicit BufferPool(const PoolConfig &config);
+  // Unmaps everything; blocks still held by users become invalid.
+  ~BufferPool();
+  BufferPool(const BufferPool &) = delete;
+  BufferPool &operator=(const BufferPool &) = delete;
+
+  // A block whose payload holds >= len bytes: state kUser, send_status kIdle,
+  // return_after_send false. nullptr with fail(ROCL_ENOMEM) when the cap would
+  // be exceeded, or fail(ROCL_ETOOBIG) if len can never fit.
+  BlockHeader *allocate(std::size_t len) noexcept;
+
+  // Returns a block to the pool if its state is `from` (CAS from -> kFree);
+  // false (nothing changed) otherwise, or if block is not a block of this pool.
+  bool release(BlockHeader *block, BlockState from) noexcept;
+
+  // The block whose PAYLOAD starts exactly at p and that is not free, or
+  // nullptr. Never faults whatever p is.
+  BlockHeader *find(const void *p) const noexcept;
+  // Same, but also returns free blocks (returned to the pool, or free in the
+  // buddy allocator and not merged into a larger block since), so that the
+  // core can say "already returned".
+  BlockHeader *find_any_state(const void *p) const noexcept;
+
+  // p lies inside the pool region.
+  bool contains(const void *p) const noexcept {
+    return reinterpret_cast<std::uintptr_t>(p) - base_ < size_;
+  }
+
+  PoolStats stats() const noexcept;
+
+  // Gives the calling thread's cached blocks of this pool back to the global
+  // free lists (e.g. before a thread goes idle for long, or in tests).
+  void flush_thread_cache() noexcept;
+
+  // The region, for transports that register memory.
+  void *region_base() const noexcept { return reinterpret_cast<void *>(base_); }
+  std::size_t region_bytes() const noexcept { return size_; }
+
+  // Smallest y with len + kControlBytes <= 2^y, y >= kMinBlockOrder; 64 if
+  // no block can ever hold len bytes.
+  static unsigned order_for(std::size_t len) noexcept {
+    if (len > SIZE_MAX - kControlBytes) return 64;
+    const unsigned y = static_cast<unsigned>(std::bit_width(len + kControlBytes - 1));
+    return y < kMinBlockOrder ? kMinBlockOrder : y;
+  }
+
+ private:
+  friend struct detail::ThreadCaches;
+
+  // A global free list: a stack of chains (blocks linked by free_next); each
+  // chain's first block records the chain's tail and length in its owner area.
+  struct alignas(64) FreeList {
+    std::mutex mu;
+    BlockHeader *chains = nullptr;
+    std::size_t blocks = 0;
+  };
+
+  detail::ThreadCache *local_cache() noexcept;
+  detail::ThreadCache *local_cache_slow() noexcept;
+  detail::ThreadCache *existing_local_cache() const noexcept;
+  BlockHeader *refill(detail::ThreadCache *tc, unsigned order) noexcept;
+  BlockHeader *obtain(unsigned order, std::uint32_t want, std::uint32_t max,
+                      std::uint32_t *got) noexcept;
+  BlockHeader *allocate_uncached(unsigned order, std::size_t len, detail::ThreadCache *tc) noexcept;
+  BlockHeader *fail_allocate(unsigned order, std::size_t len) noexcept;
+  void release_uncached(BlockHeader *b, unsigned order) noexcept;
+  void push_chain(unsigned order, BlockHeader *head, BlockHeader *tail, std::uint32_t n) noexcept;
+  BlockHeader *pop_chains(unsigned order, std::uint32_t want, std::uint32_t max,
+                          std::uint32_t *got) noexcept;
+  void flush_cache(detail::ThreadCache *tc) noexcept;
+  void flush_class(detail::ThreadCache *tc, unsigned cls, std::uint32_t n) noexcept;
+  void reclaim() noexcept;
+  void retire_cache(detail::ThreadCache *tc) noexcept;
+
+  const std::uint64_t id_;  // unique for the process's life, never reused
+  const std::size_t cap_;
+  PoolRegion region_;
+  const std::uintptr_t base_;
+  const std::size_t size_;
+  const unsigned top_order_;
+  BuddyAllocator buddy_;
+  std::uint32_t cache_max_[kCachedClasses];    // blocks a thread keeps per class (0: no caching)
+  std::uint32_t cache_batch_[kCachedClasses];  // blocks moved per refill / flush
+  FreeList lists_[64 - kMinBlockOrder];        // by order - kMinBlockOrder
+  mutable std::mutex caches_mu_;               // guards caches_ and the retired counters' folding
+  detail::ThreadCache *caches_ = nullptr;      // live threads' caches of this pool
+  std::atomic<std::uint64_t> retired_buffers_{0};  // in-use counts not kept by a live cache
+  std::atomic<std::uint64_t> retired_bytes_{0};
+};
+
+}  // namespace rocl

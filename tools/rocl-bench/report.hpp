@@ -1,0 +1,52 @@
+// report.hpp - the results of a run: one row per measured point, printed as
+// a table on stdout and written as CSV.
+#pragma once
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace rocl_bench {
+
+// One measured point: the median, min and max of its repetitions.
+struct Row {
+  std::string benchmark;  // "latency", "bandwidth", "rate", "anchor-spsc", ...
+  std::size_t size_bytes = 0;
+  int pairs = 1;
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  std::string unit;  // "us", "MB/s", "M msg/s"
+};
+
+// A row from the per-repetition samples (at least one).
+Row summarize(std::string benchmark, std::size_t size_bytes, int pairs, std::vector<double> samples,
+              std::string unit);
+
+// "8", "1K", "64K", "16M" (powers of 1024 when exact), else the byte count.
+std::string format_size(std::size_t bytes);
+
+// About three significant digits, never an exponent: "0.153", "42.1", "57864".
+std::string format_value(double v);
+
+class Report {
+ public:
+  void add(std::vector<Row> rows);
+  const std::vector<Row> &rows() const noexcept { return rows_; }
+
+  // The table: benchmark, size, pairs, median, min, max, unit, and for
+  // latency rows "x spsc": the row's median over the 8 B anchor-spsc median,
+  // when the anchor ran in the same run.
+  void print_table(std::FILE *out) const;
+
+  // CSV with the header benchmark,size_bytes,pairs,median,min,max,unit.
+  // False (errno set) if the file cannot be written.
+  bool write_csv(const std::string &path) const;
+
+ private:
+  const Row *anchor() const;
+  std::vector<Row> rows_;
+};
+
+}  // namespace rocl_bench

@@ -1,0 +1,61 @@
+// rocl-info: the version, every option with its value in force, and what
+// rocl.h shows of a context: its gid, the transports it enabled (its
+// "addr.<name>" attributes) and the buffer pool.
+#include <cstdio>
+
+#include "rocl/rocl.h"
+
+namespace {
+
+// Transport names the design knows; rocl.h has no call listing the built
+// ones, so ask the context resource for each one's address attribute.
+const char *const kTransportNames[] = {"inproc", "shm", "tcp", "ucx", "udp"};
+
+void print_transports(rocl_gid_t context) {
+  std::printf("transports enabled in this context:");
+  for (const char *name : kTransportNames) {
+    char attr[32];
+    std::snprintf(attr, sizeof attr, "addr.%s", name);
+    rocl_attrl_t *query = rocl_new_attrl(0);
+    if (query == nullptr || rocl_add_attr(query, attr, nullptr, 256) != ROCL_OK) {
+      rocl_kill_attrl(query);
+      continue;
+    }
+    rocl_gid_t gid = context;
+    int len = 0;
+    const void *addr = nullptr;
+    if (rocl_query(&gid, query) == ROCL_OK) addr = rocl_get_attr(query, attr, &len);
+    if (addr != nullptr) std::printf(" %s (%.*s)", name, len, static_cast<const char *>(addr));
+    rocl_kill_attrl(query);
+  }
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main() {
+  std::printf("rocl %s\n\noptions (ROCL_* environment variables):\n", ROCL_INFO_VERSION);
+  std::fflush(stdout);
+  rocl_print_options(stdout);
+  std::fflush(stdout);
+
+  if (rocl_init() < 0) {
+    std::fprintf(stderr, "rocl-info: rocl_init failed: %s\n", rocl_last_error());
+    return 1;
+  }
+  const rocl_gid_t context = rocl_context_gid();
+  std::printf("\ncontext gid: %#llx\n", static_cast<unsigned long long>(context));
+  print_transports(context);
+  rocl_pool_stats_t pool{};
+  if (rocl_pool_stats(&pool) == ROCL_OK) {
+    std::printf(
+        "buffer pool: cap %zu MiB, reserved %zu KiB, in use %zu buffers (%zu B); "
+        "buffer overhead %d B\n",
+        pool.cap_bytes >> 20, pool.reserved_bytes >> 10, pool.in_use_buffers, pool.in_use_bytes,
+        ROCL_BUFFER_OVERHEAD);
+  } else {
+    std::printf("buffer pool: %s\n", rocl_last_error());
+  }
+  rocl_exit();
+  return 0;
+}
