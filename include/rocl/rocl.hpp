@@ -148,7 +148,7 @@ class Buffer {
   // A buffer for `len` bytes; throws Error (ROCL_ENOMEM) if the pool is full.
   static Buffer get(std::size_t len) {
     void *p = rocl_bfget(len);
-    if (p == nullptr) detail::raise(ROCL_ENOMEM);
+    if (p == nullptr) detail::raise(rocl_context_gid() == ROCL_NULL_GID ? ROCL_ENOINIT : ROCL_ENOMEM);
     return Buffer(p, len);
   }
   // Takes ownership of a C buffer (e.g. from rocl_recv) holding len bytes.

@@ -81,7 +81,7 @@ rocl_handler_t *rocl_query_start(rocl_attrl_t *attrs) {
 }
 
 int64_t rocl_query_next(rocl_handler_t *handler, rocl_attrl_t *attrs) {
-  rocl::clear_error();
+  if (context_for("rocl_query_next") == nullptr) return ROCL_ENOINIT;
   if (handler == nullptr || attrs == nullptr) {
     return fail(ROCL_EINVAL, "rocl_query_next: handler or attrs is NULL");
   }
@@ -89,7 +89,7 @@ int64_t rocl_query_next(rocl_handler_t *handler, rocl_attrl_t *attrs) {
 }
 
 int rocl_query_stop(rocl_handler_t *handler) {
-  rocl::clear_error();
+  if (context_for("rocl_query_stop") == nullptr) return ROCL_ENOINIT;
   if (handler == nullptr) return fail(ROCL_EINVAL, "rocl_query_stop: handler is NULL");
   delete handler;
   return ROCL_OK;

@@ -21,6 +21,14 @@ std::mutex g_init_mutex;
 int g_init_count = 0;
 std::unique_ptr<Context> g_context;
 
+// The in-process directory stands in for the node directory server, which
+// outlives the contexts that use it: one per process, so that a later
+// context never reissues an earlier context's gids.
+Directory &process_directory() {
+  static std::unique_ptr<Directory> directory = make_local_directory(1);
+  return *directory;
+}
+
 std::uint64_t new_instance_id() {
   std::random_device rd;
   return (std::uint64_t{rd()} << 32) ^ rd() ^ static_cast<std::uint64_t>(::getpid());
@@ -56,7 +64,7 @@ Context::Context(const Options &options) : options_(options) {
   pool_config.cap_bytes = options_.pool_max;
   pool_config.thread_cache_bytes = options_.pool_thread_cache;
   pool_ = std::make_unique<BufferPool>(pool_config);
-  directory_ = make_local_directory(1);
+  directory_ = &process_directory();
   start_transports();
 
   AttrList attrs(4096);

@@ -77,7 +77,7 @@ class Context final : public MessageSink {
 
   Options options_;
   std::unique_ptr<BufferPool> pool_;
-  std::unique_ptr<Directory> directory_;
+  Directory *directory_ = nullptr;  // outlives the context
   ResourceTable resources_;
   std::vector<std::unique_ptr<Transport>> transports_;
   Transport *inproc_ = nullptr;  // the local hand-off, when enabled

@@ -71,6 +71,25 @@ int prefixed_fail(int code, const char *what, rocl_gid_t gid) {
   return fail(code, "%s: resource %s: %s", what, describe_gid(gid).c_str(), why.c_str());
 }
 
+// Issues the next serial of server id `server`, or 0 when its range is used
+// up. The counters are process-wide: a directory created later with the same
+// id (a new context after rocl_exit, say) continues where the earlier one
+// stopped, so no gid is ever issued twice in a process. Never destroyed, so
+// usable during static destruction.
+std::uint64_t take_serial(std::uint16_t server) {
+  static auto *mu = new std::mutex;
+  static auto *next = new std::unordered_map<std::uint16_t, std::uint64_t>;
+  std::lock_guard lock(*mu);
+  std::uint64_t &n = (*next)[server];
+  if (n == 0) {
+    n = 1;
+  }
+  if (n > kMaxGidSerial) {
+    return 0;
+  }
+  return n++;
+}
+
 struct Resource {
   rocl_gid_t context;  // == the resource's own gid for a context
   AttrList attrs;      // the registered attributes + "context"
@@ -130,7 +149,6 @@ struct LocalDirectory::State {
 
   mutable std::shared_mutex mu;
   const std::uint16_t server_id;
-  std::uint64_t next_serial = 1;
   std::map<rocl_gid_t, Resource> resources;
   std::unordered_map<std::string, std::set<rocl_gid_t>> index;
 };
@@ -235,11 +253,12 @@ std::int64_t LocalDirectory::register_resource(const AttrList &attrs, rocl_gid_t
                   describe_gid(context).c_str());
     }
   }
-  if (s.next_serial > kMaxGidSerial) {
+  const std::uint64_t serial = take_serial(s.server_id);
+  if (serial == 0) {
     return fail(ROCL_ENOSPC, "rocl_register: directory server %u has issued all %llu gids",
                 static_cast<unsigned>(s.server_id), static_cast<unsigned long long>(kMaxGidSerial));
   }
-  const rocl_gid_t gid = make_gid(s.server_id, s.next_serial);
+  const rocl_gid_t gid = make_gid(s.server_id, serial);
   const rocl_gid_t owner = context != ROCL_NULL_GID ? context : gid;
   std::memcpy(stored.get(kContextAttr), &owner, sizeof owner);
 
@@ -248,7 +267,7 @@ std::int64_t LocalDirectory::register_resource(const AttrList &attrs, rocl_gid_t
   for (const AttrList::Attr &a : stored) {
     keys.push_back(index_key(a.name, a.value, a.len));
   }
-  // Allocations happen before the first change, so bad_alloc leaves the DB intact.
+  // On bad_alloc the DB is left as it was (the serial is lost, which is harmless).
   auto [it, inserted] = s.resources.try_emplace(gid, Resource{owner, std::move(stored)});
   if (!inserted) {
     return fail(ROCL_EINTERNAL, "rocl_register: %s was issued twice", describe_gid(gid).c_str());
@@ -261,7 +280,6 @@ std::int64_t LocalDirectory::register_resource(const AttrList &attrs, rocl_gid_t
     s.erase(it);
     throw;
   }
-  s.next_serial += 1;
   return static_cast<std::int64_t>(gid);
 }
 

@@ -8,7 +8,10 @@
 //    gid sets and checks the other attributes by set membership; a query
 //    without one walks all resources.
 //  - gids: this server's whole range (server id, serials 1..2^48-1) is its
-//    own from construction; serials are never reused.
+//    own from construction. The serial counter of a server id is
+//    process-wide: LocalDirectory objects with the same id (one per context,
+//    a new one after rocl_exit + rocl_init) share it, so a gid is never
+//    issued twice in a process, and serials are never reused.
 // One std::shared_mutex guards it all: queries share it, registration and
 // removal take it exclusively (the directory is not the message fast path).
 // Cursors share ownership of the DB, so they stay usable (and see an empty
