@@ -200,7 +200,7 @@ struct Worker {
     }
     for (;;) {
       rocl::Message m = receive(left, kTagToken);
-      Token t;
+      Token t{};
       std::memcpy(&t, m.buffer.data(), sizeof t);
       ++t.hops;
       if (index == 0 && t.last != 0) {  // back home for the last time
@@ -370,7 +370,8 @@ void tell_the_story(Shared &s) {
   phase(s, "2. Discovery",
         "The workers meet at a start barrier. Then each asks the directory for every\n"
         "resource {type=worker}, leaving \"name\" unspecified for the directory to fill in\n"
-        "(a multi-answer query: rocl_query_start / rocl_query_next / rocl_query_stop).");
+        "(a multi-answer query: rocl_query_start / rocl_query_next / rocl_query_stop).\n"
+        "Answers come in increasing gid order: the order in which the workers registered.");
   phase(s, "3. Ring",
         "worker-0 sends a token to worker-1, which sends it to worker-2, ... and back to\n"
         "worker-0, for 0.3 s. Each worker receives the token's buffer and sends that same\n"
@@ -449,12 +450,24 @@ int main(int argc, char **argv) {
           "waiting receiver spins %s us (ROCL_SPIN_US) before it sleeps.\n",
           CPU_COUNT(&cpus), threads, spin != nullptr ? spin : "20");
     }
+    double load = 0;
+    if (std::FILE *f = std::fopen("/proc/loadavg", "r")) {
+      if (std::fscanf(f, "%lf", &load) != 1) load = 0;
+      std::fclose(f);
+    }
+    if (load > 0.5 * CPU_COUNT(&cpus)) {
+      std::printf(
+          "The machine is busy (load average %.1f on %d cpus): other programs compete\n"
+          "with the workers, so expect slower, noisier figures.\n",
+          load, CPU_COUNT(&cpus));
+    }
 
     Shared s(threads);
     std::vector<Worker> workers;
     workers.reserve(static_cast<std::size_t>(threads));
     for (int i = 0; i < threads; ++i) workers.push_back(Worker{s, i, name_of(i), {}});
     std::vector<std::thread> pool;
+    pool.reserve(workers.size());
     for (auto &w : workers) pool.emplace_back([&w] { w.run(); });
     tell_the_story(s);
     for (auto &t : pool) t.join();

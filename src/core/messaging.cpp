@@ -70,11 +70,13 @@ void Context::undo_outgoing(Outgoing &out) noexcept {
 
 int Context::route(rocl_gid_t dgid, Message *msg) noexcept {
   if (inproc_ != nullptr) {
-    if (inproc_->send(gid_, inproc_address_, dgid, msg) == ROCL_OK) return ROCL_OK;
+    int rc = inproc_->send(gid_, inproc_address_, dgid, msg);
+    if (rc != ROCL_EBADGID) return rc;
     // Not (yet) in the table: a registration may be between the directory
     // and the table; wait for it to finish, then look once more.
     { std::shared_lock wait_for_registration(registering_); }
-    if (inproc_->send(gid_, inproc_address_, dgid, msg) == ROCL_OK) return ROCL_OK;
+    rc = inproc_->send(gid_, inproc_address_, dgid, msg);
+    if (rc != ROCL_EBADGID) return rc;
   }
   rocl_gid_t probe = dgid;
   AttrList none(64);
@@ -114,7 +116,13 @@ int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::siz
 int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
   Resource *r = resources_.get(destination);
   if (r == nullptr) return ROCL_EBADGID;
-  generic::Delivery d = r->mailbox().deliver(msg);
+  generic::Delivery d;
+  try {
+    d = r->mailbox().deliver(msg);
+  } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
+    resources_.put(r);
+    return fail(ROCL_ENOMEM, "out of memory queuing a message for %#llx", ull(destination));
+  }
   resources_.put(r);
   return d == generic::Delivery::kClosed ? ROCL_EBADGID : ROCL_OK;
 }
@@ -159,7 +167,13 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gi
   }
   Envelope env;
   env.header = CoreHeader{ogid, tag, 0};
-  Envelope *msg = r->mailbox().post_receive(&env);
+  Envelope *msg = nullptr;
+  try {
+    msg = r->mailbox().post_receive(&env);
+  } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
+    resources_.put(r);
+    return fail(ROCL_ENOMEM, "rocl_recv: out of memory posting a receive");
+  }
   int rc = ROCL_OK;
   if (msg == nullptr) rc = await_receive(r, env, timeout, &msg);
   resources_.put(r);

@@ -8,7 +8,9 @@
 // The handle behind rocl_request_t. A receive keeps a reference on its
 // resource so that rocl_delete cannot recycle it under the posted envelope.
 struct rocl_request {
-  enum class Kind { kSend, kReceive } kind;
+  enum class Kind { kSend, kReceive };
+  explicit rocl_request(Kind k) : kind(k) {}
+  Kind kind;
   rocl::Resource *resource = nullptr;
   rocl::Envelope env;
   rocl::Envelope *message = nullptr;  // matched at post time
@@ -20,7 +22,7 @@ namespace rocl {
 int Context::isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::size_t len,
                    rocl_request **req) noexcept {
   if (req == nullptr) return fail(ROCL_EINVAL, "rocl_isend: req is NULL");
-  auto *r = new (std::nothrow) rocl_request{rocl_request::Kind::kSend};
+  auto *r = new (std::nothrow) rocl_request(rocl_request::Kind::kSend);
   if (r == nullptr) return fail(ROCL_ENOMEM, "rocl_isend: out of memory for the request");
   // Sends are accepted (delivered or queued) before they return, so the
   // request is complete from the start; later transports complete it later.
@@ -44,14 +46,20 @@ int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, rocl_request **req
     return fail(ROCL_EBADGID, "rocl_irecv: gid %#llx is not a resource of this context",
                 static_cast<unsigned long long>(dgid));
   }
-  auto *r = new (std::nothrow) rocl_request{rocl_request::Kind::kReceive};
+  auto *r = new (std::nothrow) rocl_request(rocl_request::Kind::kReceive);
   if (r == nullptr) {
     resources_.put(res);
     return fail(ROCL_ENOMEM, "rocl_irecv: out of memory for the request");
   }
   r->resource = res;
   r->env.header = CoreHeader{ogid, tag, 0};
-  r->message = res->mailbox().post_receive(&r->env);
+  try {
+    r->message = res->mailbox().post_receive(&r->env);
+  } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
+    resources_.put(res);
+    delete r;
+    return fail(ROCL_ENOMEM, "rocl_irecv: out of memory posting a receive");
+  }
   *req = r;
   return ROCL_OK;
 }

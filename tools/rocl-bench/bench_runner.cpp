@@ -42,7 +42,7 @@ BenchOptions default_options() {
 }
 
 void make_quick(BenchOptions &o) {
-  o.sizes = {8, 64 * 1024};
+  o.sizes = {8, std::size_t{64} << 10};
   o.pairs = {1, 2};
   o.reps = 1;
   o.seconds = 0.02;

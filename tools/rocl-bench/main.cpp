@@ -188,11 +188,27 @@ std::string join_pairs(const std::vector<int> &pairs) {
   return text;
 }
 
+// The 1-minute load average, or -1 if unknown.
+double load_average() {
+  double load = -1;
+  if (std::FILE *f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  return load;
+}
+
 void print_settings(const CommandLine &cl) {
   const BenchOptions &o = cl.options;
   std::printf("rocl-bench: benchmarks between threads of one process\n");
   std::printf("cpus: %zu usable of %ld online; cpu pinning %s\n", o.placement.cpus.size(),
               sysconf(_SC_NPROCESSORS_ONLN), o.placement.pin ? "on" : "off");
+  const double load = load_average();
+  if (load >= 0) {
+    const bool busy = load > 0.5 * static_cast<double>(o.placement.cpus.size());
+    std::printf("load average before the run: %.2f%s\n", load,
+                busy ? " (other work competes for the cpus: expect noisy, slower figures)" : "");
+  }
   std::printf("points: %d rep(s) of ~%.3g s each; sizes %s; pairs %s; window %d%s\n", o.reps,
               o.seconds, join_sizes(o.sizes).c_str(), join_pairs(o.pairs).c_str(), o.window,
               o.touch ? "; touch on" : "");

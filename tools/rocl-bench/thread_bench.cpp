@@ -381,6 +381,7 @@ std::vector<Row> run_rate(const BenchOptions &o) {
       receivers.emplace_back("receiver", k);
     }
     std::vector<double> samples;
+    samples.reserve(static_cast<std::size_t>(o.reps));
     for (int rep = 0; rep < o.reps; ++rep) samples.push_back(rate_once(senders, receivers, o));
     rows.push_back(summarize("rate", 8, pairs, std::move(samples), "M msg/s"));
     print_point(rows.back());

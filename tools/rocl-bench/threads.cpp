@@ -56,9 +56,10 @@ void run_threads(const char *what, const std::vector<std::function<void()>> &tas
     const int cpu = i < cpus.size() ? cpus[i] : -1;
     threads.emplace_back([&, i, cpu] {
       if (cpu >= 0 && !pin_this_thread(cpu) && !pin_warning_given.exchange(true)) {
+        char reason[128];
         std::fprintf(stderr,
                      "rocl-bench: warning: cannot pin a thread to cpu %d (%s); running unpinned\n",
-                     cpu, std::strerror(errno));
+                     cpu, strerror_r(errno, reason, sizeof reason));
       }
       tasks[i]();
       std::lock_guard lock(mutex);
