@@ -77,7 +77,9 @@ int64_t rocl_init(void);
 
 /* Drops one reference; the last one deletes every resource of the context
  * (waiting receives fail with ROCL_EDELETED), frees undelivered messages and
- * tears the context down. Buffers the user still holds become invalid.
+ * tears the context down once the woken receivers have left their calls.
+ * Buffers the user still holds and immediate requests still pending become
+ * invalid (complete or cancel requests first).
  * Returns ROCL_OK or ROCL_ENOINIT. */
 int rocl_exit(void);
 

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <random>
@@ -111,6 +112,12 @@ void Context::start_transports() {
 
 Context::~Context() {
   for (rocl_gid_t gid : resources_.gids()) delete_resource(gid);
+  // Receivers woken by the deletions are on their way out of rocl_recv;
+  // they still touch this context, so it must outlive them.
+  if (!resources_.wait_for_callers(std::chrono::seconds(10))) {
+    std::fprintf(stderr, "rocl_exit: threads are still inside rocl calls after 10 s; "
+                         "tearing down anyway\n");
+  }
   directory_->remove_context(gid_);
   directory_->remove(gid_);
   transports_.clear();

@@ -52,10 +52,12 @@ int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, rocl_request **req
     return fail(ROCL_ENOMEM, "rocl_irecv: out of memory for the request");
   }
   r->resource = res;
+  res->note_request(+1);
   r->env.header = CoreHeader{ogid, tag, 0};
   try {
     r->message = res->mailbox().post_receive(&r->env);
   } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
+    res->note_request(-1);
     resources_.put(res);
     delete r;
     return fail(ROCL_ENOMEM, "rocl_irecv: out of memory posting a receive");
@@ -85,6 +87,7 @@ static int complete_request(Context &ctx, ResourceTable &table, rocl_request **r
     } else {
       (ctx.*finish)(msg, &st);
     }
+    r->resource->note_request(-1);
     table.put(r->resource);
   }
   if (status != nullptr) *status = st;
@@ -133,6 +136,7 @@ int Context::cancel(rocl_request **req) noexcept {
       !r->resource->mailbox().cancel_receive(&r->env)) {
     return fail(ROCL_EALREADY, "rocl_cancel: the operation has already completed; test or wait it");
   }
+  r->resource->note_request(-1);
   resources_.put(r->resource);
   delete r;
   *req = nullptr;

@@ -30,6 +30,14 @@ class Resource {
   bool release() noexcept { return refs_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
 
   rocl_gid_t gid() const noexcept { return gid_.load(std::memory_order_acquire); }
+
+  // References held by pending immediate receives (counted apart so that
+  // context teardown can wait for the other holders: threads in a call).
+  void note_request(int delta) noexcept { request_refs_.fetch_add(delta, std::memory_order_acq_rel); }
+  // References held by threads inside a call on this resource.
+  std::int32_t callers() const noexcept {
+    return refs_.load(std::memory_order_acquire) - request_refs_.load(std::memory_order_acquire);
+  }
   Mailbox &mailbox() noexcept { return *mailbox_; }
 
   // Makes a fresh or recycled object live under gid with one reference
@@ -37,12 +45,14 @@ class Resource {
   void start(rocl_gid_t gid) {
     mailbox_ = std::make_unique<Mailbox>();
     gid_.store(gid, std::memory_order_release);
+    request_refs_.store(0, std::memory_order_relaxed);
     refs_.store(1, std::memory_order_release);
   }
   void retire() noexcept { gid_.store(ROCL_NULL_GID, std::memory_order_release); }
 
  private:
   std::atomic<std::int32_t> refs_{0};
+  std::atomic<std::int32_t> request_refs_{0};
   std::atomic<rocl_gid_t> gid_{ROCL_NULL_GID};
   std::unique_ptr<Mailbox> mailbox_;
 };

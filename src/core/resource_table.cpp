@@ -2,6 +2,7 @@
 #include "core/resource_table.hpp"
 
 #include <algorithm>
+#include <thread>
 
 namespace rocl {
 
@@ -100,6 +101,20 @@ Resource *ResourceTable::remove(rocl_gid_t gid) {
     // The key stays as a tombstone: gids are never reused.
     return t->slots[i].value.exchange(nullptr, std::memory_order_acq_rel);
   }
+}
+
+bool ResourceTable::wait_for_callers(std::chrono::milliseconds limit) const {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  std::lock_guard lock(writer_);
+  for (const auto &r : all_resources_) {
+    while (r->callers() > 0) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      writer_.unlock();  // callers leaving need writer_ to recycle
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      writer_.lock();
+    }
+  }
+  return true;
 }
 
 std::vector<rocl_gid_t> ResourceTable::gids() const {

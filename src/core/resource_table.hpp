@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -37,6 +38,10 @@ class ResourceTable {
   // reference still held (the caller closes the mailbox, then put()s it);
   // nullptr if gid is not here.
   Resource *remove(rocl_gid_t gid);
+  // Waits (up to `limit`) until no thread is inside a call holding a
+  // reference (pending immediate receives do not count); true if so.
+  // For teardown, after every resource was removed and closed.
+  bool wait_for_callers(std::chrono::milliseconds limit) const;
   // Gids of all live resources (for teardown).
   std::vector<rocl_gid_t> gids() const;
 
