@@ -1,5 +1,5 @@
 // attr_list_api.cpp - the attribute-list functions of rocl.h (table 2):
-// thin wrappers over rocl::AttrList. They need no context.
+// thin wrappers over rocl::impl::AttrList. They need no context.
 #include <cstring>
 #include <new>
 #include <optional>
@@ -9,15 +9,15 @@
 #include "rocl/rocl.h"
 #include "status/status.hpp"
 
-using rocl::fail;
+using rocl::impl::fail;
 
 extern "C" {
 
 rocl_attrl_t *rocl_new_attrl(int maxlen) {
-  rocl::clear_error();
-  if (maxlen > 0 && static_cast<std::size_t>(maxlen) > rocl::AttrList::kMaxMaxlen) {
+  rocl::impl::clear_error();
+  if (maxlen > 0 && static_cast<std::size_t>(maxlen) > rocl::impl::AttrList::kMaxMaxlen) {
     fail(ROCL_EINVAL, "rocl_new_attrl: maxlen %d exceeds the limit of %zu bytes", maxlen,
-         rocl::AttrList::kMaxMaxlen);
+         rocl::impl::AttrList::kMaxMaxlen);
     return nullptr;
   }
   try {
@@ -29,7 +29,7 @@ rocl_attrl_t *rocl_new_attrl(int maxlen) {
 }
 
 int rocl_add_attr(rocl_attrl_t *attrs, const char *name, const void *val, int len) {
-  rocl::clear_error();
+  rocl::impl::clear_error();
   if (attrs == nullptr) {
     return fail(ROCL_EINVAL, "rocl_add_attr: the attribute list is NULL");
   }
@@ -40,7 +40,7 @@ int rocl_add_attr(rocl_attrl_t *attrs, const char *name, const void *val, int le
     return fail(ROCL_EINVAL, "rocl_add_attr: attribute '%.64s': length %d is negative", name, len);
   }
   // Never reads more than 256 bytes of name: longer names are rejected.
-  const std::size_t name_len = strnlen(name, rocl::AttrList::kMaxNameLen + 1);
+  const std::size_t name_len = strnlen(name, rocl::impl::AttrList::kMaxNameLen + 1);
   try {
     return attrs->add(std::string_view(name, name_len), val, static_cast<std::size_t>(len));
   } catch (const std::bad_alloc &) {
@@ -50,7 +50,7 @@ int rocl_add_attr(rocl_attrl_t *attrs, const char *name, const void *val, int le
 }
 
 void *rocl_get_attr(rocl_attrl_t *attrs, const char *name, int *len) {
-  rocl::clear_error();
+  rocl::impl::clear_error();
   if (attrs == nullptr) {
     fail(ROCL_EINVAL, "rocl_get_attr: the attribute list is NULL");
     return nullptr;
@@ -59,8 +59,8 @@ void *rocl_get_attr(rocl_attrl_t *attrs, const char *name, int *len) {
     fail(ROCL_EINVAL, "rocl_get_attr: the attribute name is NULL");
     return nullptr;
   }
-  const std::size_t name_len = strnlen(name, rocl::AttrList::kMaxNameLen + 1);
-  const std::optional<rocl::AttrList::Attr> a = attrs->find(std::string_view(name, name_len));
+  const std::size_t name_len = strnlen(name, rocl::impl::AttrList::kMaxNameLen + 1);
+  const std::optional<rocl::impl::AttrList::Attr> a = attrs->find(std::string_view(name, name_len));
   if (!a) {
     fail(ROCL_ENOTFOUND, "rocl_get_attr: attribute '%.64s' is not in the list", name);
     return nullptr;
@@ -77,7 +77,7 @@ void *rocl_get_attr(rocl_attrl_t *attrs, const char *name, int *len) {
 }
 
 void rocl_kill_attrl(rocl_attrl_t *attrs) {
-  rocl::clear_error();
+  rocl::impl::clear_error();
   delete attrs;
 }
 

@@ -7,14 +7,14 @@
 #include "directory/attr_list.hpp"
 #include "status/status.hpp"
 
-using rocl::Context;
-using rocl::fail;
+using rocl::impl::Context;
+using rocl::impl::fail;
 
 namespace {
 
 // The live context, or nullptr with ROCL_ENOINIT explained for `who`.
 Context *context_for(const char *who) {
-  rocl::clear_error();
+  rocl::impl::clear_error();
   Context *ctx = Context::current();
   if (ctx == nullptr) fail(ROCL_ENOINIT, "%s: rocl_init has not been called", who);
   return ctx;
@@ -24,21 +24,21 @@ Context *context_for(const char *who) {
 
 // The handler behind rocl_handler_t.
 struct rocl_handler {
-  std::unique_ptr<rocl::QueryCursor> cursor;
+  std::unique_ptr<rocl::impl::QueryCursor> cursor;
 };
 
 extern "C" {
 
-const char *rocl_strerror(int code) { return rocl::error_name(code); }
-const char *rocl_last_error(void) { return rocl::last_error(); }
+const char *rocl_strerror(int code) { return rocl::impl::error_name(code); }
+const char *rocl_last_error(void) { return rocl::impl::last_error(); }
 
 int64_t rocl_init(void) {
-  rocl::clear_error();
+  rocl::impl::clear_error();
   return Context::acquire_global();
 }
 
 int rocl_exit(void) {
-  rocl::clear_error();
+  rocl::impl::clear_error();
   return Context::release_global();
 }
 
@@ -168,13 +168,13 @@ int rocl_pool_stats(rocl_pool_stats_t *out) {
   Context *ctx = context_for("rocl_pool_stats");
   if (ctx == nullptr) return ROCL_ENOINIT;
   if (out == nullptr) return fail(ROCL_EINVAL, "rocl_pool_stats: out is NULL");
-  rocl::PoolStats s = ctx->pool().stats();
+  rocl::impl::PoolStats s = ctx->pool().stats();
   *out = rocl_pool_stats_t{s.cap_bytes, s.reserved_bytes, s.in_use_bytes, s.in_use_buffers};
   return ROCL_OK;
 }
 
 void rocl_print_options(void *file) {
-  rocl::print_options(file != nullptr ? static_cast<std::FILE *>(file) : stdout);
+  rocl::impl::print_options(file != nullptr ? static_cast<std::FILE *>(file) : stdout);
 }
 
 }  // extern "C"

@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace rocl {
+namespace rocl::impl {
 
 inline constexpr std::size_t kBlockHeaderBytes = 64;
 inline constexpr std::size_t kOwnerAreaBytes = 128;
@@ -56,4 +56,4 @@ inline std::size_t payload_capacity(const BlockHeader *b) {
   return (std::size_t{1} << b->order) - kControlBytes;
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

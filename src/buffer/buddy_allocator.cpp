@@ -6,7 +6,7 @@
 
 #include "buffer/region.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 
 namespace {
 inline void store_magic(BlockHeader *b, std::uint64_t v) noexcept {
@@ -141,4 +141,4 @@ void BuddyAllocator::free_chain(BlockHeader *chain) noexcept {
   reserved_.store(reserved, std::memory_order_relaxed);
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

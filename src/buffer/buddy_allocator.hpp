@@ -17,7 +17,7 @@
 
 #include "buffer/block.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 
 class BuddyAllocator {
  public:
@@ -70,4 +70,4 @@ class BuddyAllocator {
   std::uint64_t nonempty_ = 0;    // bit y set iff free_[y] != nullptr
 };
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -8,7 +8,7 @@
 
 #include "status/status.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 
 namespace detail {
 
@@ -512,4 +512,4 @@ PoolStats BufferPool::stats() const noexcept {
                    static_cast<std::size_t>(buffers)};
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -42,7 +42,7 @@
 #include "buffer/buddy_allocator.hpp"
 #include "buffer/region.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 
 struct PoolConfig {
   // ROCL_POOL_MAX: total bytes of blocks carved from the region.
@@ -165,4 +165,4 @@ class BufferPool {
   std::atomic<std::uint64_t> retired_bytes_{0};
 };
 
-}  // namespace rocl
+}  // namespace rocl::impl

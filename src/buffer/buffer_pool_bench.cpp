@@ -9,19 +9,19 @@
 
 namespace {
 
-rocl::BufferPool &pool() {
-  static rocl::BufferPool p{rocl::PoolConfig{}};
+rocl::impl::BufferPool &pool() {
+  static rocl::impl::BufferPool p{rocl::impl::PoolConfig{}};
   return p;
 }
 
 // One buffer allocated and released again: the thread cache's fast path.
 void BM_AllocRelease(benchmark::State &state) {
   const auto len = static_cast<std::size_t>(state.range(0));
-  rocl::BufferPool &p = pool();
+  rocl::impl::BufferPool &p = pool();
   for (auto _ : state) {
-    rocl::BlockHeader *b = p.allocate(len);
+    rocl::impl::BlockHeader *b = p.allocate(len);
     benchmark::DoNotOptimize(b);
-    p.release(b, rocl::BlockState::kUser);
+    p.release(b, rocl::impl::BlockState::kUser);
   }
 }
 BENCHMARK(BM_AllocRelease)->Arg(64)->Arg(4000)->Arg(60000)->Arg(1 << 20)->Arg(32 << 20);
@@ -31,11 +31,11 @@ BENCHMARK(BM_AllocRelease)->Arg(64)->Threads(2)->UseRealTime();
 // the global lists. Time per allocate + release pair.
 void BM_AllocManyThenRelease(benchmark::State &state) {
   const auto n = static_cast<std::size_t>(state.range(0));
-  rocl::BufferPool &p = pool();
-  std::vector<rocl::BlockHeader *> blocks(n);
+  rocl::impl::BufferPool &p = pool();
+  std::vector<rocl::impl::BlockHeader *> blocks(n);
   for (auto _ : state) {
     for (auto &b : blocks) b = p.allocate(64);
-    for (auto *b : blocks) p.release(b, rocl::BlockState::kUser);
+    for (auto *b : blocks) p.release(b, rocl::impl::BlockState::kUser);
   }
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
 }
@@ -43,11 +43,11 @@ BENCHMARK(BM_AllocManyThenRelease)->Arg(100)->Arg(1000)->Arg(10000);
 
 // The same lookup the core does on every rocl_bfret / rocl_bfstat.
 void BM_Find(benchmark::State &state) {
-  rocl::BufferPool &p = pool();
-  rocl::BlockHeader *b = p.allocate(64);
-  void *payload = rocl::payload_of(b);
+  rocl::impl::BufferPool &p = pool();
+  rocl::impl::BlockHeader *b = p.allocate(64);
+  void *payload = rocl::impl::payload_of(b);
   for (auto _ : state) benchmark::DoNotOptimize(p.find(payload));
-  p.release(b, rocl::BlockState::kUser);
+  p.release(b, rocl::impl::BlockState::kUser);
 }
 BENCHMARK(BM_Find);
 

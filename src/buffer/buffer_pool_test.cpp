@@ -21,7 +21,7 @@
 
 #include "status/status.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 namespace {
 
 constexpr std::size_t kKiB = 1024;
@@ -818,4 +818,4 @@ TEST(BufferPoolLifetime, UsableFromThreadLocalDestructorsAfterCacheTeardown) {
 }
 
 }  // namespace
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -9,7 +9,7 @@
 #include <string>
 #include <system_error>
 
-namespace rocl {
+namespace rocl::impl {
 
 std::size_t page_bytes() noexcept {
   static const std::size_t page = [] {
@@ -54,4 +54,4 @@ void release_pages(std::byte *p, std::size_t len) noexcept {
   if (len != 0) ::madvise(p, len, MADV_DONTNEED);
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -7,7 +7,7 @@
 
 #include <cstddef>
 
-namespace rocl {
+namespace rocl::impl {
 
 // Maps len bytes (a multiple of the page size) of zero-filled memory aligned
 // to align (a power of two), readable and writable, private, anonymous and
@@ -44,4 +44,4 @@ class PoolRegion {
   std::byte *base_;
 };
 
-}  // namespace rocl
+}  // namespace rocl::impl

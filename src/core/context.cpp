@@ -13,7 +13,7 @@
 #include "directory/attr_list.hpp"
 #include "status/status.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 
 std::atomic<Context *> Context::current_{nullptr};
 
@@ -207,4 +207,4 @@ std::size_t Context::buffer_size(void *ptr) noexcept {
   return b != nullptr ? payload_capacity(b) : 0;
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -18,7 +18,7 @@
 
 struct rocl_request;
 
-namespace rocl {
+namespace rocl::impl {
 
 class Context final : public MessageSink {
  public:
@@ -89,4 +89,4 @@ class Context final : public MessageSink {
   std::shared_mutex registering_;
 };
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -10,7 +10,7 @@
 #include "rocl/generic/communicator.hpp"
 #include "rocl/rocl.h"
 
-namespace rocl {
+namespace rocl::impl {
 
 // What a resource's receives match on. Source and tag take wildcards;
 // the domain (message context) never does: a message sent in one domain is
@@ -47,4 +47,4 @@ inline BlockHeader *block_of(Envelope *msg) {
   return reinterpret_cast<BlockHeader *>(reinterpret_cast<std::byte *>(msg) - kBlockHeaderBytes);
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -11,7 +11,7 @@
 #include "core/context.hpp"
 #include "status/status.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 
 struct Context::Outgoing {
   BlockHeader *block = nullptr;     // what travels, state kLibrary
@@ -194,4 +194,4 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gi
   return ROCL_OK;
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-namespace rocl {
+namespace rocl::impl {
 namespace {
 
 enum class Type { kSize, kUint, kString };
@@ -108,4 +108,4 @@ void print_options(std::FILE *out) {
   }
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

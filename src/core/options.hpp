@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-namespace rocl {
+namespace rocl::impl {
 
 struct Options {
   std::size_t pool_max;          // ROCL_POOL_MAX
@@ -26,4 +26,4 @@ void print_options(std::FILE *out);
 // Parses "64K", "2M", "4G", "1048576"; false if malformed.
 bool parse_size(const char *text, std::size_t *out);
 
-}  // namespace rocl
+}  // namespace rocl::impl

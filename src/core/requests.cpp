@@ -11,13 +11,13 @@ struct rocl_request {
   enum class Kind { kSend, kReceive };
   explicit rocl_request(Kind k) : kind(k) {}
   Kind kind;
-  rocl::Resource *resource = nullptr;
-  rocl::Envelope env;
-  rocl::Envelope *message = nullptr;  // matched at post time
+  rocl::impl::Resource *resource = nullptr;
+  rocl::impl::Envelope env;
+  rocl::impl::Envelope *message = nullptr;  // matched at post time
   rocl_status_t send_status{};
 };
 
-namespace rocl {
+namespace rocl::impl {
 
 int Context::isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::size_t len,
                    rocl_request **req) noexcept {
@@ -143,4 +143,4 @@ int Context::cancel(rocl_request **req) noexcept {
   return ROCL_OK;
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

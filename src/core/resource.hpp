@@ -12,7 +12,7 @@
 
 #include "core/message.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 
 class Resource {
  public:
@@ -57,4 +57,4 @@ class Resource {
   std::unique_ptr<Mailbox> mailbox_;
 };
 
-}  // namespace rocl
+}  // namespace rocl::impl

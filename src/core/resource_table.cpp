@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <thread>
 
-namespace rocl {
+namespace rocl::impl {
 
 ResourceTable::ResourceTable() {
   tables_.push_back(std::make_unique<Table>(256));
@@ -128,4 +128,4 @@ std::vector<rocl_gid_t> ResourceTable::gids() const {
   return out;
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -15,7 +15,7 @@
 
 #include "core/resource.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 
 class ResourceTable {
  public:
@@ -68,4 +68,4 @@ class ResourceTable {
   std::vector<Resource *> free_resources_;
 };
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -10,7 +10,7 @@
 
 #include "status/status.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 namespace {
 
 constexpr std::size_t pad8(std::size_t n) {
@@ -485,4 +485,4 @@ int AttrList::decode(std::span<const std::byte> bytes, AttrList &out) {
   return ROCL_OK;
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

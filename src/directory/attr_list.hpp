@@ -50,7 +50,7 @@
 
 #include "rocl/rocl.h"
 
-namespace rocl {
+namespace rocl::impl {
 
 class AttrList {
  public:
@@ -185,9 +185,9 @@ class AttrList {
   std::size_t capacity_ = kDefaultMaxlen;
 };
 
-}  // namespace rocl
+}  // namespace rocl::impl
 
 // The C type of rocl.h is the C++ list.
-struct rocl_attrl : rocl::AttrList {
-  using rocl::AttrList::AttrList;
+struct rocl_attrl : rocl::impl::AttrList {
+  using rocl::impl::AttrList::AttrList;
 };

@@ -12,7 +12,7 @@
 
 #include "status/status.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 namespace {
 
 std::span<const std::byte> as_bytes(std::string_view s) {
@@ -509,4 +509,4 @@ TEST(AttrList, DecodeFuzz) {
 }
 
 }  // namespace
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -31,7 +31,7 @@
 #include "directory/attr_list.hpp"
 #include "rocl/rocl.h"
 
-namespace rocl {
+namespace rocl::impl {
 
 inline constexpr unsigned kGidServerShift = 48;
 inline constexpr std::uint64_t kGidSerialMask = (std::uint64_t{1} << kGidServerShift) - 1;
@@ -105,4 +105,4 @@ class Directory {
 // id outside that range.
 std::unique_ptr<Directory> make_local_directory(std::uint16_t server_id);
 
-}  // namespace rocl
+}  // namespace rocl::impl

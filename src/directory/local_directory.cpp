@@ -17,7 +17,7 @@
 
 #include "status/status.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 namespace {
 
 std::string describe_gid(rocl_gid_t gid) {
@@ -360,4 +360,4 @@ std::unique_ptr<Directory> make_local_directory(std::uint16_t server_id) {
   return std::make_unique<LocalDirectory>(server_id);
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

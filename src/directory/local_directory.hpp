@@ -24,7 +24,7 @@
 
 #include "directory/directory.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 
 class LocalDirectory final : public Directory {
  public:
@@ -50,4 +50,4 @@ class LocalDirectory final : public Directory {
   std::shared_ptr<State> state_;
 };
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -14,7 +14,7 @@
 
 #include "status/status.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 namespace {
 
 std::string value_of(const AttrList &l, std::string_view name) {
@@ -526,4 +526,4 @@ TEST_F(LocalDirectoryTest, ConcurrentRegistrationGivesUniqueGids) {
 }
 
 }  // namespace
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -4,7 +4,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-namespace rocl {
+namespace rocl::impl {
 namespace {
 thread_local char t_last_error[512];
 }
@@ -44,4 +44,4 @@ const char *error_name(int code) noexcept {
   }
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -6,7 +6,7 @@
 
 #include "rocl/rocl.h"
 
-namespace rocl {
+namespace rocl::impl {
 
 // Records "what went wrong" for the calling thread and returns code, so that
 // call sites read `return fail(ROCL_EBADGID, "rocl_send: ...", gid);`.
@@ -21,4 +21,4 @@ void clear_error() noexcept;
 // Static name of a code, as rocl_strerror.
 const char *error_name(int code) noexcept;
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -7,7 +7,7 @@
 #include "transport/inproc/inproc_transport.hpp"
 #endif
 
-namespace rocl {
+namespace rocl::impl {
 namespace {
 
 const TransportEntry kTransports[] = {
@@ -28,4 +28,4 @@ const TransportEntry *find_transport(std::string_view name) noexcept {
   return nullptr;
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

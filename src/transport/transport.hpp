@@ -15,7 +15,7 @@
 
 #include "core/message.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 
 // The core's side of a transport: where arrived messages go.
 class MessageSink {
@@ -82,4 +82,4 @@ std::span<const TransportEntry> transport_table() noexcept;
 // The row named `name`, or nullptr.
 const TransportEntry *find_transport(std::string_view name) noexcept;
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace rocl {
+namespace rocl::impl {
 namespace {
 
 class InprocTransport final : public Transport {
@@ -40,4 +40,4 @@ std::unique_ptr<Transport> make_inproc_transport(const TransportEnv &env) {
   return std::make_unique<InprocTransport>(env);
 }
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -7,8 +7,8 @@
 
 #include "transport/transport.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 
 std::unique_ptr<Transport> make_inproc_transport(const TransportEnv &env);
 
-}  // namespace rocl
+}  // namespace rocl::impl

@@ -6,7 +6,7 @@
 
 #include "transport/inproc/inproc_transport.hpp"
 
-namespace rocl {
+namespace rocl::impl {
 namespace {
 
 struct RecordingSink : MessageSink {
@@ -54,4 +54,4 @@ TEST(InprocTransport, UnknownDestinationLeavesTheMessageWithTheCaller) {
 }
 
 }  // namespace
-}  // namespace rocl
+}  // namespace rocl::impl

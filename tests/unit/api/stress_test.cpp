@@ -105,7 +105,7 @@ std::string check(const void *data, std::size_t len, int tag, int sender, int re
 
 TEST(Stress, RandomTrafficBetweenSixteenThreads) {
   const int kThreads = 16;
-  const int kPerThread = scaled(4000, 8);
+  const int kPerThread = scaled(10000, 20);
   const std::uint64_t kSeed = 0x5eed2024;
 
   ASSERT_GT(rocl_init(), 0);
