@@ -29,10 +29,9 @@ Resource *ResourceTable::get(rocl_gid_t gid) const noexcept {
 }
 
 bool ResourceTable::contains(rocl_gid_t gid) const noexcept {
-  Resource *r = get(gid);
-  if (r == nullptr) return false;
-  const_cast<ResourceTable *>(this)->put(r);
-  return true;
+  if (gid == ROCL_NULL_GID || gid == ROCL_ANY_GID) return false;
+  Resource *r = find(gid);
+  return r != nullptr && r->gid() == gid;
 }
 
 void ResourceTable::put(Resource *r) noexcept {

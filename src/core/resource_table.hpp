@@ -27,7 +27,9 @@ class ResourceTable {
   // A live resource with this gid with a reference taken, or nullptr.
   // Lock-free; the caller must call put() when done.
   Resource *get(rocl_gid_t gid) const noexcept;
-  // True if gid is a live resource of this process (no reference kept).
+  // True if gid is a live resource of this process. Reads only (no
+  // reference is taken), so checking one's own origin gid on every send
+  // does not bounce the resource's cache line between threads.
   bool contains(rocl_gid_t gid) const noexcept;
   // Drops a reference from get(); recycles the object after the last one.
   void put(Resource *r) noexcept;
