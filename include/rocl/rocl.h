@@ -24,6 +24,10 @@
 extern "C" {
 #endif
 
+#define ROCL_VERSION_MAJOR 0
+#define ROCL_VERSION_MINOR 1
+#define ROCL_VERSION_PATCH 0
+
 /* ---- identifiers ------------------------------------------------------- */
 
 /* A global id: unique across the whole job (all nodes). Bits 63..48 name the
@@ -71,8 +75,11 @@ const char *rocl_last_error(void);
  * and registers it in the directory as a resource with attribute
  * type=context. Reference counted: each successful rocl_init needs one
  * rocl_exit; calls after the first only take a reference.
- * Returns the context's gid (> 0) or a negative code. Options are read from
- * ROCL_* environment variables (see docs/options.md) at the first call. */
+ * Returns the context's gid (> 0) or a negative code: ROCL_EINVAL for a bad
+ * option (e.g. ROCL_TRANSPORTS naming a transport not built), ROCL_ENOMEM
+ * if the pool's address space cannot be reserved. Options are read from
+ * ROCL_* environment variables (see docs/options.md) when the context is
+ * created. */
 int64_t rocl_init(void);
 
 /* Drops one reference; the last one deletes every resource of the context

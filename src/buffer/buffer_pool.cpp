@@ -444,7 +444,7 @@ void BufferPool::release_uncached(BlockHeader *b, unsigned order) noexcept {
   FreeList &l = lists_[order - kMinBlockOrder];
   {
     std::lock_guard lock(l.mu);
-    if (l.blocks < kKeepLargeBlocks && block_bytes(order) <= kKeepLargeBytes / (l.blocks + 1)) {
+    if (l.blocks < kKeepLargeBlocks && (l.blocks + 1) * block_bytes(order) <= kKeepLargeBytes) {
       ChainInfo *info = chain_info(b);
       b->free_next = nullptr;
       info->tail = b;

@@ -71,7 +71,7 @@ class BufferPool {
   static constexpr unsigned kCachedClasses = kMaxCachedOrder - kMinBlockOrder + 1;
   // Free blocks above kMaxCachedOrder kept per class before going back to the
   // buddy allocator.
-  static constexpr std::size_t kKeepLargeBlocks = 4;
+  static constexpr std::size_t kKeepLargeBlocks = 64;
   static constexpr std::size_t kKeepLargeBytes = std::size_t{64} << 20;
 
   // Reserves the address space; throws std::system_error if it cannot.

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <random>
 #include <stdexcept>
+#include <system_error>
 
 #include "directory/attr_list.hpp"
 #include "status/status.hpp"
@@ -41,6 +42,11 @@ std::int64_t Context::acquire_global() {
   if (g_init_count == 0) {
     try {
       g_context = std::make_unique<Context>(load_options());
+    } catch (const std::invalid_argument &e) {  // a configuration mistake
+      return fail(ROCL_EINVAL, "rocl_init: %s", e.what());
+    } catch (const std::system_error &e) {  // e.g. no address space for ROCL_POOL_MAX
+      return fail(ROCL_ENOMEM, "rocl_init: %s (ROCL_POOL_MAX=%zu)", e.what(),
+                  load_options().pool_max);
     } catch (const std::exception &e) {
       return fail(ROCL_EINTERNAL, "rocl_init: %s", e.what());
     }
@@ -94,7 +100,7 @@ void Context::start_transports() {
     if (name.empty()) continue;
     const TransportEntry *entry = find_transport(name);
     if (entry == nullptr) {
-      throw std::runtime_error("ROCL_TRANSPORTS names '" + name +
+      throw std::invalid_argument("ROCL_TRANSPORTS names '" + name +
                                "', which this build of rocl does not have (see rocl-info)");
     }
     transports_.push_back(entry->make(env));
@@ -107,7 +113,7 @@ void Context::start_transports() {
       inproc_address_ = t->address();
     }
   }
-  if (transports_.empty()) throw std::runtime_error("ROCL_TRANSPORTS names no transport");
+  if (transports_.empty()) throw std::invalid_argument("ROCL_TRANSPORTS names no transport");
 }
 
 Context::~Context() {

@@ -301,3 +301,19 @@ TEST(Context, GidsOfALaterContextAreNew) {
 }
 
 }  // namespace
+
+// A transport this build does not have is the user's configuration
+// mistake: ROCL_EINVAL naming it, not an internal error; nothing is left
+// initialised.
+TEST(Context, UnknownTransportIsInvalidAndNamed) {
+  ASSERT_EQ(setenv("ROCL_TRANSPORTS", "carrier-pigeon", 1), 0);
+  std::int64_t rc = rocl_init();
+  unsetenv("ROCL_TRANSPORTS");
+  ASSERT_EQ(rc, ROCL_EINVAL);
+  EXPECT_NE(std::string(rocl_last_error()).find("carrier-pigeon"), std::string::npos)
+      << rocl_last_error();
+  EXPECT_EQ(rocl_context_gid(), ROCL_NULL_GID);
+  EXPECT_EQ(rocl_exit(), ROCL_ENOINIT);
+  ASSERT_GT(rocl_init(), 0);
+  EXPECT_EQ(rocl_exit(), ROCL_OK);
+}
