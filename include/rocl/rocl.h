@@ -45,17 +45,18 @@ typedef uint64_t rocl_gid_t;
 /* ---- error codes ------------------------------------------------------- */
 
 #define ROCL_OK 0
-#define ROCL_EINVAL (-1)     /* an argument is invalid (NULL, negative tag, ...) */
-#define ROCL_ENOINIT (-2)    /* rocl_init() has not been called */
-#define ROCL_ENOMEM (-3)     /* the buffer pool cap is reached (ROCL_POOL_MAX) */
-#define ROCL_EBADBUF (-4)    /* pointer is not a live rocl buffer (or already returned) */
-#define ROCL_EBUSY (-5)      /* buffer is still being sent, or resource in use */
-#define ROCL_ETOOBIG (-6)    /* length exceeds the buffer or the message limit */
-#define ROCL_EBADGID (-7)    /* gid is not a registered resource (of this context, where required) */
-#define ROCL_ETIMEDOUT (-8)  /* the timeout expired; nothing was received */
-#define ROCL_ENOTFOUND (-9)  /* the directory has no resource matching the query */
-#define ROCL_EEND (-10)      /* a multi-answer query has no more answers */
-#define ROCL_ENOSPC (-11)    /* an attribute list is full, or an answer does not fit the space reserved */
+#define ROCL_EINVAL (-1)    /* an argument is invalid (NULL, negative tag, ...) */
+#define ROCL_ENOINIT (-2)   /* rocl_init() has not been called */
+#define ROCL_ENOMEM (-3)    /* the buffer pool cap is reached (ROCL_POOL_MAX) */
+#define ROCL_EBADBUF (-4)   /* pointer is not a live rocl buffer (or already returned) */
+#define ROCL_EBUSY (-5)     /* buffer is still being sent, or resource in use */
+#define ROCL_ETOOBIG (-6)   /* length exceeds the buffer or the message limit */
+#define ROCL_EBADGID (-7)   /* gid is not a registered resource (of this context, where required) */
+#define ROCL_ETIMEDOUT (-8) /* the timeout expired; nothing was received */
+#define ROCL_ENOTFOUND (-9) /* the directory has no resource matching the query */
+#define ROCL_EEND (-10)     /* a multi-answer query has no more answers */
+#define ROCL_ENOSPC \
+  (-11) /* an attribute list is full, or an answer does not fit the space reserved */
 #define ROCL_EDELETED (-12)  /* the receiving resource was deleted while the call waited */
 #define ROCL_ECANCELED (-13) /* the operation was cancelled */
 #define ROCL_EALREADY (-14)  /* too late to cancel: the operation has completed */
@@ -209,8 +210,8 @@ int rocl_send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, size_t len);
  * most that many milliseconds. A waiting receiver spins for ROCL_SPIN_US
  * microseconds before it sleeps. Returns ROCL_OK, ROCL_ETIMEDOUT,
  * ROCL_EBADGID, ROCL_EINVAL, ROCL_EDELETED. */
-int rocl_recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr,
-              rocl_gid_t *aogid, int *atag, size_t *alen, int timeout);
+int rocl_recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gid_t *aogid, int *atag,
+              size_t *alen, int timeout);
 
 /* Handle of an immediate operation; ROCL_REQUEST_NULL once completed. */
 typedef struct rocl_request *rocl_request_t;
@@ -254,9 +255,9 @@ int rocl_cancel(rocl_request_t *req);
 /* ---- introspection ---------------------------------------------------------- */
 
 typedef struct rocl_pool_stats {
-  size_t cap_bytes;       /* ROCL_POOL_MAX */
-  size_t reserved_bytes;  /* carved from the pool region (<= cap) */
-  size_t in_use_bytes;    /* blocks owned by users or in flight */
+  size_t cap_bytes;      /* ROCL_POOL_MAX */
+  size_t reserved_bytes; /* carved from the pool region (<= cap) */
+  size_t in_use_bytes;   /* blocks owned by users or in flight */
   size_t in_use_buffers;
 } rocl_pool_stats_t;
 int rocl_pool_stats(rocl_pool_stats_t *out);

@@ -14,8 +14,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -92,7 +92,8 @@ class Attributes {
   // The C form (throws Error if a name is invalid or duplicated).
   detail::AttrlPtr to_c() const {
     std::size_t bytes = 64;
-    for (const auto &i : items_) bytes += 16 + i.name.size() + (i.value ? i.value->size() : i.reserve);
+    for (const auto &i : items_)
+      bytes += 16 + i.name.size() + (i.value ? i.value->size() : i.reserve);
     detail::AttrlPtr list(rocl_new_attrl(static_cast<int>(bytes)));
     if (!list) throw Error(ROCL_ENOMEM, "rocl: out of memory for an attribute list");
     for (const auto &i : items_) {
@@ -148,7 +149,8 @@ class Buffer {
   // A buffer for `len` bytes; throws Error (ROCL_ENOMEM) if the pool is full.
   static Buffer get(std::size_t len) {
     void *p = rocl_bfget(len);
-    if (p == nullptr) detail::raise(rocl_context_gid() == ROCL_NULL_GID ? ROCL_ENOINIT : ROCL_ENOMEM);
+    if (p == nullptr)
+      detail::raise(rocl_context_gid() == ROCL_NULL_GID ? ROCL_ENOINIT : ROCL_ENOMEM);
     return Buffer(p, len);
   }
   // Takes ownership of a C buffer (e.g. from rocl_recv) holding len bytes.

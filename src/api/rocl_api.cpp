@@ -29,8 +29,12 @@ struct rocl_handler {
 
 extern "C" {
 
-const char *rocl_strerror(int code) { return rocl::impl::error_name(code); }
-const char *rocl_last_error(void) { return rocl::impl::last_error(); }
+const char *rocl_strerror(int code) {
+  return rocl::impl::error_name(code);
+}
+const char *rocl_last_error(void) {
+  return rocl::impl::last_error();
+}
 
 int64_t rocl_init(void) {
   rocl::impl::clear_error();
@@ -64,7 +68,8 @@ int rocl_delete(rocl_gid_t gid) {
 int rocl_query(rocl_gid_t *gid, rocl_attrl_t *attrs) {
   Context *ctx = context_for("rocl_query");
   if (ctx == nullptr) return ROCL_ENOINIT;
-  if (gid == nullptr || attrs == nullptr) return fail(ROCL_EINVAL, "rocl_query: gid or attrs is NULL");
+  if (gid == nullptr || attrs == nullptr)
+    return fail(ROCL_EINVAL, "rocl_query: gid or attrs is NULL");
   return ctx->directory().query(gid, *attrs);
 }
 

@@ -19,27 +19,27 @@ namespace rocl::impl {
 inline constexpr std::size_t kBlockHeaderBytes = 64;
 inline constexpr std::size_t kOwnerAreaBytes = 128;
 inline constexpr std::size_t kControlBytes = kBlockHeaderBytes + kOwnerAreaBytes;  // 192
-inline constexpr unsigned kMinBlockOrder = 8;                                   // 256 B
+inline constexpr unsigned kMinBlockOrder = 8;                                      // 256 B
 
 // Who holds a block. Transitions are CAS'd so misuse (double return, return
 // while sending) is detected instead of corrupting the pool.
 enum class BlockState : std::uint32_t {
-  kFree = 0,      // in the pool (a free list or a thread cache)
-  kUser = 1,      // owned by the application
-  kLibrary = 2,   // owned by the library: queued, in flight or being delivered
+  kFree = 0,     // in the pool (a free list or a thread cache)
+  kUser = 1,     // owned by the application
+  kLibrary = 2,  // owned by the library: queued, in flight or being delivered
 };
 
 // Send status reported by rocl_bfstat (values equal ROCL_BF_*).
 enum class SendStatus : std::uint32_t { kIdle = 0, kPending = 1, kSent = 2, kFailed = 3 };
 
 struct alignas(64) BlockHeader {
-  std::uint64_t magic;                   // kBlockMagic ^ block address, set by the pool
-  std::atomic<BlockState> state;         // see BlockState
-  std::atomic<SendStatus> send_status;   // see SendStatus
-  std::uint8_t order;                    // block size is 2^order bytes
-  bool return_after_send;                // rocl_bftoret was called
+  std::uint64_t magic;                  // kBlockMagic ^ block address, set by the pool
+  std::atomic<BlockState> state;        // see BlockState
+  std::atomic<SendStatus> send_status;  // see SendStatus
+  std::uint8_t order;                   // block size is 2^order bytes
+  bool return_after_send;               // rocl_bftoret was called
   std::uint8_t pad0[6];
-  BlockHeader *free_next;                // free-list link, pool use only
+  BlockHeader *free_next;  // free-list link, pool use only
   std::uint64_t pad1[4];
 };
 static_assert(sizeof(BlockHeader) == kBlockHeaderBytes);

@@ -101,7 +101,7 @@ void Context::start_transports() {
     const TransportEntry *entry = find_transport(name);
     if (entry == nullptr) {
       throw std::invalid_argument("ROCL_TRANSPORTS names '" + name +
-                               "', which this build of rocl does not have (see rocl-info)");
+                                  "', which this build of rocl does not have (see rocl-info)");
     }
     transports_.push_back(entry->make(env));
     Transport *t = transports_.back().get();
@@ -121,8 +121,9 @@ Context::~Context() {
   // Receivers woken by the deletions are on their way out of rocl_recv;
   // they still touch this context, so it must outlive them.
   if (!resources_.wait_for_callers(std::chrono::seconds(10))) {
-    std::fprintf(stderr, "rocl_exit: threads are still inside rocl calls after 10 s; "
-                         "tearing down anyway\n");
+    std::fprintf(stderr,
+                 "rocl_exit: threads are still inside rocl calls after 10 s; "
+                 "tearing down anyway\n");
   }
   directory_->remove_context(gid_);
   directory_->remove(gid_);

@@ -20,11 +20,12 @@ struct Context::Outgoing {
 };
 
 namespace {
-unsigned long long ull(rocl_gid_t g) { return static_cast<unsigned long long>(g); }
+unsigned long long ull(rocl_gid_t g) {
+  return static_cast<unsigned long long>(g);
+}
 }  // namespace
 
-int Context::prepare_outgoing(const char *who, void *ptr, std::size_t len,
-                              Outgoing &out) noexcept {
+int Context::prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept {
   BlockHeader *b = ptr != nullptr ? pool_->find(ptr) : nullptr;
   if (b != nullptr) {
     if (len > payload_capacity(b)) {
@@ -91,8 +92,8 @@ int Context::route(rocl_gid_t dgid, Message *msg) noexcept {
 }
 
 int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::size_t len) noexcept {
-  if (tag < 0) return fail(ROCL_EINVAL, "rocl_send: tag %d is negative (tags are 0..%d)", tag,
-                           ROCL_TAG_MAX);
+  if (tag < 0)
+    return fail(ROCL_EINVAL, "rocl_send: tag %d is negative (tags are 0..%d)", tag, ROCL_TAG_MAX);
   if (!resources_.contains(ogid)) {
     return fail(ROCL_EBADGID, "rocl_send: origin gid %#llx is not a resource of this context",
                 ull(ogid));

@@ -55,9 +55,13 @@ bool parse_uint(const char *text, std::uint32_t *out) {
 bool apply(const OptionRow &row, const char *text, Options &o) {
   void *field = row.field(o);
   switch (row.type) {
-    case Type::kSize: return parse_size(text, static_cast<std::size_t *>(field));
-    case Type::kUint: return parse_uint(text, static_cast<std::uint32_t *>(field));
-    case Type::kString: *static_cast<std::string *>(field) = text; return true;
+    case Type::kSize:
+      return parse_size(text, static_cast<std::size_t *>(field));
+    case Type::kUint:
+      return parse_uint(text, static_cast<std::uint32_t *>(field));
+    case Type::kString:
+      *static_cast<std::string *>(field) = text;
+      return true;
   }
   return false;
 }
@@ -92,8 +96,8 @@ Options load_options() {
     const char *text = std::getenv(row.name);
     if (text == nullptr) continue;
     if (!apply(row, text, o)) {
-      std::fprintf(stderr, "rocl: ignoring %s='%s': not a valid value; using %s\n", row.name,
-                   text, row.default_value);
+      std::fprintf(stderr, "rocl: ignoring %s='%s': not a valid value; using %s\n", row.name, text,
+                   row.default_value);
       apply(row, row.default_value, o);
     }
   }

@@ -10,10 +10,10 @@
 namespace rocl::impl {
 
 struct Options {
-  std::size_t pool_max;          // ROCL_POOL_MAX
-  std::size_t pool_thread_cache; // ROCL_POOL_THREAD_CACHE
-  std::uint32_t spin_us;         // ROCL_SPIN_US
-  std::string transports;        // ROCL_TRANSPORTS
+  std::size_t pool_max;           // ROCL_POOL_MAX
+  std::size_t pool_thread_cache;  // ROCL_POOL_THREAD_CACHE
+  std::uint32_t spin_us;          // ROCL_SPIN_US
+  std::string transports;         // ROCL_TRANSPORTS
 };
 
 // Defaults overridden by the environment. On a malformed value, prints a

@@ -67,7 +67,9 @@ int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, rocl_request **req
 }
 
 namespace {
-bool receive_done(const rocl_request *r) { return r->message != nullptr || r->env.complete.is_done(); }
+bool receive_done(const rocl_request *r) {
+  return r->message != nullptr || r->env.complete.is_done();
+}
 }  // namespace
 
 // Completes a finished request: fills status, frees it, nulls the handle.

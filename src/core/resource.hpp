@@ -33,7 +33,9 @@ class Resource {
 
   // References held by pending immediate receives (counted apart so that
   // context teardown can wait for the other holders: threads in a call).
-  void note_request(int delta) noexcept { request_refs_.fetch_add(delta, std::memory_order_acq_rel); }
+  void note_request(int delta) noexcept {
+    request_refs_.fetch_add(delta, std::memory_order_acq_rel);
+  }
   // References held by threads inside a call on this resource.
   std::int32_t callers() const noexcept {
     return refs_.load(std::memory_order_acquire) - request_refs_.load(std::memory_order_acquire);

@@ -64,8 +64,8 @@ class ResourceTable {
 
   std::atomic<Table *> table_;
   mutable std::mutex writer_;
-  std::size_t used_slots_ = 0;  // live + tombstones, under writer_
-  std::vector<std::unique_ptr<Table>> tables_;          // current and retired copies
+  std::size_t used_slots_ = 0;                            // live + tombstones, under writer_
+  std::vector<std::unique_ptr<Table>> tables_;            // current and retired copies
   std::vector<std::unique_ptr<Resource>> all_resources_;  // type-stable storage
   std::vector<Resource *> free_resources_;
 };

@@ -17,30 +17,52 @@ int fail(int code, const char *fmt, ...) {
   return code;
 }
 
-const char *last_error() noexcept { return t_last_error; }
+const char *last_error() noexcept {
+  return t_last_error;
+}
 
-void clear_error() noexcept { t_last_error[0] = '\0'; }
+void clear_error() noexcept {
+  t_last_error[0] = '\0';
+}
 
 const char *error_name(int code) noexcept {
   switch (code) {
-    case ROCL_OK: return "success";
-    case ROCL_EINVAL: return "invalid argument";
-    case ROCL_ENOINIT: return "rocl is not initialised (call rocl_init)";
-    case ROCL_ENOMEM: return "buffer pool cap reached";
-    case ROCL_EBADBUF: return "not a live rocl buffer";
-    case ROCL_EBUSY: return "buffer or resource busy";
-    case ROCL_ETOOBIG: return "message too big";
-    case ROCL_EBADGID: return "unknown resource gid";
-    case ROCL_ETIMEDOUT: return "timed out";
-    case ROCL_ENOTFOUND: return "no matching resource in the directory";
-    case ROCL_EEND: return "no more answers";
-    case ROCL_ENOSPC: return "no space left in attribute list";
-    case ROCL_EDELETED: return "resource deleted";
-    case ROCL_ECANCELED: return "operation cancelled";
-    case ROCL_EALREADY: return "operation already completed";
-    case ROCL_EPEER: return "peer failed";
-    case ROCL_EINTERNAL: return "internal error";
-    default: return "unknown error";
+    case ROCL_OK:
+      return "success";
+    case ROCL_EINVAL:
+      return "invalid argument";
+    case ROCL_ENOINIT:
+      return "rocl is not initialised (call rocl_init)";
+    case ROCL_ENOMEM:
+      return "buffer pool cap reached";
+    case ROCL_EBADBUF:
+      return "not a live rocl buffer";
+    case ROCL_EBUSY:
+      return "buffer or resource busy";
+    case ROCL_ETOOBIG:
+      return "message too big";
+    case ROCL_EBADGID:
+      return "unknown resource gid";
+    case ROCL_ETIMEDOUT:
+      return "timed out";
+    case ROCL_ENOTFOUND:
+      return "no matching resource in the directory";
+    case ROCL_EEND:
+      return "no more answers";
+    case ROCL_ENOSPC:
+      return "no space left in attribute list";
+    case ROCL_EDELETED:
+      return "resource deleted";
+    case ROCL_ECANCELED:
+      return "operation cancelled";
+    case ROCL_EALREADY:
+      return "operation already completed";
+    case ROCL_EPEER:
+      return "peer failed";
+    case ROCL_EINTERNAL:
+      return "internal error";
+    default:
+      return "unknown error";
   }
 }
 

@@ -19,7 +19,9 @@ const TransportEntry kTransports[] = {
 
 }  // namespace
 
-std::span<const TransportEntry> transport_table() noexcept { return kTransports; }
+std::span<const TransportEntry> transport_table() noexcept {
+  return kTransports;
+}
 
 const TransportEntry *find_transport(std::string_view name) noexcept {
   for (const auto &entry : kTransports) {

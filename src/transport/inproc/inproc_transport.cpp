@@ -11,8 +11,8 @@ namespace {
 class InprocTransport final : public Transport {
  public:
   explicit InprocTransport(const TransportEnv &env)
-      : sink_(env.sink), address_("pid:" + std::to_string(::getpid()) + "/" +
-                                  std::to_string(env.instance)) {}
+      : sink_(env.sink),
+        address_("pid:" + std::to_string(::getpid()) + "/" + std::to_string(env.instance)) {}
 
   std::string_view name() const noexcept override { return "inproc"; }
   std::string address() const override { return address_; }
