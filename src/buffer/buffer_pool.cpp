@@ -104,11 +104,14 @@ BufferPool::BufferPool(const PoolConfig &config)
       size_(region_.size()),
       top_order_(region_order(config.cap_bytes)),
       buddy_(region_.base(), top_order_, std::min(cap_, size_)) {
-  // A thread never caches more than 1/16 of the cap, so that a small pool is
-  // not emptied into a few threads' caches.
+  // The budget is per size class: a stream of messages of one size must be
+  // able to keep a window of blocks in the caches (a split budget left one
+  // 64 KiB block per thread, and every message went through the shared
+  // lists). A thread never caches more than 1/16 of the cap per class, so
+  // that a small pool is not emptied into a few threads' caches.
   const std::size_t budget = std::min(config.thread_cache_bytes, cap_ / 16);
   for (unsigned c = 0; c < kCachedClasses; ++c) {
-    const std::size_t n = budget / kCachedClasses / block_bytes(kMinBlockOrder + c);
+    const std::size_t n = budget / block_bytes(kMinBlockOrder + c);
     cache_max_[c] = static_cast<std::uint32_t>(std::min<std::size_t>(n, 256));
     cache_batch_[c] = (cache_max_[c] + 1) / 2;
   }

@@ -8,7 +8,7 @@
 // Layers, fastest first:
 //  1. a per-thread, per-pool cache of free blocks for each size class up to
 //     2^kMaxCachedOrder (64 KiB): allocate/release touch only thread-local
-//     lists (bounded by PoolConfig::thread_cache_bytes);
+//     lists (bounded by PoolConfig::thread_cache_bytes per class);
 //  2. per-size-class global free lists (one mutex each), which caches refill
 //     from and flush to in batches; larger blocks are kept there too, at most
 //     kKeepLargeBlocks / kKeepLargeBytes per class;
@@ -19,7 +19,7 @@
 // calling thread's cache and all global lists are given back to it
 // (coalescing) and the request is tried once more. Blocks in OTHER threads'
 // caches cannot be reclaimed that way: up to min(thread_cache_bytes, cap/16)
-// bytes per thread that used the pool may stay reserved but unused until that
+// bytes per class and per thread that used the pool may stay reserved but unused until that
 // thread uses them, calls flush_thread_cache() or exits.
 //
 // Accounting: each thread counts what it hands out and takes back in its own
@@ -47,9 +47,9 @@ namespace rocl::impl {
 struct PoolConfig {
   // ROCL_POOL_MAX: total bytes of blocks carved from the region.
   std::size_t cap_bytes = std::size_t{4} << 30;
-  // Per thread, per pool: bound on blocks a thread keeps cached (the pool
-  // uses at most cap_bytes / 16 of it).
-  std::size_t thread_cache_bytes = std::size_t{1} << 20;
+  // Per thread, per pool, per size class: bound on the bytes of blocks a
+  // thread keeps cached (at most 256 blocks and cap_bytes / 16).
+  std::size_t thread_cache_bytes = std::size_t{2} << 20;
 };
 
 struct PoolStats {

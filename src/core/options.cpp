@@ -29,9 +29,9 @@ const OptionRow kOptions[] = {
      "Cap on the memory of the buffer pool (bytes; K/M/G suffixes). rocl_bfget fails with "
      "ROCL_ENOMEM beyond it.",
      Type::kSize, field_of<&Options::pool_max>},
-    {"ROCL_POOL_THREAD_CACHE", "1M",
-     "Bytes of free buffers each thread keeps for itself, so that bfget/bfret of small "
-     "buffers take no shared lock.",
+    {"ROCL_POOL_THREAD_CACHE", "2M",
+     "Bytes of free buffers of one size class (up to 64 KiB blocks, at most 256 blocks) "
+     "each thread keeps for itself, so that bfget/bfret take no shared lock.",
      Type::kSize, field_of<&Options::pool_thread_cache>},
     {"ROCL_SPIN_US", "20",
      "Microseconds a waiting receiver spins before it sleeps. Waking a sleeping thread "
