@@ -105,7 +105,7 @@ void Context::start_transports() {
     }
     transports_.push_back(entry->make(env));
     Transport *t = transports_.back().get();
-    if (t->register_memory(nullptr, 0) != ROCL_OK) {
+    if (t->register_memory(pool_->region_base(), pool_->region_bytes()) != ROCL_OK) {
       throw std::runtime_error("transport " + name + " cannot register the buffer pool");
     }
     if (t->name() == "inproc") {
@@ -125,8 +125,7 @@ Context::~Context() {
                  "rocl_exit: threads are still inside rocl calls after 10 s; "
                  "tearing down anyway\n");
   }
-  directory_->remove_context(gid_);
-  directory_->remove(gid_);
+  directory_->remove_context(gid_);  // and the context's own entry
   transports_.clear();
 }
 

@@ -69,6 +69,7 @@ class Context final : public MessageSink {
   void undo_outgoing(Outgoing &out) noexcept;
   int route(rocl_gid_t dgid, Message *msg) noexcept;
   int finish_receive(Envelope *msg, rocl_status_t *status) noexcept;
+  int complete_request(rocl_request **req, rocl_status_t *status) noexcept;
   int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg) noexcept;
   void free_message(Envelope *msg) noexcept;
   void start_transports();

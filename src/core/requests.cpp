@@ -73,9 +73,7 @@ bool receive_done(const rocl_request *r) {
 }  // namespace
 
 // Completes a finished request: fills status, frees it, nulls the handle.
-static int complete_request(Context &ctx, ResourceTable &table, rocl_request **req,
-                            rocl_status_t *status,
-                            int (Context::*finish)(Envelope *, rocl_status_t *) noexcept) {
+int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcept {
   rocl_request *r = *req;
   rocl_status_t st{};
   int rc = ROCL_OK;
@@ -87,10 +85,10 @@ static int complete_request(Context &ctx, ResourceTable &table, rocl_request **r
       rc = r->env.status;
       st.error = rc;
     } else {
-      (ctx.*finish)(msg, &st);
+      finish_receive(msg, &st);
     }
     r->resource->note_request(-1);
-    table.put(r->resource);
+    resources_.put(r->resource);
   }
   if (status != nullptr) *status = st;
   delete r;
@@ -111,7 +109,7 @@ int Context::test(rocl_request **req, int *done, rocl_status_t *status) noexcept
     return ROCL_OK;
   }
   *done = 1;
-  int rc = complete_request(*this, resources_, req, status, &Context::finish_receive);
+  int rc = complete_request(req, status);
   return rc == ROCL_OK ? rc : fail(rc, "rocl_test: the receive failed: %s", error_name(rc));
 }
 
@@ -127,7 +125,7 @@ int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexce
     if (timeout == 0) return ROCL_ETIMEDOUT;
     return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms", timeout);
   }
-  int rc = complete_request(*this, resources_, req, status, &Context::finish_receive);
+  int rc = complete_request(req, status);
   return rc == ROCL_OK ? rc : fail(rc, "rocl_wait: the receive failed: %s", error_name(rc));
 }
 
