@@ -7,6 +7,8 @@ packages=(
   cmake ninja-build g++ pkg-config git    # build
   libgtest-dev libgmock-dev               # tests
   libbenchmark-dev                        # micro-benchmarks
+  libssl-dev                              # HMAC for the job secret
+  clang-14 libclang-rt-14-dev             # libFuzzer targets
   iproute2 procps                         # multi-process and namespace tests
 )
 
