@@ -12,6 +12,8 @@
 #include <system_error>
 
 #include "directory/attr_list.hpp"
+#include "directory/remote_directory.hpp"
+#include "security/job_secret.hpp"
 #include "status/status.hpp"
 
 namespace rocl::impl {
@@ -29,6 +31,28 @@ std::unique_ptr<Context> g_context;
 Directory &process_directory() {
   static std::unique_ptr<Directory> directory = make_local_directory(1);
   return *directory;
+}
+
+// The node server named by ROCL_DIRECTORY (proving the job secret), or the
+// process's own directory when none is named.
+Directory *open_directory(const Options &options, std::unique_ptr<Directory> &owned) {
+  if (options.directory.empty()) return &process_directory();
+  const std::string prefix = "unix:";
+  if (options.directory.rfind(prefix, 0) != 0) {
+    throw std::invalid_argument("ROCL_DIRECTORY='" + options.directory +
+                                "' is not of the form unix:PATH");
+  }
+  if (options.secret_file.empty()) {
+    throw std::invalid_argument("ROCL_DIRECTORY is set but ROCL_SECRET_FILE is not: the "
+                                "directory needs the job secret");
+  }
+  JobSecret secret;
+  if (JobSecret::read_file(options.secret_file, &secret) != ROCL_OK) {
+    throw std::invalid_argument(last_error());
+  }
+  owned = connect_directory(options.directory, secret);
+  if (!owned) throw std::invalid_argument(last_error());
+  return owned.get();
 }
 
 std::uint64_t new_instance_id() {
@@ -71,7 +95,7 @@ Context::Context(const Options &options) : options_(options) {
   pool_config.cap_bytes = options_.pool_max;
   pool_config.thread_cache_bytes = options_.pool_thread_cache;
   pool_ = std::make_unique<BufferPool>(pool_config);
-  directory_ = &process_directory();
+  directory_ = open_directory(options_, owned_directory_);
   start_transports();
 
   AttrList attrs(4096);

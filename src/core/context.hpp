@@ -78,7 +78,8 @@ class Context final : public MessageSink {
 
   Options options_;
   std::unique_ptr<BufferPool> pool_;
-  Directory *directory_ = nullptr;  // outlives the context
+  Directory *directory_ = nullptr;  // the process's, or owned_directory_
+  std::unique_ptr<Directory> owned_directory_;  // a connection to a node server
   ResourceTable resources_;
   std::vector<std::unique_ptr<Transport>> transports_;
   Transport *inproc_ = nullptr;  // the local hand-off, when enabled

@@ -41,6 +41,13 @@ const OptionRow kOptions[] = {
      "Comma-separated transports to enable, in order of preference (built: see "
      "rocl-info).",
      Type::kString, field_of<&Options::transports>},
+    {"ROCL_DIRECTORY", "",
+     "Where the node directory server listens (unix:PATH); roclrun sets it. Empty: a "
+     "directory private to this process.",
+     Type::kString, field_of<&Options::directory>},
+    {"ROCL_SECRET_FILE", "",
+     "The job secret (a 0600 file) proved to the directory and to peers; roclrun sets it.",
+     Type::kString, field_of<&Options::secret_file>},
 };
 
 bool parse_uint(const char *text, std::uint32_t *out) {

@@ -14,6 +14,8 @@ struct Options {
   std::size_t pool_thread_cache;  // ROCL_POOL_THREAD_CACHE
   std::uint32_t spin_us;          // ROCL_SPIN_US
   std::string transports;         // ROCL_TRANSPORTS
+  std::string directory;          // ROCL_DIRECTORY
+  std::string secret_file;        // ROCL_SECRET_FILE
 };
 
 // Defaults overridden by the environment. On a malformed value, prints a

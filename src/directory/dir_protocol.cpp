@@ -1,0 +1,229 @@
+// dir_protocol.cpp - the directory wire protocol (see dir_protocol.hpp).
+#include "directory/dir_protocol.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#include "status/status.hpp"
+
+namespace rocl::impl::dirproto {
+namespace {
+
+template <typename T>
+void put(std::byte *p, T v) {
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    p[i] = static_cast<std::byte>(static_cast<std::uint64_t>(v) >> (8 * i));
+  }
+}
+
+template <typename T>
+T get(const std::byte *p) {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
+  }
+  return static_cast<T>(v);
+}
+
+std::string format(const char *fmt, unsigned long long a, unsigned long long b = 0) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, fmt, a, b);
+  return buf;
+}
+
+// Decodes an AttrList body, the decode sentence into *what on failure.
+int decode_list(const char *op, std::span<const std::byte> body, AttrList *attrs,
+                std::string *what) {
+  AttrList tmp(1);
+  if (AttrList::decode(body, tmp) != ROCL_OK) {
+    *what = std::string("a bad attribute list in ") + op + ": " + last_error();
+    return ROCL_EINVAL;
+  }
+  if (attrs != nullptr) {
+    *attrs = std::move(tmp);
+  }
+  return ROCL_OK;
+}
+
+int expect_len(const char *op, std::span<const std::byte> body, std::size_t len,
+               std::string *what) {
+  if (body.size() != len) {
+    *what = std::string(op) + format(" with a body of %llu bytes (expected %llu)",
+                                     static_cast<unsigned long long>(body.size()),
+                                     static_cast<unsigned long long>(len));
+    return ROCL_EINVAL;
+  }
+  return ROCL_OK;
+}
+
+}  // namespace
+
+const char *op_name(std::uint16_t op) noexcept {
+  switch (static_cast<Op>(op)) {
+    case Op::kHello:
+      return "HELLO";
+    case Op::kProve:
+      return "PROVE";
+    case Op::kReply:
+      return "REPLY";
+    case Op::kRegister:
+      return "REGISTER";
+    case Op::kRemove:
+      return "REMOVE";
+    case Op::kQuery:
+      return "QUERY";
+    case Op::kQueryStart:
+      return "QUERY_START";
+    case Op::kQueryNext:
+      return "QUERY_NEXT";
+    case Op::kQueryStop:
+      return "QUERY_STOP";
+    case Op::kRemoveContext:
+      return "REMOVE_CONTEXT";
+  }
+  return "an unknown op";
+}
+
+void encode_header(const Header &h, std::byte out[kHeaderBytes]) {
+  put<std::uint32_t>(out, h.magic);
+  put<std::uint16_t>(out + 4, h.version);
+  put<std::uint16_t>(out + 6, h.op);
+  put<std::uint32_t>(out + 8, h.body_len);
+  put<std::uint32_t>(out + 12, static_cast<std::uint32_t>(h.status));
+  put<std::uint64_t>(out + 16, h.gid);
+  put<std::uint64_t>(out + 24, h.aux);
+}
+
+int decode_header(std::span<const std::byte> bytes, Header *out, std::string *what) {
+  if (bytes.size() < kHeaderBytes) {
+    *what = format("a truncated header (%llu of %llu bytes)", bytes.size(), kHeaderBytes);
+    return ROCL_EINVAL;
+  }
+  Header h;
+  h.magic = get<std::uint32_t>(bytes.data());
+  h.version = get<std::uint16_t>(bytes.data() + 4);
+  h.op = get<std::uint16_t>(bytes.data() + 6);
+  h.body_len = get<std::uint32_t>(bytes.data() + 8);
+  h.status = static_cast<std::int32_t>(get<std::uint32_t>(bytes.data() + 12));
+  h.gid = get<std::uint64_t>(bytes.data() + 16);
+  h.aux = get<std::uint64_t>(bytes.data() + 24);
+  if (h.magic != kMagic) {
+    *what = format("a bad magic 0x%08llx (expected 0x%08llx, \"RDIR\")", h.magic, kMagic);
+    return ROCL_EINVAL;
+  }
+  if (h.version != kVersion) {
+    *what = format("protocol version %llu (expected %llu)", h.version, kVersion);
+    return ROCL_EINVAL;
+  }
+  if (h.op == 0 || h.op > kMaxOp) {
+    *what = format("unknown op %llu", h.op);
+    return ROCL_EINVAL;
+  }
+  if (h.body_len > kMaxBody) {
+    *what = format("a body of %llu bytes (limit %llu)", h.body_len, kMaxBody);
+    return ROCL_EINVAL;
+  }
+  *out = h;
+  return ROCL_OK;
+}
+
+std::vector<std::byte> encode_message(Op op, std::int32_t status, std::uint64_t gid,
+                                      std::uint64_t aux, std::span<const std::byte> body) {
+  std::vector<std::byte> msg(kHeaderBytes + body.size());
+  Header h;
+  h.op = static_cast<std::uint16_t>(op);
+  h.body_len = static_cast<std::uint32_t>(body.size());
+  h.status = status;
+  h.gid = gid;
+  h.aux = aux;
+  encode_header(h, msg.data());
+  if (!body.empty()) {
+    std::memcpy(msg.data() + kHeaderBytes, body.data(), body.size());
+  }
+  return msg;
+}
+
+std::vector<std::byte> encode_error(std::int32_t status, std::string_view sentence) {
+  if (sentence.size() > kMaxSentence) {
+    sentence = sentence.substr(0, kMaxSentence);
+  }
+  return encode_message(Op::kReply, status, 0, 0, std::as_bytes(std::span(sentence)));
+}
+
+int parse_message(std::span<const std::byte> buf, Message *out, std::size_t *consumed,
+                  std::string *what) {
+  if (buf.size() < kHeaderBytes) {
+    return 0;
+  }
+  Header h;
+  if (decode_header(buf.first(kHeaderBytes), &h, what) != ROCL_OK) {
+    return ROCL_EINVAL;
+  }
+  if (buf.size() - kHeaderBytes < h.body_len) {
+    return 0;
+  }
+  out->header = h;
+  out->body = buf.subspan(kHeaderBytes, h.body_len);
+  *consumed = kHeaderBytes + h.body_len;
+  return 1;
+}
+
+int check_request(const Message &m, AttrList *attrs, std::string *what) {
+  const char *name = op_name(m.header.op);
+  switch (static_cast<Op>(m.header.op)) {
+    case Op::kProve:
+      return expect_len(name, m.body, kProofBytes + kChallengeBytes, what);
+    case Op::kRegister:
+    case Op::kQuery:
+    case Op::kQueryStart:
+    case Op::kQueryNext:
+      return decode_list(name, m.body, attrs, what);
+    case Op::kRemove:
+    case Op::kQueryStop:
+    case Op::kRemoveContext:
+      return expect_len(name, m.body, 0, what);
+    case Op::kHello:
+    case Op::kReply:
+      *what = std::string(name) + ", which only a server sends";
+      return ROCL_EINVAL;
+  }
+  *what = format("unknown op %llu", m.header.op);
+  return ROCL_EINVAL;
+}
+
+int check_reply(Op request, const Message &m, AttrList *attrs, std::string *sentence,
+                std::string *what) {
+  if (m.header.op != static_cast<std::uint16_t>(Op::kReply)) {
+    *what = std::string(op_name(m.header.op)) + " where a REPLY to " +
+            op_name(static_cast<std::uint16_t>(request)) + " was due";
+    return ROCL_EINVAL;
+  }
+  if (m.header.status > 0 || m.header.status < ROCL_EINTERNAL) {
+    *what = format("a REPLY with status %lld, not a rocl code",
+                   static_cast<unsigned long long>(static_cast<long long>(m.header.status)));
+    return ROCL_EINVAL;
+  }
+  if (m.header.status < 0) {
+    if (m.body.size() > kMaxSentence) {
+      *what = format("an error sentence of %llu bytes (limit %llu)", m.body.size(), kMaxSentence);
+      return ROCL_EINVAL;
+    }
+    sentence->clear();
+    for (std::byte b : m.body) {  // printable ASCII only: it ends up in logs
+      const char c = static_cast<char>(b);
+      sentence->push_back(c >= 0x20 && c < 0x7f ? c : '?');
+    }
+    return ROCL_OK;
+  }
+  switch (request) {
+    case Op::kProve:
+      return expect_len("REPLY to PROVE", m.body, kProofBytes, what);
+    case Op::kQuery:
+    case Op::kQueryNext:
+      return decode_list("REPLY", m.body, attrs, what);
+    default:
+      return expect_len("REPLY", m.body, 0, what);
+  }
+}
+
+}  // namespace rocl::impl::dirproto

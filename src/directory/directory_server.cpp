@@ -1,0 +1,576 @@
+// directory_server.cpp - the node directory server (see directory_server.hpp).
+#include "directory/directory_server.hpp"
+
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <new>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "directory/dir_protocol.hpp"
+#include "status/status.hpp"
+
+namespace rocl::impl {
+namespace {
+
+using dirproto::Op;
+
+constexpr std::size_t kReadChunk = 64 * 1024;
+// Input buffer bound: one whole message of the largest size plus one read.
+constexpr std::size_t kMaxInput = dirproto::kHeaderBytes + dirproto::kMaxBody + kReadChunk;
+// Replies waiting for a client that does not read: past this, stop reading it.
+constexpr std::size_t kMaxOutput = std::size_t{4} << 20;
+constexpr std::size_t kMaxCursors = 256;
+constexpr std::size_t kMaxConnections = 1024;
+
+struct Conn {
+  int fd = -1;
+  long pid = -1;
+  bool proven = false;
+  JobSecret::Challenge challenge{};
+  std::vector<std::byte> in;
+  std::vector<std::byte> out;
+  std::size_t out_off = 0;
+  std::uint32_t events = 0;
+  std::set<rocl_gid_t> contexts;  // registered through this connection
+  std::map<std::uint64_t, std::unique_ptr<QueryCursor>> cursors;
+  std::uint64_t next_cursor = 1;
+
+  std::size_t pending() const { return out.size() - out_off; }
+};
+
+bool fill_sockaddr(const std::string &path, sockaddr_un *sa) {
+  std::memset(sa, 0, sizeof *sa);
+  sa->sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof sa->sun_path) {
+    return false;
+  }
+  std::memcpy(sa->sun_path, path.data(), path.size());
+  return true;
+}
+
+}  // namespace
+
+struct DirectoryServer::Loop {
+  int epfd = -1;
+  std::unordered_map<int, std::unique_ptr<Conn>> conns;
+  DirectoryServer *srv = nullptr;
+
+  void log(const std::string &line) const {
+    if (srv->log_) {
+      srv->log_(line);
+    }
+  }
+
+  void set_events(Conn &c) {
+    std::uint32_t ev = 0;
+    if (c.pending() < kMaxOutput) {
+      ev |= EPOLLIN;
+    }
+    if (c.pending() > 0) {
+      ev |= EPOLLOUT;
+    }
+    if (ev != c.events) {
+      epoll_event e{};
+      e.events = ev;
+      e.data.fd = c.fd;
+      epoll_ctl(epfd, EPOLL_CTL_MOD, c.fd, &e);
+      c.events = ev;
+    }
+  }
+
+  void queue(Conn &c, const std::vector<std::byte> &msg) {
+    if (c.out_off == c.out.size()) {
+      c.out.clear();
+      c.out_off = 0;
+    }
+    c.out.insert(c.out.end(), msg.begin(), msg.end());
+  }
+
+  void reply(Conn &c, std::int32_t status, std::uint64_t gid, std::uint64_t aux,
+             std::span<const std::byte> body = {}) {
+    queue(c, dirproto::encode_message(Op::kReply, status, gid, aux, body));
+  }
+
+  void reply_error(Conn &c, int code) { queue(c, dirproto::encode_error(code, last_error())); }
+
+  // Writes what it can. false if the connection failed (and was closed).
+  bool flush(Conn &c) {
+    while (c.pending() > 0) {
+      const ssize_t n =
+          ::send(c.fd, c.out.data() + c.out_off, c.pending(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EINTR) {
+          continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          break;
+        }
+        close_conn(c);
+        return false;
+      }
+      c.out_off += static_cast<std::size_t>(n);
+    }
+    if (c.pending() == 0) {
+      c.out.clear();
+      c.out_off = 0;
+    }
+    set_events(c);
+    return true;
+  }
+
+  // Closes the connection: the contexts registered through it leave the
+  // directory with all their resources.
+  void close_conn(Conn &c) {
+    epoll_ctl(epfd, EPOLL_CTL_DEL, c.fd, nullptr);
+    ::close(c.fd);
+    c.cursors.clear();
+    std::size_t removed = 0;
+    for (rocl_gid_t ctx : c.contexts) {
+      const int n = srv->dir_->remove_context(ctx);
+      removed += n > 0 ? static_cast<std::size_t>(n) : 0;
+    }
+    if (removed > 0) {
+      log("directory: client " + std::to_string(c.pid) + " disconnected; removed " +
+          std::to_string(removed) + " resources of its " + std::to_string(c.contexts.size()) +
+          " contexts");
+    }
+    conns.erase(c.fd);  // destroys c
+  }
+
+  // Sends a last reply (best effort) and closes.
+  void finish(Conn &c, int code, const std::string &sentence) {
+    queue(c, dirproto::encode_error(code, sentence));
+    while (c.pending() > 0) {
+      const ssize_t n =
+          ::send(c.fd, c.out.data() + c.out_off, c.pending(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n <= 0) {
+        break;
+      }
+      c.out_off += static_cast<std::size_t>(n);
+    }
+    close_conn(c);
+  }
+
+  void drop(Conn &c, const std::string &what) {
+    log("directory: client " + std::to_string(c.pid) + " sent " + what);
+    finish(c, ROCL_EPEER, "directory dropped the connection: the client sent " + what);
+  }
+
+  void refuse(Conn &c, const std::string &why) {
+    log("directory: client " + std::to_string(c.pid) + " refused: " + why);
+    finish(c, ROCL_EPEER, dirproto::kRefusedSentence);
+  }
+
+  void accept_all(int listen_fd) {
+    for (;;) {
+      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) {
+          continue;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+          log(std::string("directory: accept failed: ") + std::strerror(errno));
+        }
+        return;
+      }
+      ucred cred{};
+      socklen_t len = sizeof cred;
+      long pid = -1;
+      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+        pid = cred.pid;
+      }
+      if (conns.size() >= kMaxConnections) {
+        log("directory: client " + std::to_string(pid) +
+            " refused: " + std::to_string(kMaxConnections) + " connections are open already");
+        ::close(fd);
+        continue;
+      }
+      auto owned = std::make_unique<Conn>();
+      Conn &c = *owned;
+      c.fd = fd;
+      c.pid = pid;
+      c.challenge = JobSecret::random_challenge();
+      epoll_event e{};
+      e.events = EPOLLIN;
+      e.data.fd = fd;
+      if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) != 0) {
+        log(std::string("directory: epoll_ctl failed: ") + std::strerror(errno));
+        ::close(fd);
+        continue;
+      }
+      c.events = EPOLLIN;
+      conns.emplace(fd, std::move(owned));
+      queue(c, dirproto::encode_message(Op::kHello, ROCL_OK, 0, 0,
+                                        std::as_bytes(std::span(c.challenge))));
+      flush(c);
+    }
+  }
+
+  // Handles one checked-header message. false if the connection was closed.
+  bool handle(Conn &c, const dirproto::Message &m) {
+    const Op op = static_cast<Op>(m.header.op);
+    if (!c.proven) {
+      if (op != Op::kProve) {
+        refuse(c, std::string("it sent ") + dirproto::op_name(m.header.op) +
+                      " before proving the job secret");
+        return false;
+      }
+      if (m.body.size() != dirproto::kProofBytes + dirproto::kChallengeBytes) {
+        refuse(c, "its PROVE has " + std::to_string(m.body.size()) + " bytes, not 64");
+        return false;
+      }
+      JobSecret::Digest proof;
+      std::memcpy(proof.data(), m.body.data(), proof.size());
+      if (!srv->secret_.verify(dirproto::kProveLabel, c.challenge, proof)) {
+        refuse(c, "job secret proof did not verify");
+        return false;
+      }
+      c.proven = true;
+      const JobSecret::Digest mine = srv->secret_.prove(
+          dirproto::kServerProveLabel,
+          std::span(reinterpret_cast<const std::uint8_t *>(m.body.data()) + proof.size(),
+                    dirproto::kChallengeBytes));
+      reply(c, ROCL_OK, 0, 0, std::as_bytes(std::span(mine)));
+      return true;
+    }
+    AttrList attrs(1);
+    std::string what;
+    if (dirproto::check_request(m, &attrs, &what) != ROCL_OK) {
+      drop(c, what);
+      return false;
+    }
+    Directory &dir = *srv->dir_;
+    clear_error();
+    switch (op) {
+      case Op::kProve:
+        drop(c, "a second PROVE");
+        return false;
+      case Op::kRegister: {
+        const rocl_gid_t context = m.header.gid;
+        if (context != ROCL_NULL_GID && c.contexts.count(context) == 0) {
+          fail(ROCL_EBADGID,
+               "rocl_register: context 0x%016llx was not registered through this "
+               "directory connection",
+               static_cast<unsigned long long>(context));
+          reply_error(c, ROCL_EBADGID);
+          break;
+        }
+        const std::int64_t r = dir.register_resource(attrs, context);
+        if (r < 0) {
+          reply_error(c, static_cast<int>(r));
+          break;
+        }
+        if (context == ROCL_NULL_GID) {
+          c.contexts.insert(static_cast<rocl_gid_t>(r));
+        }
+        reply(c, ROCL_OK, static_cast<std::uint64_t>(r), 0);
+        break;
+      }
+      case Op::kRemove: {
+        const int r = dir.remove(m.header.gid);
+        r < 0 ? reply_error(c, r) : reply(c, ROCL_OK, 0, 0);
+        break;
+      }
+      case Op::kQuery: {
+        rocl_gid_t gid = m.header.gid;
+        const int r = dir.query(&gid, attrs);
+        r < 0 ? reply_error(c, r) : reply(c, ROCL_OK, gid, 0, attrs.bytes());
+        break;
+      }
+      case Op::kQueryStart: {
+        if (c.cursors.size() >= kMaxCursors) {
+          fail(ROCL_EBUSY, "rocl_query_start: %zu queries are in progress on this connection",
+               c.cursors.size());
+          reply_error(c, ROCL_EBUSY);
+          break;
+        }
+        std::unique_ptr<QueryCursor> cur = dir.query_start(attrs);
+        if (!cur) {
+          reply_error(c, ROCL_EINTERNAL);
+          break;
+        }
+        const std::uint64_t id = c.next_cursor++;
+        c.cursors.emplace(id, std::move(cur));
+        reply(c, ROCL_OK, 0, id);
+        break;
+      }
+      case Op::kQueryNext: {
+        auto it = c.cursors.find(m.header.aux);
+        if (it == c.cursors.end()) {
+          fail(ROCL_EINVAL, "rocl_query_next: no query %llu is in progress on this connection",
+               static_cast<unsigned long long>(m.header.aux));
+          reply_error(c, ROCL_EINVAL);
+          break;
+        }
+        const std::int64_t r = it->second->next(attrs);
+        r < 0 ? reply_error(c, static_cast<int>(r))
+              : reply(c, ROCL_OK, static_cast<std::uint64_t>(r), m.header.aux, attrs.bytes());
+        break;
+      }
+      case Op::kQueryStop: {
+        if (c.cursors.erase(m.header.aux) == 0) {
+          fail(ROCL_EINVAL, "rocl_query_stop: no query %llu is in progress on this connection",
+               static_cast<unsigned long long>(m.header.aux));
+          reply_error(c, ROCL_EINVAL);
+          break;
+        }
+        reply(c, ROCL_OK, 0, 0);
+        break;
+      }
+      case Op::kRemoveContext: {
+        const int r = dir.remove_context(m.header.gid);
+        if (r < 0) {
+          reply_error(c, r);
+          break;
+        }
+        c.contexts.erase(m.header.gid);
+        reply(c, ROCL_OK, static_cast<std::uint64_t>(r), 0);
+        break;
+      }
+      case Op::kHello:
+      case Op::kReply:
+        drop(c, "a server op");  // check_request rejects these already
+        return false;
+    }
+    return true;
+  }
+
+  // Handles every whole message in c.in. false if the connection was closed.
+  bool process(Conn &c) {
+    std::size_t off = 0;
+    bool alive = true;
+    while (c.pending() < kMaxOutput) {
+      dirproto::Message m;
+      std::size_t used = 0;
+      std::string what;
+      const int r = dirproto::parse_message(std::span(c.in).subspan(off), &m, &used, &what);
+      if (r == 0) {
+        break;
+      }
+      if (r < 0) {
+        drop(c, what);
+        return false;
+      }
+      try {
+        alive = handle(c, m);
+      } catch (const std::bad_alloc &) {
+        drop(c, "a request the server had no memory for");
+        return false;
+      }
+      if (!alive) {
+        return false;
+      }
+      off += used;
+    }
+    c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(off));
+    return flush(c);
+  }
+
+  void on_readable(Conn &c) {
+    while (c.pending() < kMaxOutput && c.in.size() < kMaxInput) {
+      const std::size_t old = c.in.size();
+      const std::size_t want = std::min(kReadChunk, kMaxInput - old);
+      c.in.resize(old + want);
+      const ssize_t n = ::recv(c.fd, c.in.data() + old, want, MSG_DONTWAIT);
+      if (n <= 0) {
+        c.in.resize(old);
+        if (n < 0 && errno == EINTR) {
+          continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+          break;
+        }
+        close_conn(c);  // EOF or error: the process went away
+        return;
+      }
+      c.in.resize(old + static_cast<std::size_t>(n));
+      if (!process(c)) {
+        return;
+      }
+    }
+    set_events(c);
+  }
+};
+
+DirectoryServer::DirectoryServer(std::string socket_path, JobSecret secret, std::uint16_t server_id)
+    : path_(std::move(socket_path)), secret_(secret), server_id_(server_id) {
+  log_ = [](const std::string &line) { std::fprintf(stderr, "rocld: %s\n", line.c_str()); };
+}
+
+DirectoryServer::~DirectoryServer() {
+  stop();
+}
+
+void DirectoryServer::set_log(LogFn log) {
+  log_ = std::move(log);
+}
+
+std::size_t DirectoryServer::resources() const {
+  return dir_ ? dir_->size() : 0;
+}
+
+int DirectoryServer::start() {
+  if (started_) {
+    return fail(ROCL_EBUSY, "directory server on %s: already started", path_.c_str());
+  }
+  if (server_id_ < 1 || server_id_ > kMaxServerId) {
+    return fail(ROCL_EINVAL, "directory server: server id %u is outside 1..%u", server_id_,
+                kMaxServerId);
+  }
+  sockaddr_un sa;
+  if (!fill_sockaddr(path_, &sa)) {
+    return fail(ROCL_EINVAL, "directory server: socket path '%s' is empty or longer than %zu bytes",
+                path_.c_str(), sizeof sa.sun_path - 1);
+  }
+  struct stat st;
+  if (::lstat(path_.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return fail(ROCL_EBUSY, "directory server: %s exists and is not a socket; leaving it alone",
+                  path_.c_str());
+    }
+    const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe < 0) {
+      return fail(ROCL_EPEER, "directory server: socket(): %s", std::strerror(errno));
+    }
+    const int rc = ::connect(probe, reinterpret_cast<sockaddr *>(&sa), sizeof sa);
+    const int err = errno;
+    ::close(probe);
+    if (rc == 0) {
+      return fail(ROCL_EBUSY, "directory server: a server already answers on %s", path_.c_str());
+    }
+    if (err != ECONNREFUSED) {
+      return fail(ROCL_EPEER, "directory server: probing %s: %s", path_.c_str(),
+                  std::strerror(err));
+    }
+    ::unlink(path_.c_str());  // stale: its server is gone
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return fail(ROCL_EPEER, "directory server: socket(): %s", std::strerror(errno));
+  }
+  if (::bind(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return fail(err == EADDRINUSE ? ROCL_EBUSY : ROCL_EPEER, "directory server: bind(%s): %s",
+                path_.c_str(), std::strerror(err));
+  }
+  ::chmod(path_.c_str(), 0600);
+  if (::lstat(path_.c_str(), &st) == 0) {
+    socket_ino_ = st.st_ino;
+  }
+  auto loop = std::make_unique<Loop>();
+  loop->srv = this;
+  loop->epfd = ::epoll_create1(EPOLL_CLOEXEC);
+  const int wake = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  bool ok = ::listen(fd, 128) == 0 && loop->epfd >= 0 && wake >= 0;
+  const int err = errno;
+  if (ok) {
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.fd = fd;
+    ok = epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &e) == 0;
+    e.data.fd = wake;
+    ok = ok && epoll_ctl(loop->epfd, EPOLL_CTL_ADD, wake, &e) == 0;
+  }
+  if (!ok) {
+    ::close(fd);
+    if (loop->epfd >= 0) {
+      ::close(loop->epfd);
+    }
+    if (wake >= 0) {
+      ::close(wake);
+    }
+    ::unlink(path_.c_str());
+    return fail(ROCL_EPEER, "directory server on %s: listen/epoll setup failed: %s", path_.c_str(),
+                std::strerror(err));
+  }
+  if (!dir_) {
+    dir_ = std::make_unique<LocalDirectory>(server_id_);
+  }
+  listen_fd_ = fd;
+  wake_fd_ = wake;
+  loop_ = std::move(loop);
+  started_ = true;
+  thread_ = std::thread([this] { run(); });
+  return ROCL_OK;
+}
+
+void DirectoryServer::run() {
+  Loop &L = *loop_;
+  epoll_event events[64];
+  for (;;) {
+    const int n = ::epoll_wait(L.epfd, events, 64, -1);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      L.log(std::string("directory: epoll_wait failed: ") + std::strerror(errno));
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == wake_fd_) {
+        return;
+      }
+      if (fd == listen_fd_) {
+        L.accept_all(listen_fd_);
+        continue;
+      }
+      auto it = L.conns.find(fd);
+      if (it == L.conns.end()) {
+        continue;
+      }
+      Conn &c = *it->second;
+      if (events[i].events & EPOLLOUT) {
+        if (!L.flush(c)) {
+          continue;
+        }
+        // Requests held back while the client did not read its replies.
+        if (!c.in.empty() && c.pending() < kMaxOutput && !L.process(c)) {
+          continue;
+        }
+      }
+      if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+        L.on_readable(c);
+      }
+    }
+  }
+}
+
+void DirectoryServer::stop() {
+  if (!started_) {
+    return;
+  }
+  const std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t w = ::write(wake_fd_, &one, sizeof one);
+  thread_.join();
+  while (!loop_->conns.empty()) {
+    loop_->close_conn(*loop_->conns.begin()->second);
+  }
+  ::close(loop_->epfd);
+  ::close(wake_fd_);
+  ::close(listen_fd_);
+  wake_fd_ = listen_fd_ = -1;
+  loop_.reset();
+  struct stat st;
+  if (::lstat(path_.c_str(), &st) == 0 && st.st_ino == socket_ino_) {
+    ::unlink(path_.c_str());  // ours (not a later server's)
+  }
+  started_ = false;
+}
+
+}  // namespace rocl::impl

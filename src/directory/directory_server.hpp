@@ -1,0 +1,73 @@
+// directory_server.hpp - the node directory server (RoCL paper, section 3.2):
+// one per node, serving the processes of a job over a Unix stream socket
+// (protocol: dir_protocol.hpp) from an in-memory LocalDirectory.
+//
+//  - Every connection must first prove the job secret (challenge-response);
+//    a refusal is logged and the connection closed.
+//  - Contexts registered through a connection belong to it: when it closes
+//    (the process exits or dies) each is remove_context'ed, so a dead
+//    process's resources leave the directory.
+//  - A peer breaking the protocol is logged ("directory: client <pid> sent
+//    <what>") and dropped; the other connections are not affected.
+//  - One thread runs an epoll loop over non-blocking sockets; input and
+//    output buffers of a connection are bounded.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "directory/local_directory.hpp"
+#include "security/job_secret.hpp"
+
+namespace rocl::impl {
+
+class DirectoryServer {
+ public:
+  using LogFn = std::function<void(const std::string &)>;
+
+  DirectoryServer(std::string socket_path, JobSecret secret, std::uint16_t server_id = 1);
+  ~DirectoryServer();  // stop()
+  DirectoryServer(const DirectoryServer &) = delete;
+  DirectoryServer &operator=(const DirectoryServer &) = delete;
+
+  // Where log lines go (one sentence each, no newline); default: stderr with
+  // a "rocld: " prefix. Set before start(); called on the server thread.
+  void set_log(LogFn log);
+
+  // Binds the socket (a stale socket file is unlinked only if no server
+  // answers on it; anything else at the path is left alone), listens and
+  // starts the server thread. ROCL_OK, or a negative code + fail():
+  // ROCL_EINVAL (bad server id, path too long), ROCL_EBUSY (a server answers
+  // on the path, or already started), ROCL_EPEER (socket errors).
+  int start();
+  // Stops the thread, closes every connection and unlinks the socket file.
+  // Idempotent.
+  void stop();
+
+  // Number of resources registered now.
+  std::size_t resources() const;
+  const std::string &socket_path() const { return path_; }
+
+ private:
+  struct Loop;  // directory_server.cpp
+  void run();
+
+  std::string path_;
+  JobSecret secret_;
+  std::uint16_t server_id_;
+  LogFn log_;
+  std::unique_ptr<LocalDirectory> dir_;
+  std::unique_ptr<Loop> loop_;
+  std::thread thread_;
+  int listen_fd_ = -1;
+  int wake_fd_ = -1;
+  unsigned long long socket_ino_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace rocl::impl

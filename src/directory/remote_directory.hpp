@@ -1,0 +1,25 @@
+// remote_directory.hpp - a Directory that is the node's directory server
+// (directory_server.hpp), reached over its Unix socket (dir_protocol.hpp).
+//
+// Thread safe: one blocking connection behind a mutex, one request at a time.
+// Cursors share the connection (a QueryCursor may outlive the Directory).
+// Once the connection is lost (server gone, protocol broken, reply timeout),
+// every later call fails with ROCL_EPEER and a sentence saying so.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "directory/directory.hpp"
+#include "security/job_secret.hpp"
+
+namespace rocl::impl {
+
+// Connects to the server at socket_path and proves secret (the server proves
+// it back). nullptr + fail() with a sentence naming the path on error:
+// ROCL_EINVAL (path too long), ROCL_EPEER (no server, refused, broken
+// handshake, the server could not prove the secret).
+std::unique_ptr<Directory> connect_directory(const std::string &socket_path,
+                                             const JobSecret &secret);
+
+}  // namespace rocl::impl

@@ -1,0 +1,132 @@
+// rocld - the node directory server in the foreground until SIGINT/SIGTERM.
+//
+//   rocld [--socket PATH] [--secret-file PATH] [--server-id N]
+//
+// Defaults: the socket from ROCL_DIRECTORY, else /tmp/rocl-<uid>/dir.sock
+// (the folder is made 0700 if missing); the secret from ROCL_SECRET_FILE.
+// Without a secret it refuses to start.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "directory/directory_server.hpp"
+#include "security/job_secret.hpp"
+#include "status/status.hpp"
+
+namespace {
+
+int usage(const char *why) {
+  std::fprintf(stderr,
+               "rocld: %s\n"
+               "usage: rocld [--socket PATH] [--secret-file PATH] [--server-id N]\n"
+               "  --socket PATH       default $ROCL_DIRECTORY, else /tmp/rocl-<uid>/dir.sock\n"
+               "  --secret-file PATH  the job secret (64 hex digits, mode 0600);\n"
+               "                      default $ROCL_SECRET_FILE\n"
+               "  --server-id N       the gid range to issue, 1..32767 (default 1)\n",
+               why);
+  return 2;
+}
+
+std::string default_socket() {
+  if (const char *env = std::getenv("ROCL_DIRECTORY"); env != nullptr && *env != '\0') {
+    std::string address = env;  // unix:PATH, or a bare path
+    return address.rfind("unix:", 0) == 0 ? address.substr(5) : address;
+  }
+  return "/tmp/rocl-" + std::to_string(getuid()) + "/dir.sock";
+}
+
+// Makes the socket's folder (0700) if it is the default one and missing.
+bool ensure_folder(const std::string &path) {
+  const std::string folder = path.substr(0, path.rfind('/'));
+  if (folder.empty()) {
+    return true;
+  }
+  struct stat st;
+  if (stat(folder.c_str(), &st) == 0) {
+    return true;
+  }
+  if (mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) {
+    std::fprintf(stderr, "rocld: cannot create %s: %s\n", folder.c_str(), std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  std::string socket_path;
+  std::string secret_file;
+  long server_id = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      usage("the node directory server");
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      return usage(("missing value after " + a).c_str());
+    }
+    if (a == "--socket") {
+      socket_path = argv[++i];
+    } else if (a == "--secret-file") {
+      secret_file = argv[++i];
+    } else if (a == "--server-id") {
+      char *end = nullptr;
+      server_id = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || server_id < 1 || server_id > rocl::impl::kMaxServerId) {
+        return usage("--server-id must be 1..32767");
+      }
+    } else {
+      return usage(("unknown option " + a).c_str());
+    }
+  }
+  if (socket_path.empty()) {
+    socket_path = default_socket();
+  }
+  if (secret_file.empty()) {
+    if (const char *env = std::getenv("ROCL_SECRET_FILE"); env != nullptr) {
+      secret_file = env;
+    }
+  }
+  if (secret_file.empty()) {
+    std::fprintf(stderr,
+                 "rocld: no job secret: give --secret-file PATH or set ROCL_SECRET_FILE; "
+                 "refusing to serve a directory anyone could use\n");
+    return 1;
+  }
+  rocl::impl::JobSecret secret;
+  if (rocl::impl::JobSecret::read_file(secret_file, &secret) != ROCL_OK) {
+    std::fprintf(stderr, "rocld: %s\n", rocl::impl::last_error());
+    return 1;
+  }
+  if (!ensure_folder(socket_path)) {
+    return 1;
+  }
+  // Block the stop signals before the server thread starts: only sigwait sees them.
+  sigset_t stop_set;
+  sigemptyset(&stop_set);
+  sigaddset(&stop_set, SIGINT);
+  sigaddset(&stop_set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
+
+  rocl::impl::DirectoryServer server(socket_path, secret, static_cast<std::uint16_t>(server_id));
+  if (server.start() != ROCL_OK) {
+    std::fprintf(stderr, "rocld: %s\n", rocl::impl::last_error());
+    return 1;
+  }
+  std::fprintf(stderr, "rocld: serving the directory on %s (server id %ld, pid %ld)\n",
+               socket_path.c_str(), server_id, static_cast<long>(getpid()));
+  int sig = 0;
+  sigwait(&stop_set, &sig);
+  std::fprintf(stderr, "rocld: %s: stopping (%zu resources registered)\n", strsignal(sig),
+               server.resources());
+  server.stop();
+  return 0;
+}
