@@ -35,7 +35,8 @@ Directory &process_directory() {
 
 // The node server named by ROCL_DIRECTORY (proving the job secret), or the
 // process's own directory when none is named.
-Directory *open_directory(const Options &options, std::unique_ptr<Directory> &owned) {
+Directory *open_directory(const Options &options, std::unique_ptr<Directory> &owned,
+                          std::optional<JobSecret> &job_secret) {
   if (options.directory.empty()) return &process_directory();
   const std::string prefix = "unix:";
   if (options.directory.rfind(prefix, 0) != 0) {
@@ -43,14 +44,16 @@ Directory *open_directory(const Options &options, std::unique_ptr<Directory> &ow
                                 "' is not of the form unix:PATH");
   }
   if (options.secret_file.empty()) {
-    throw std::invalid_argument("ROCL_DIRECTORY is set but ROCL_SECRET_FILE is not: the "
-                                "directory needs the job secret");
+    throw std::invalid_argument(
+        "ROCL_DIRECTORY is set but ROCL_SECRET_FILE is not: the "
+        "directory needs the job secret");
   }
   JobSecret secret;
   if (JobSecret::read_file(options.secret_file, &secret) != ROCL_OK) {
     throw std::invalid_argument(last_error());
   }
   owned = connect_directory(options.directory, secret);
+  job_secret = secret;
   if (!owned) throw std::invalid_argument(last_error());
   return owned.get();
 }
@@ -95,7 +98,7 @@ Context::Context(const Options &options) : options_(options) {
   pool_config.cap_bytes = options_.pool_max;
   pool_config.thread_cache_bytes = options_.pool_thread_cache;
   pool_ = std::make_unique<BufferPool>(pool_config);
-  directory_ = open_directory(options_, owned_directory_);
+  directory_ = open_directory(options_, owned_directory_, secret_);
   start_transports();
 
   AttrList attrs(4096);
@@ -114,7 +117,7 @@ Context::Context(const Options &options) : options_(options) {
 }
 
 void Context::start_transports() {
-  TransportEnv env{this, new_instance_id()};
+  TransportEnv env{this, new_instance_id(), pool_.get(), secret_ ? &*secret_ : nullptr, ""};
   std::string list = options_.transports;
   std::size_t start = 0;
   while (start <= list.size()) {

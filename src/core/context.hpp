@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -13,7 +14,9 @@
 #include "buffer/buffer_pool.hpp"
 #include "core/options.hpp"
 #include "core/resource_table.hpp"
+#include "core/route_cache.hpp"
 #include "directory/directory.hpp"
+#include "security/job_secret.hpp"
 #include "transport/transport.hpp"
 
 struct rocl_request;
@@ -68,6 +71,8 @@ class Context final : public MessageSink {
   int prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept;
   void undo_outgoing(Outgoing &out) noexcept;
   int route(rocl_gid_t dgid, Message *msg) noexcept;
+  int route_remote(rocl_gid_t dgid, Message *msg) noexcept;
+  int resolve(rocl_gid_t dgid, Route *route) noexcept;
   int finish_receive(Envelope *msg, rocl_status_t *status) noexcept;
   int complete_request(rocl_request **req, rocl_status_t *status) noexcept;
   int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg) noexcept;
@@ -78,9 +83,11 @@ class Context final : public MessageSink {
 
   Options options_;
   std::unique_ptr<BufferPool> pool_;
-  Directory *directory_ = nullptr;  // the process's, or owned_directory_
+  Directory *directory_ = nullptr;              // the process's, or owned_directory_
   std::unique_ptr<Directory> owned_directory_;  // a connection to a node server
+  std::optional<JobSecret> secret_;             // the job's, when in a job
   ResourceTable resources_;
+  RouteCache routes_;  // resource -> (context, transport, address) of other processes
   std::vector<std::unique_ptr<Transport>> transports_;
   Transport *inproc_ = nullptr;  // the local hand-off, when enabled
   std::string inproc_address_;

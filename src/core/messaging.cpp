@@ -79,16 +79,66 @@ int Context::route(rocl_gid_t dgid, Message *msg) noexcept {
     rc = inproc_->send(gid_, inproc_address_, dgid, msg);
     if (rc != ROCL_EBADGID) return rc;
   }
-  rocl_gid_t probe = dgid;
-  AttrList none(64);
-  if (directory_->query(&probe, none) == ROCL_OK) {
-    return fail(ROCL_EBADGID,
-                "rocl_send: destination gid %#llx belongs to another context, which no enabled "
-                "transport reaches (ROCL_TRANSPORTS=%s)",
-                ull(dgid), options_.transports.c_str());
+  return route_remote(dgid, msg);
+}
+
+int Context::resolve(rocl_gid_t dgid, Route *route) noexcept {
+  try {
+    rocl_gid_t gid = dgid;
+    AttrList ask(256);
+    ask.add_unspecified(kContextAttr, sizeof(rocl_gid_t));
+    if (directory_->query(&gid, ask) != ROCL_OK) {
+      return fail(ROCL_EBADGID, "rocl_send: destination gid %#llx is not a registered resource",
+                  ull(dgid));
+    }
+    std::size_t len = 0;
+    const std::byte *ctx = ask.get(kContextAttr, &len);
+    if (ctx == nullptr || len != sizeof(rocl_gid_t)) {
+      return fail(ROCL_EINTERNAL, "rocl_send: resource %#llx has no context attribute", ull(dgid));
+    }
+    std::memcpy(&route->context, ctx, sizeof route->context);
+    if (route->context == gid_ && inproc_ != nullptr) {  // ours, and being deleted
+      return fail(ROCL_EBADGID, "rocl_send: destination gid %#llx is not a registered resource",
+                  ull(dgid));
+    }
+    for (auto &t : transports_) {
+      if (t.get() == inproc_) continue;
+      std::string name = "addr." + std::string(t->name());
+      rocl_gid_t context = route->context;
+      AttrList where(512);
+      where.add_unspecified(name, 256);
+      if (directory_->query(&context, where) != ROCL_OK) continue;
+      const std::byte *addr = where.get(name, &len);
+      if (addr == nullptr) continue;
+      std::string address(reinterpret_cast<const char *>(addr), len);
+      if (!t->reaches(address)) continue;
+      route->transport = t.get();
+      route->address = std::move(address);
+      routes_.store(dgid, *route);
+      return ROCL_OK;
+    }
+  } catch (const std::bad_alloc &) {
+    return fail(ROCL_ENOMEM, "rocl_send: out of memory resolving %#llx", ull(dgid));
   }
-  return fail(ROCL_EBADGID, "rocl_send: destination gid %#llx is not a registered resource",
-              ull(dgid));
+  return fail(ROCL_EBADGID,
+              "rocl_send: destination gid %#llx belongs to context %#llx, which no enabled "
+              "transport reaches (ROCL_TRANSPORTS=%s)",
+              ull(dgid), ull(route->context), options_.transports.c_str());
+}
+
+int Context::route_remote(rocl_gid_t dgid, Message *msg) noexcept {
+  Route route;
+  bool cached = routes_.find(dgid, &route);
+  if (!cached) {
+    if (int rc = resolve(dgid, &route); rc != ROCL_OK) return rc;
+  }
+  int rc = route.transport->send(route.context, route.address, dgid, msg);
+  if (rc == ROCL_OK || !cached) return rc;
+  // The cache may be stale (the peer went away, the resource moved): ask
+  // the directory once more.
+  routes_.forget_context(route.context);
+  if (int rc2 = resolve(dgid, &route); rc2 != ROCL_OK) return rc2;
+  return route.transport->send(route.context, route.address, dgid, msg);
 }
 
 int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::size_t len) noexcept {

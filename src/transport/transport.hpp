@@ -29,10 +29,16 @@ class MessageSink {
   virtual int deliver(rocl_gid_t destination, Message *msg) noexcept = 0;
 };
 
-// What a transport is constructed with.
+class BufferPool;
+class JobSecret;
+
+// What a transport is constructed with. Everything outlives the transport.
 struct TransportEnv {
   MessageSink *sink;
-  std::uint64_t instance;  // unique per context instance in this process
+  std::uint64_t instance;             // unique per context instance in this process
+  BufferPool *pool = nullptr;         // where arriving messages are received
+  const JobSecret *secret = nullptr;  // proved on every connection (nullptr: no job)
+  std::string bind_address;           // tcp: interface to listen on ("" = loopback)
 };
 
 class Transport {

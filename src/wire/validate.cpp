@@ -1,0 +1,136 @@
+// validate.cpp - frame header parsing and validation (docs/protocol.md).
+#include "wire/validate.hpp"
+
+#include <bit>
+#include <cinttypes>
+#include <cstring>
+
+#include "status/status.hpp"
+
+namespace rocl::wire {
+
+static_assert(std::endian::native == std::endian::little,
+              "parse_header copies the little-endian wire header as is");
+
+using impl::fail;
+
+namespace {
+
+constexpr std::uint64_t kAllOnes = ~std::uint64_t{0};
+
+// printf("%.*s") arguments for a peer name, at most 200 characters.
+int peer_len(std::string_view peer) {
+  return static_cast<int>(peer.size() > 200 ? 200 : peer.size());
+}
+const char *peer_ptr(std::string_view peer) {
+  return peer.empty() ? "" : peer.data();
+}
+
+}  // namespace
+
+const char *kind_name(Kind k) noexcept {
+  switch (k) {
+    case Kind::kEager:
+      return "eager";
+    case Kind::kFragment:
+      return "fragment";
+    case Kind::kRendezvousRequest:
+      return "rendezvous request";
+    case Kind::kRendezvousReply:
+      return "rendezvous reply";
+  }
+  return "unknown";
+}
+
+bool parse_header(std::span<const std::byte> bytes, MessageHeader *out) noexcept {
+  if (out == nullptr || bytes.size() < sizeof(MessageHeader)) {
+    return false;
+  }
+  std::memcpy(out, bytes.data(), sizeof(MessageHeader));
+  return true;
+}
+
+int validate_header(const MessageHeader &h, const Limits &limits, std::string_view peer) {
+  const int pl = peer_len(peer);
+  const char *p = peer_ptr(peer);
+  if (h.magic != kMagic) {
+    return fail(ROCL_EPEER, "frame from %.*s: magic 0x%04x is not 0x%04x", pl, p, unsigned{h.magic},
+                unsigned{kMagic});
+  }
+  if (h.version != kVersion) {
+    return fail(ROCL_EPEER, "frame from %.*s: version %u is not supported (expected %u)", pl, p,
+                unsigned{h.version}, unsigned{kVersion});
+  }
+  const auto kind = static_cast<std::uint8_t>(h.kind);
+  if (kind < static_cast<std::uint8_t>(Kind::kEager) ||
+      kind > static_cast<std::uint8_t>(Kind::kRendezvousReply)) {
+    return fail(ROCL_EPEER, "frame from %.*s: kind %u is unknown", pl, p, unsigned{kind});
+  }
+  if (h.flags != 0) {
+    return fail(ROCL_EPEER, "frame from %.*s: flags 0x%08" PRIx32 " must be 0 (reserved)", pl, p,
+                h.flags);
+  }
+  if (h.source == 0 || h.source == kAllOnes) {
+    return fail(ROCL_EPEER, "frame from %.*s: source 0x%016" PRIx64 " is not a resource gid", pl, p,
+                h.source);
+  }
+  if (h.destination == 0 || h.destination == kAllOnes) {
+    return fail(ROCL_EPEER, "frame from %.*s: destination 0x%016" PRIx64 " is not a resource gid",
+                pl, p, h.destination);
+  }
+  // Every kind defined so far belongs to a user message and carries its tag.
+  if (h.tag < 0) {
+    return fail(ROCL_EPEER, "frame from %.*s: tag %" PRId32 " of a %s frame is negative", pl, p,
+                h.tag, kind_name(h.kind));
+  }
+  if (h.total_length > limits.max_message_bytes) {
+    return fail(ROCL_EPEER, "frame from %.*s: total_length %" PRIu64 " exceeds the limit %" PRIu64,
+                pl, p, h.total_length, limits.max_message_bytes);
+  }
+  if (h.fragment_length > limits.max_fragment_bytes) {
+    return fail(ROCL_EPEER,
+                "frame from %.*s: fragment_length %" PRIu32 " exceeds the limit %" PRIu32, pl, p,
+                h.fragment_length, limits.max_fragment_bytes);
+  }
+  // Written so that no addition can wrap: offset <= total, then length <= rest.
+  if (h.fragment_offset > h.total_length ||
+      h.fragment_length > h.total_length - h.fragment_offset) {
+    return fail(ROCL_EPEER,
+                "frame from %.*s: fragment_offset %" PRIu64 " + fragment_length %" PRIu32
+                " exceeds total_length %" PRIu64,
+                pl, p, h.fragment_offset, h.fragment_length, h.total_length);
+  }
+  if (h.kind == Kind::kEager) {
+    if (h.fragment_offset != 0) {
+      return fail(ROCL_EPEER,
+                  "frame from %.*s: fragment_offset %" PRIu64 " of an eager frame is not 0", pl, p,
+                  h.fragment_offset);
+    }
+    if (h.fragment_length != h.total_length) {
+      return fail(ROCL_EPEER,
+                  "frame from %.*s: fragment_length %" PRIu32
+                  " of an eager frame differs from total_length %" PRIu64,
+                  pl, p, h.fragment_length, h.total_length);
+    }
+  }
+  if (h.kind == Kind::kFragment && h.fragment_length == 0) {
+    return fail(ROCL_EPEER,
+                "frame from %.*s: fragment_length 0 of a fragment frame carries nothing", pl, p);
+  }
+  if (h.reserved != 0) {
+    return fail(ROCL_EPEER, "frame from %.*s: reserved 0x%08" PRIx32 " must be 0", pl, p,
+                h.reserved);
+  }
+  return ROCL_OK;
+}
+
+int decode_header(std::span<const std::byte> bytes, const Limits &limits, std::string_view peer,
+                  MessageHeader *out) {
+  if (!parse_header(bytes, out)) {
+    return fail(ROCL_EPEER, "frame from %.*s: %zu bytes are shorter than the %zu-byte header",
+                peer_len(peer), peer_ptr(peer), bytes.size(), sizeof(MessageHeader));
+  }
+  return validate_header(*out, limits, peer);
+}
+
+}  // namespace rocl::wire

@@ -1,0 +1,42 @@
+// validate.hpp - the one gate every received frame header passes before any
+// of its fields is used: parse_header copies the 64 untrusted bytes out,
+// validate_header checks every field against docs/protocol.md ("Validation")
+// and names the peer, the field and its value when it rejects a frame.
+// Only parse_header and validate_header touch untrusted header bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "wire/message_header.hpp"
+
+namespace rocl::wire {
+
+// Per-transport bounds on what a peer may announce.
+struct Limits {
+  std::uint64_t max_message_bytes = 1ull << 34;  // total_length
+  std::uint32_t max_fragment_bytes = 1u << 26;   // fragment_length
+};
+
+// Copies a header out of untrusted bytes (no alignment needed). False if
+// bytes holds fewer than sizeof(MessageHeader) bytes; extra bytes are ignored.
+// Checks nothing else: follow with validate_header.
+bool parse_header(std::span<const std::byte> bytes, MessageHeader *out) noexcept;
+
+// ROCL_OK if h obeys every rule of docs/protocol.md, else ROCL_EPEER with a
+// sentence (rocl::impl::last_error) such as "frame from <peer>: fragment_offset
+// 4096 + fragment_length 8192 exceeds total_length 8192". Checks the rules in
+// roughly field order and reports the first one broken.
+int validate_header(const MessageHeader &h, const Limits &limits, std::string_view peer);
+
+// parse_header + validate_header in one call: ROCL_OK with *out filled, or
+// ROCL_EPEER (a frame shorter than a header included).
+int decode_header(std::span<const std::byte> bytes, const Limits &limits, std::string_view peer,
+                  MessageHeader *out);
+
+// Name of a kind for messages ("eager", ...), "unknown" for others.
+const char *kind_name(Kind k) noexcept;
+
+}  // namespace rocl::wire

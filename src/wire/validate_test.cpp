@@ -1,0 +1,299 @@
+// validate_test.cpp - parse_header/validate_header: every rule of
+// docs/protocol.md at its boundary value and one past it, and the sentence
+// naming peer, field and value.
+#include "wire/validate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "status/status.hpp"
+
+namespace rocl::wire {
+namespace {
+
+constexpr std::uint64_t kMax64 = std::numeric_limits<std::uint64_t>::max();
+
+MessageHeader fragment() {
+  MessageHeader h{};
+  h.magic = kMagic;
+  h.version = kVersion;
+  h.kind = Kind::kFragment;
+  h.source = 0x0001000000000007;
+  h.destination = 0x0002000000000009;
+  h.tag = 5;
+  h.domain = 3;
+  h.message_id = 42;
+  h.total_length = 8192;
+  h.fragment_offset = 4096;
+  h.fragment_length = 4096;
+  return h;
+}
+
+MessageHeader eager(std::uint32_t length) {
+  MessageHeader h = fragment();
+  h.kind = Kind::kEager;
+  h.total_length = length;
+  h.fragment_offset = 0;
+  h.fragment_length = length;
+  return h;
+}
+
+// Validates h and returns the failure sentence ("" when accepted).
+std::string check(const MessageHeader &h, const Limits &limits = {}) {
+  impl::clear_error();
+  const int rc = validate_header(h, limits, "node7:tcp");
+  if (rc == ROCL_OK) {
+    EXPECT_STREQ(impl::last_error(), "");
+    return "";
+  }
+  EXPECT_EQ(rc, ROCL_EPEER);
+  const std::string why = impl::last_error();
+  EXPECT_NE(why.find("frame from node7:tcp: "), std::string::npos) << why;
+  return why;
+}
+
+void expect_rejected(const MessageHeader &h, const std::string &words, const Limits &limits = {}) {
+  const std::string why = check(h, limits);
+  EXPECT_NE(why.find(words), std::string::npos) << "got: \"" << why << "\" wanted: " << words;
+}
+
+TEST(Validate, AcceptsWellFormedFramesOfEveryKind) {
+  EXPECT_EQ(check(fragment()), "");
+  EXPECT_EQ(check(eager(100)), "");
+  EXPECT_EQ(check(eager(0)), "");  // a zero-length message
+  MessageHeader h = fragment();
+  h.kind = Kind::kRendezvousRequest;
+  h.fragment_offset = 0;
+  h.fragment_length = 0;
+  EXPECT_EQ(check(h), "");
+  h.kind = Kind::kRendezvousReply;
+  EXPECT_EQ(check(h), "");
+}
+
+TEST(Validate, Magic) {
+  MessageHeader h = fragment();
+  h.magic = 0x524d;
+  expect_rejected(h, "magic 0x524d is not 0x524c");
+  h.magic = 0;
+  expect_rejected(h, "magic 0x0000");
+}
+
+TEST(Validate, Version) {
+  MessageHeader h = fragment();
+  h.version = 0;
+  expect_rejected(h, "version 0 is not supported");
+  h.version = 2;
+  expect_rejected(h, "version 2 is not supported");
+}
+
+TEST(Validate, KindMustBeKnown) {
+  MessageHeader h = fragment();
+  h.fragment_offset = 0;
+  h.fragment_length = 8192;
+  for (unsigned k : {0u, 5u, 255u}) {
+    h.kind = static_cast<Kind>(k);
+    expect_rejected(h, "kind " + std::to_string(k) + " is unknown");
+  }
+  for (unsigned k = 1; k <= 4; ++k) {
+    h.kind = static_cast<Kind>(k);
+    h.fragment_length = k == 1 ? 8192 : 1;
+    h.fragment_offset = 0;
+    EXPECT_EQ(check(h), "") << k;
+  }
+}
+
+TEST(Validate, FlagsAndReservedMustBeZero) {
+  MessageHeader h = fragment();
+  h.flags = 1;
+  expect_rejected(h, "flags 0x00000001 must be 0");
+  h.flags = 0x80000000u;
+  expect_rejected(h, "flags 0x80000000 must be 0");
+  h = fragment();
+  h.reserved = 1;
+  expect_rejected(h, "reserved 0x00000001 must be 0");
+}
+
+TEST(Validate, SourceAndDestinationAreRealGids) {
+  MessageHeader h = fragment();
+  h.source = 0;
+  expect_rejected(h, "source 0x0000000000000000 is not a resource gid");
+  h.source = kMax64;
+  expect_rejected(h, "source 0xffffffffffffffff is not a resource gid");
+  h.source = 1;
+  EXPECT_EQ(check(h), "");
+  h.source = kMax64 - 1;
+  EXPECT_EQ(check(h), "");
+  h = fragment();
+  h.destination = 0;
+  expect_rejected(h, "destination 0x0000000000000000 is not a resource gid");
+  h.destination = kMax64;
+  expect_rejected(h, "destination 0xffffffffffffffff is not a resource gid");
+  h.destination = 1;
+  EXPECT_EQ(check(h), "");
+}
+
+TEST(Validate, TagIsNonNegative) {
+  MessageHeader h = fragment();
+  h.tag = 0;
+  EXPECT_EQ(check(h), "");
+  h.tag = ROCL_TAG_MAX;
+  EXPECT_EQ(check(h), "");
+  h.tag = -1;
+  expect_rejected(h, "tag -1 of a fragment frame is negative");
+  h.tag = std::numeric_limits<std::int32_t>::min();
+  expect_rejected(h, "tag -2147483648");
+}
+
+TEST(Validate, TotalLengthLimit) {
+  Limits limits;
+  limits.max_message_bytes = 1000;
+  MessageHeader h = fragment();
+  h.fragment_offset = 0;
+  h.fragment_length = 10;
+  h.total_length = 1000;
+  EXPECT_EQ(check(h, limits), "");
+  h.total_length = 1001;
+  expect_rejected(h, "total_length 1001 exceeds the limit 1000", limits);
+  // The default limit: 2^34.
+  h.total_length = 1ull << 34;
+  EXPECT_EQ(check(h), "");
+  h.total_length = (1ull << 34) + 1;
+  expect_rejected(h, "total_length 17179869185 exceeds the limit 17179869184");
+  h.total_length = kMax64;
+  expect_rejected(h, "total_length 18446744073709551615 exceeds");
+}
+
+TEST(Validate, FragmentLengthLimit) {
+  Limits limits;
+  limits.max_fragment_bytes = 512;
+  MessageHeader h = fragment();
+  h.fragment_offset = 0;
+  h.fragment_length = 512;
+  EXPECT_EQ(check(h, limits), "");
+  h.fragment_length = 513;
+  expect_rejected(h, "fragment_length 513 exceeds the limit 512", limits);
+  h = fragment();
+  h.total_length = 1ull << 30;
+  h.fragment_length = 1u << 26;
+  EXPECT_EQ(check(h), "");
+  h.fragment_length = (1u << 26) + 1;
+  expect_rejected(h, "fragment_length 67108865 exceeds the limit 67108864");
+}
+
+TEST(Validate, FragmentRangeWithinTotal) {
+  MessageHeader h = fragment();  // 4096 + 4096 == 8192: the last fragment
+  EXPECT_EQ(check(h), "");
+  h.fragment_offset = 4097;
+  expect_rejected(h, "fragment_offset 4097 + fragment_length 4096 exceeds total_length 8192");
+  h.fragment_offset = 4096;
+  h.fragment_length = 4097;
+  expect_rejected(h, "fragment_offset 4096 + fragment_length 4097 exceeds total_length 8192");
+  h.fragment_offset = 8191;
+  h.fragment_length = 1;
+  EXPECT_EQ(check(h), "");
+  h.fragment_offset = 8192;
+  expect_rejected(h, "fragment_offset 8192 + fragment_length 1 exceeds total_length 8192");
+}
+
+TEST(Validate, FragmentRangeCannotWrapAround) {
+  MessageHeader h = fragment();
+  h.total_length = 1ull << 34;
+  h.fragment_length = 4096;
+  for (std::uint64_t off : {kMax64, kMax64 - 1, kMax64 - 4095, kMax64 - 4096}) {
+    h.fragment_offset = off;
+    expect_rejected(h, "fragment_offset " + std::to_string(off) + " + fragment_length 4096");
+  }
+  // Offset just inside a huge (limit-sized) total.
+  Limits open;
+  open.max_message_bytes = kMax64;
+  h.total_length = kMax64;
+  h.fragment_offset = kMax64 - 4096;
+  EXPECT_EQ(check(h, open), "");
+  h.fragment_offset = kMax64 - 4095;
+  expect_rejected(h, "exceeds total_length 18446744073709551615", open);
+}
+
+TEST(Validate, EagerFrameCarriesTheWholeMessage) {
+  MessageHeader h = eager(100);
+  h.fragment_offset = 1;
+  h.fragment_length = 99;
+  expect_rejected(h, "fragment_offset 1 of an eager frame is not 0");
+  h = eager(100);
+  h.fragment_length = 99;
+  expect_rejected(h, "fragment_length 99 of an eager frame differs from total_length 100");
+  h = eager(100);
+  h.total_length = 101;
+  expect_rejected(h, "fragment_length 100 of an eager frame differs from total_length 101");
+  // A message longer than any fragment cannot travel eagerly.
+  h = eager(0);
+  h.total_length = 1ull << 32;
+  expect_rejected(h, "fragment_length 0 of an eager frame differs from total_length 4294967296");
+}
+
+TEST(Validate, FragmentFrameCarriesBytes) {
+  MessageHeader h = fragment();
+  h.fragment_length = 1;
+  EXPECT_EQ(check(h), "");
+  h.fragment_length = 0;
+  expect_rejected(h, "fragment_length 0 of a fragment frame carries nothing");
+  h.total_length = 0;
+  h.fragment_offset = 0;
+  expect_rejected(h, "fragment_length 0 of a fragment frame carries nothing");
+}
+
+TEST(Validate, LongPeerNamesAreCut) {
+  const std::string peer(1000, 'p');
+  MessageHeader h = fragment();
+  h.magic = 1;
+  EXPECT_EQ(validate_header(h, {}, peer), ROCL_EPEER);
+  EXPECT_NE(std::string(impl::last_error()).find(std::string(200, 'p') + ": magic"),
+            std::string::npos);
+}
+
+TEST(ParseHeader, CopiesSixtyFourUnalignedBytes) {
+  const MessageHeader want = fragment();
+  std::vector<std::byte> bytes(1 + sizeof want + 3);
+  std::memcpy(bytes.data() + 1, &want, sizeof want);
+  MessageHeader got{};
+  ASSERT_TRUE(parse_header(std::span<const std::byte>(bytes).subspan(1), &got));
+  EXPECT_EQ(std::memcmp(&got, &want, sizeof want), 0);
+  // Field offsets as in docs/protocol.md (little-endian).
+  EXPECT_EQ(bytes[1 + 0], std::byte{0x4c});
+  EXPECT_EQ(bytes[1 + 1], std::byte{0x52});
+  EXPECT_EQ(bytes[1 + 3], std::byte{2});
+  EXPECT_EQ(bytes[1 + 40 + 1], std::byte{0x20});  // total_length 8192 = 0x2000
+  EXPECT_EQ(bytes[1 + 56 + 1], std::byte{0x10});  // fragment_length 4096
+}
+
+TEST(ParseHeader, RejectsShortInput) {
+  std::vector<std::byte> bytes(63);
+  MessageHeader got{};
+  EXPECT_FALSE(parse_header(bytes, &got));
+  EXPECT_FALSE(parse_header({}, &got));
+  bytes.resize(64);
+  EXPECT_TRUE(parse_header(bytes, &got));
+  EXPECT_FALSE(parse_header(bytes, nullptr));
+}
+
+TEST(DecodeHeader, ParsesAndValidates) {
+  MessageHeader h = fragment();
+  std::vector<std::byte> bytes(sizeof h);
+  std::memcpy(bytes.data(), &h, sizeof h);
+  MessageHeader got{};
+  EXPECT_EQ(decode_header(bytes, {}, "peer", &got), ROCL_OK);
+  EXPECT_EQ(got.message_id, 42u);
+  EXPECT_EQ(decode_header(std::span<const std::byte>(bytes).first(10), {}, "peer", &got),
+            ROCL_EPEER);
+  EXPECT_STREQ(impl::last_error(), "frame from peer: 10 bytes are shorter than the 64-byte header");
+  bytes[2] = std::byte{9};
+  EXPECT_EQ(decode_header(bytes, {}, "peer", &got), ROCL_EPEER);
+  EXPECT_STREQ(impl::last_error(), "frame from peer: version 9 is not supported (expected 1)");
+}
+
+}  // namespace
+}  // namespace rocl::wire
