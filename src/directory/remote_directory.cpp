@@ -259,8 +259,7 @@ class RemoteDirectory final : public Directory {
 
 }  // namespace
 
-std::unique_ptr<Directory> connect_directory(const std::string &address,
-                                             const JobSecret &secret) {
+std::unique_ptr<Directory> connect_directory(const std::string &address, const JobSecret &secret) {
   // ROCL_DIRECTORY is written unix:PATH; a bare path is accepted too.
   const std::string socket_path = address.rfind("unix:", 0) == 0 ? address.substr(5) : address;
   const char *path = socket_path.c_str();
