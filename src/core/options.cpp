@@ -37,7 +37,7 @@ const OptionRow kOptions[] = {
      "Microseconds a waiting receiver spins before it sleeps. Waking a sleeping thread "
      "costs tens of microseconds; spinning costs a core.",
      Type::kUint, field_of<&Options::spin_us>},
-    {"ROCL_TRANSPORTS", "inproc",
+    {"ROCL_TRANSPORTS", "inproc,tcp",
      "Comma-separated transports to enable, in order of preference (built: see "
      "rocl-info).",
      Type::kString, field_of<&Options::transports>},

@@ -1,0 +1,421 @@
+// The TCP transport between two end-points of one process: sizes, order,
+// concurrency, the job-secret handshake, hostile peers and a dying peer.
+#include "transport/tcp/tcp_transport.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "buffer/buffer_pool.hpp"
+#include "security/job_secret.hpp"
+#include "status/status.hpp"
+#include "wire/message_header.hpp"
+
+namespace rocl::impl {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr rocl_gid_t kUnknown = 404;
+
+std::uint64_t checksum(const void *p, std::size_t n) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto *b = static_cast<const std::uint8_t *>(p);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+struct Arrival {
+  rocl_gid_t destination;
+  rocl_gid_t source;
+  std::int32_t tag;
+  std::uint32_t domain;
+  std::size_t length;
+  std::uint64_t sum;
+  std::uint64_t first8;  // first payload bytes, for order checks
+};
+
+// Records arrivals (checksums) and gives the blocks back to the pool.
+struct RecordingSink : MessageSink {
+  BufferPool *pool = nullptr;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Arrival> got;
+
+  int deliver(rocl_gid_t destination, Message *msg) noexcept override {
+    if (destination == kUnknown) return ROCL_EBADGID;
+    BlockHeader *b = block_of(msg);
+    EXPECT_EQ(b->state.load(), BlockState::kLibrary);
+    Arrival a{destination,
+              msg->header.source,
+              msg->header.tag,
+              msg->header.domain,
+              msg->length,
+              checksum(msg->data, msg->length),
+              0};
+    std::memcpy(&a.first8, msg->data, std::min<std::size_t>(8, msg->length));
+    pool->release(b, BlockState::kLibrary);
+    {
+      std::lock_guard lock(mu);
+      got.push_back(a);
+    }
+    cv.notify_all();
+    return ROCL_OK;
+  }
+  bool wait_for(std::size_t n, std::chrono::milliseconds t = 5000ms) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, t, [&] { return got.size() >= n; });
+  }
+  std::size_t count() {
+    std::lock_guard lock(mu);
+    return got.size();
+  }
+};
+
+struct LogSink {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  tcp::LogFn fn() {
+    return [this](const std::string &s) {
+      std::lock_guard lock(mu);
+      lines.push_back(s);
+    };
+  }
+  bool has(const std::string &part, std::chrono::milliseconds t = 3000ms) {
+    const auto end = std::chrono::steady_clock::now() + t;
+    do {
+      {
+        std::lock_guard lock(mu);
+        for (auto &l : lines) {
+          if (l.find(part) != std::string::npos) return true;
+        }
+      }
+      std::this_thread::sleep_for(2ms);
+    } while (std::chrono::steady_clock::now() < end);
+    return false;
+  }
+};
+
+struct Node {
+  Node(std::uint64_t instance, const JobSecret *secret)
+      : pool(PoolConfig{std::size_t{1} << 30, std::size_t{2} << 20}) {
+    sink.pool = &pool;
+    TransportEnv env{&sink, instance, &pool, secret, ""};
+    t = make_tcp_transport_with_log(env, log.fn());
+  }
+  // A message of len bytes, filled from seed; block marked return_after_send.
+  Message *make(std::size_t len, std::uint32_t seed, std::int32_t tag = 1) {
+    BlockHeader *b = pool.allocate(len);
+    EXPECT_NE(b, nullptr);
+    b->state.store(BlockState::kLibrary);
+    b->return_after_send = true;
+    auto *p = reinterpret_cast<std::uint8_t *>(payload_of(b));
+    std::uint32_t x = seed * 2654435761u + 1;
+    for (std::size_t i = 0; i < len; ++i) {
+      x = x * 1664525u + 1013904223u;
+      p[i] = static_cast<std::uint8_t>(x >> 24);
+    }
+    if (len >= 4) std::memcpy(p, &seed, 4);
+    Message *m = message_in(b);
+    m->header = CoreHeader{77, tag, 3};
+    m->data = p;
+    m->length = len;
+    return m;
+  }
+  BufferPool pool;
+  RecordingSink sink;
+  LogSink log;
+  std::unique_ptr<TcpTransport> t;
+};
+
+TEST(TcpTransport, IsInTheRegistrationTableAndListensOnLoopback) {
+  const TransportEntry *e = find_transport("tcp");
+  ASSERT_NE(e, nullptr);
+  RecordingSink sink;
+  auto t = e->make(TransportEnv{&sink, 1});
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->name(), "tcp");
+  EXPECT_EQ(t->address().rfind("tcp:127.0.0.1:", 0), 0u) << t->address();
+  EXPECT_TRUE(t->reaches("tcp:10.0.0.1:5"));
+  EXPECT_FALSE(t->reaches("pid:1/2"));
+  EXPECT_EQ(t->progress(), 0);
+}
+
+TEST(TcpTransport, SizesBothWaysWithChecksums) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret), b(2, &secret);
+  ASSERT_TRUE(a.t && b.t);
+  const std::size_t sizes[] = {0, 1, 4096, 8u << 20};
+  std::vector<std::uint64_t> sums;
+  for (std::size_t i = 0; i < 4; ++i) {
+    Message *m = a.make(sizes[i], static_cast<std::uint32_t>(i));
+    sums.push_back(checksum(m->data, m->length));
+    ASSERT_EQ(a.t->send(2, b.t->address(), 100 + i, m), ROCL_OK);
+    Message *r = b.make(sizes[i], static_cast<std::uint32_t>(i));
+    ASSERT_EQ(b.t->send(1, a.t->address(), 200 + i, r), ROCL_OK);
+  }
+  ASSERT_TRUE(b.sink.wait_for(4));
+  ASSERT_TRUE(a.sink.wait_for(4));
+  for (std::size_t i = 0; i < 4; ++i) {
+    const Arrival &x = b.sink.got[i];
+    EXPECT_EQ(x.destination, 100 + i);
+    EXPECT_EQ(x.length, sizes[i]);
+    EXPECT_EQ(x.sum, sums[i]);
+    EXPECT_EQ(x.source, 77u);
+    EXPECT_EQ(x.tag, 1);
+    EXPECT_EQ(x.domain, 3u);
+    EXPECT_EQ(a.sink.got[i].destination, 200 + i);
+    EXPECT_EQ(a.sink.got[i].sum, sums[i]);
+  }
+  // Every sent block went back to its pool, every received one too.
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (a.pool.stats().in_use_buffers != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(a.pool.stats().in_use_buffers, 0u);
+}
+
+TEST(TcpTransport, MessagesOver64MiBTravelAsFragments) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret), b(2, &secret);
+  const std::size_t len = (std::size_t{65} << 20) + 5;
+  Message *m = a.make(len, 7);
+  const std::uint64_t sum = checksum(m->data, len);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 5, m), ROCL_OK);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 6, a.make(3, 8)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(2, 8000ms));
+  EXPECT_EQ(b.sink.got[0].length, len);
+  EXPECT_EQ(b.sink.got[0].sum, sum);
+  EXPECT_EQ(b.sink.got[1].destination, 6u);
+}
+
+TEST(TcpTransport, TenThousandSmallMessagesInOrder) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret), b(2, &secret);
+  constexpr std::uint32_t kN = 10000;
+  for (std::uint32_t i = 0; i < kN; ++i) {
+    ASSERT_EQ(a.t->send(2, b.t->address(), 5, a.make(16, i)), ROCL_OK);
+  }
+  ASSERT_TRUE(b.sink.wait_for(kN));
+  for (std::uint32_t i = 0; i < kN; ++i) {
+    ASSERT_EQ(static_cast<std::uint32_t>(b.sink.got[i].first8), i);
+  }
+}
+
+TEST(TcpTransport, FourThreadsOnOneConnectionKeepTheirOrder) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret), b(2, &secret);
+  constexpr std::uint32_t kPerThread = 2000;
+  std::vector<std::thread> threads;
+  for (std::uint32_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (std::uint32_t i = 0; i < kPerThread; ++i) {
+        // Some large ones so that the socket fills and the queue is used.
+        const std::size_t len = i % 100 == 0 ? 256 * 1024 : 32;
+        ASSERT_EQ(a.t->send(2, b.t->address(), 5, a.make(len, t << 24 | i, int(t))), ROCL_OK);
+      }
+    });
+  }
+  for (auto &th : threads) th.join();
+  ASSERT_TRUE(b.sink.wait_for(4 * kPerThread));
+  std::uint32_t next[4] = {};
+  for (const Arrival &x : b.sink.got) {
+    const auto v = static_cast<std::uint32_t>(x.first8);
+    const std::uint32_t t = v >> 24;
+    ASSERT_LT(t, 4u);
+    ASSERT_EQ(x.tag, int(t));
+    ASSERT_EQ(v & 0xffffff, next[t]++);
+  }
+}
+
+TEST(TcpTransport, PeerWithAnotherSecretIsRefusedOnBothSides) {
+  const JobSecret s1 = JobSecret::generate(), s2 = JobSecret::generate();
+  Node a(1, &s1), b(2, &s2);
+  Message *m = a.make(10, 1);
+  EXPECT_EQ(a.t->send(2, b.t->address(), 5, m), ROCL_EPEER);
+  EXPECT_NE(std::string(last_error()).find("refused"), std::string::npos) << last_error();
+  const std::string port = b.t->address().substr(4);
+  EXPECT_TRUE(a.log.has("tcp: peer " + port + " refused: job secret proof did not verify"));
+  EXPECT_TRUE(b.log.has("refused: job secret proof did not verify"));
+  EXPECT_GE(a.t->stats().refused, 1u);
+  EXPECT_GE(b.t->stats().refused, 1u);
+  EXPECT_EQ(b.sink.count(), 0u);
+  // The caller kept the message.
+  a.pool.release(block_of(m), BlockState::kLibrary);
+}
+
+TEST(TcpTransport, UnknownDestinationIsLoggedAndFreed) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret), b(2, &secret);
+  ASSERT_EQ(a.t->send(2, b.t->address(), kUnknown, a.make(100, 1)), ROCL_OK);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 9, a.make(100, 2)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));
+  EXPECT_TRUE(b.log.has("for unknown resource 0x0000000000000194"));
+  EXPECT_EQ(b.t->stats().unknown_destination, 1u);
+}
+
+// A raw client socket connected to t's listener.
+int raw_connect(const Transport &t) {
+  const std::string addr = t.address();
+  const auto colon = addr.rfind(':');
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(std::stoi(addr.substr(colon + 1))));
+  ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+  timeval tv{3, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+bool raw_read(int fd, void *p, std::size_t n) {
+  auto *b = static_cast<std::uint8_t *>(p);
+  while (n > 0) {
+    const ssize_t r = ::recv(fd, b, n, 0);
+    if (r <= 0) return false;
+    b += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+// Whether the other side closed fd (EOF) within 3 s.
+bool closed_by_peer(int fd) {
+  char c;
+  const ssize_t r = ::recv(fd, &c, 1, 0);
+  return r == 0 || (r < 0 && errno == ECONNRESET);
+}
+
+// Runs the connector's handshake by hand.
+bool raw_handshake(int fd, const JobSecret &secret) {
+  tcp::Hello hello{tcp::kHelloMagic, tcp::kHandshakeVersion, 99, 0};
+  if (::send(fd, &hello, sizeof hello, MSG_NOSIGNAL) != sizeof hello) return false;
+  JobSecret::Challenge ch;
+  if (!raw_read(fd, ch.data(), ch.size())) return false;
+  const auto proof = secret.prove(tcp::kConnectLabel, ch);
+  const auto mine = JobSecret::random_challenge();
+  std::uint8_t answer[64];
+  std::memcpy(answer, proof.data(), 32);
+  std::memcpy(answer + 32, mine.data(), 32);
+  if (::send(fd, answer, 64, MSG_NOSIGNAL) != 64) return false;
+  std::uint8_t verdict[33];
+  if (!raw_read(fd, verdict, 33) || verdict[0] != 0) return false;
+  JobSecret::Digest theirs;
+  std::memcpy(theirs.data(), verdict + 1, 32);
+  return secret.verify(tcp::kAcceptLabel, mine, theirs);
+}
+
+wire::MessageHeader good_header(std::uint32_t len) {
+  wire::MessageHeader h{};
+  h.magic = wire::kMagic;
+  h.version = wire::kVersion;
+  h.kind = wire::Kind::kEager;
+  h.source = 5;
+  h.destination = 6;
+  h.tag = 0;
+  h.message_id = 1;
+  h.total_length = len;
+  h.fragment_length = len;
+  return h;
+}
+
+TEST(TcpTransport, GarbageBeforeTheHandshakeIsDropped) {
+  const JobSecret secret = JobSecret::generate();
+  Node b(2, &secret);
+  const int fd = raw_connect(*b.t);
+  const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_GT(::send(fd, junk, sizeof junk, MSG_NOSIGNAL), 0);
+  EXPECT_TRUE(closed_by_peer(fd));
+  ::close(fd);
+  EXPECT_TRUE(b.log.has("refused: hello magic"));
+  EXPECT_EQ(b.sink.count(), 0u);
+}
+
+TEST(TcpTransport, BadFramesAfterAGoodHandshakeDropOnlyThatConnection) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret), b(2, &secret);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 9, a.make(10, 1)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));
+
+  // Bad magic.
+  int fd = raw_connect(*b.t);
+  ASSERT_TRUE(raw_handshake(fd, secret));
+  wire::MessageHeader h = good_header(4);
+  h.magic = 0x1234;
+  ASSERT_EQ(::send(fd, &h, sizeof h, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof h));
+  EXPECT_TRUE(closed_by_peer(fd));
+  ::close(fd);
+  EXPECT_TRUE(b.log.has("magic 0x1234 is not"));
+
+  // Oversize fragment_length.
+  fd = raw_connect(*b.t);
+  ASSERT_TRUE(raw_handshake(fd, secret));
+  h = good_header(4);
+  h.total_length = 1u << 30;
+  h.fragment_length = 1u << 30;
+  ASSERT_EQ(::send(fd, &h, sizeof h, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof h));
+  EXPECT_TRUE(closed_by_peer(fd));
+  ::close(fd);
+  EXPECT_TRUE(b.log.has("fragment_length 1073741824 exceeds the limit"));
+
+  // A good frame from the raw client is delivered.
+  fd = raw_connect(*b.t);
+  ASSERT_TRUE(raw_handshake(fd, secret));
+  h = good_header(3);
+  ASSERT_EQ(::send(fd, &h, sizeof h, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof h));
+  ASSERT_EQ(::send(fd, "abc", 3, MSG_NOSIGNAL), 3);
+  ASSERT_TRUE(b.sink.wait_for(2));
+  ::close(fd);
+
+  // The good connection keeps working.
+  ASSERT_EQ(a.t->send(2, b.t->address(), 9, a.make(10, 2)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(3));
+  EXPECT_EQ(b.t->stats().dropped_connections, 2u);
+}
+
+TEST(TcpTransport, DestroyedPeerGivesEpeerWithoutHanging) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret);
+  auto b = std::make_unique<Node>(2, &secret);
+  const std::string addr = b->t->address();
+  ASSERT_EQ(a.t->send(2, addr, 9, a.make(10, 1)), ROCL_OK);
+  ASSERT_TRUE(b->sink.wait_for(1));
+  std::atomic<bool> done{false};
+  std::string why;
+  std::thread sender([&] {
+    const auto end = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < end) {
+      Message *m = a.make(1024, 2);
+      const int rc = a.t->send(2, addr, 9, m);
+      if (rc == ROCL_EPEER) {
+        a.pool.release(block_of(m), BlockState::kLibrary);
+        why = last_error();
+        done = true;
+        return;
+      }
+      ASSERT_EQ(rc, ROCL_OK);
+      std::this_thread::sleep_for(100us);
+    }
+  });
+  std::this_thread::sleep_for(20ms);
+  b.reset();
+  sender.join();
+  EXPECT_TRUE(done.load());
+  EXPECT_NE(why.find("127.0.0.1"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace rocl::impl
