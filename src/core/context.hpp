@@ -75,6 +75,7 @@ class Context final : public MessageSink {
   int resolve(rocl_gid_t dgid, Route *route) noexcept;
   int finish_receive(Envelope *msg, rocl_status_t *status) noexcept;
   int complete_request(rocl_request **req, rocl_status_t *status) noexcept;
+  bool origin_gone(rocl_gid_t origin) noexcept;
   int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg) noexcept;
   void free_message(Envelope *msg) noexcept;
   void start_transports();

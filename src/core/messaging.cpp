@@ -180,13 +180,50 @@ int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
 
 // ---- receive ---------------------------------------------------------------
 
+bool Context::origin_gone(rocl_gid_t origin) noexcept {
+  if (origin == ROCL_ANY_GID || resources_.contains(origin)) return false;
+  try {
+    rocl_gid_t gid = origin;
+    AttrList none(64);
+    return directory_->query(&gid, none) == ROCL_ENOTFOUND;
+  } catch (const std::bad_alloc &) {
+    return false;
+  }
+}
+
 int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg) noexcept {
   auto spin = std::chrono::microseconds(options_.spin_us);
-  if (!env.complete.wait(timeout, spin)) {
-    if (r->mailbox().cancel_receive(&env)) return ROCL_ETIMEDOUT;
-    // Matched or closed while we gave up: the signal is on its way.
-    env.complete.wait(-1, spin);
+  // A receive from one origin also watches that the origin still exists:
+  // when its process exits or dies the directory forgets it, and waiting on
+  // would hang forever. Wildcard receives cannot tell whom they wait for.
+  const int check_ms = static_cast<int>(options_.peer_check_ms);
+  const bool watch = check_ms > 0 && env.header.source != ROCL_ANY_GID;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
+  bool done = false;
+  for (;;) {
+    int slice = timeout;
+    if (timeout > 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      slice = static_cast<int>(std::max<long long>(left.count(), 0));
+    }
+    if (watch && (slice < 0 || slice > check_ms)) slice = check_ms;
+    done = env.complete.wait(slice, spin);
+    if (done || slice == timeout || timeout == 0) break;
+    if (timeout > 0 && std::chrono::steady_clock::now() >= deadline) break;
+    if (watch && origin_gone(env.header.source)) {
+      // What it sent before it went may still be arriving: a last grace.
+      if (env.complete.wait(check_ms / 4 + 1, spin)) {
+        done = true;
+        break;
+      }
+      if (r->mailbox().cancel_receive(&env)) return ROCL_EPEER;
+      break;  // matched meanwhile
+    }
   }
+  if (!done && r->mailbox().cancel_receive(&env)) return ROCL_ETIMEDOUT;
+  // Matched or closed while we gave up: the signal is on its way.
+  env.complete.wait(-1, spin);
   if (env.status != ROCL_OK) return env.status;
   *msg = env.matched;
   return ROCL_OK;
@@ -231,6 +268,12 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gi
   if (rc == ROCL_ETIMEDOUT) {
     if (timeout == 0) return rc;  // polling is normal: no sentence to format
     return fail(rc, "rocl_recv: no message on %#llx within %d ms", ull(dgid), timeout);
+  }
+  if (rc == ROCL_EPEER) {
+    return fail(rc,
+                "rocl_recv: origin %#llx no longer exists (its process exited or died, or it "
+                "was deleted) while %#llx waited for it",
+                ull(ogid), ull(dgid));
   }
   if (rc == ROCL_EDELETED) {
     return fail(rc, "rocl_recv: resource %#llx was deleted while waiting", ull(dgid));

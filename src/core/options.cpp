@@ -37,6 +37,10 @@ const OptionRow kOptions[] = {
      "Microseconds a waiting receiver spins before it sleeps. Waking a sleeping thread "
      "costs tens of microseconds; spinning costs a core.",
      Type::kUint, field_of<&Options::spin_us>},
+    {"ROCL_PEER_CHECK_MS", "500",
+     "A receive waiting for one origin checks this often that the origin still exists, and "
+     "fails with ROCL_EPEER naming it once its process has exited or died (0: never).",
+     Type::kUint, field_of<&Options::peer_check_ms>},
     {"ROCL_TRANSPORTS", "inproc,tcp",
      "Comma-separated transports to enable, in order of preference (built: see "
      "rocl-info).",
