@@ -41,7 +41,7 @@ const OptionRow kOptions[] = {
      "A receive waiting for one origin checks this often that the origin still exists, and "
      "fails with ROCL_EPEER naming it once its process has exited or died (0: never).",
      Type::kUint, field_of<&Options::peer_check_ms>},
-    {"ROCL_TRANSPORTS", "inproc,tcp",
+    {"ROCL_TRANSPORTS", "inproc,shm,tcp",
      "Comma-separated transports to enable, in order of preference (built: see "
      "rocl-info).",
      Type::kString, field_of<&Options::transports>},

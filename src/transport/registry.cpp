@@ -6,6 +6,9 @@
 #ifdef ROCL_HAVE_INPROC
 #include "transport/inproc/inproc_transport.hpp"
 #endif
+#ifdef ROCL_HAVE_SHM
+#include "transport/shm/shm_transport.hpp"
+#endif
 #ifdef ROCL_HAVE_TCP
 #include "transport/tcp/tcp_transport.hpp"
 #endif
@@ -17,6 +20,11 @@ const TransportEntry kTransports[] = {
 #ifdef ROCL_HAVE_INPROC
     {"inproc", "same process: hands the buffer pointer to the receiving resource, no copy",
      &make_inproc_transport},
+#endif
+#ifdef ROCL_HAVE_SHM
+    {"shm",
+     "same node: memfd inbox of per-sender lock-free rings, futex wake-ups, one copy each way",
+     &make_shm_transport},
 #endif
 #ifdef ROCL_HAVE_TCP
     {"tcp", "TCP/IPv4 sockets: epoll progress thread, one connection per peer, writev without copy",

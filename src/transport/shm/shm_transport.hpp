@@ -1,0 +1,111 @@
+// shm_transport.hpp - the shared-memory transport between processes of one
+// node (same user). Each end-point owns an inbox: a memfd segment
+// (memfd_create + mmap MAP_SHARED) holding a header and kSlots
+// single-producer/single-consumer byte rings, one per sending end-point.
+//
+// Address: "shm:<pid>:<memfd number>:<segment bytes>:<boot id>:<pid ns>".
+// A sender opens /proc/<pid>/fd/<n> (only the same uid may: the kernel's
+// ptrace-read check on /proc/<pid>/fd) and maps it. The boot id
+// (/proc/sys/kernel/random/boot_id) and the pid-namespace inode were added to
+// the "shm:<pid>:<fd>:<size>" form so that reaches() never mistakes a process
+// of another node or container with the same pid for a local one.
+// reaches(addr): boot id and pid namespace equal ours and the pid is alive
+// (kill(pid, 0) == 0 or EPERM).
+//
+// Segment layout (docs: see the structs in shm_transport.cpp):
+//   SegHeader (magic, version, slot count, ring bytes, the receiver's 32-byte
+//   random challenge, a futex word + "receiver sleeps" flag), then kSlots
+//   SlotCtl (owner pid, verdict, head, tail: each on its own cache line,
+//   std::atomic<uint64_t>/<uint32_t>, lock-free), then the rings.
+//
+// Connection: made lazily by the first send() to a peer context (gid) and
+// kept: the sender claims a free slot by CAS(owner 0 -> its pid), writes a
+// 64-byte Hello carrying JobSecret::prove("rocl-shm", receiver's challenge)
+// and waits (at most kHandshakeTimeoutMs) for the receiver's verdict. The
+// receiver verifies the proof before accepting any frame from the slot;
+// otherwise it logs "shm: slot N (pid P) refused: job secret proof did not
+// verify", poisons the slot (ignores it for good) and publishes the verdict,
+// so the sender's send() returns ROCL_EPEER. Without a job secret
+// (env.secret == nullptr) a random one is made: only this end-point's own
+// sends then verify. Slots are never reused within one receiver's life: an
+// end-point accepts at most kSlots distinct sending end-points.
+// As with tcp, send() must not be called from inside MessageSink::deliver for
+// a peer not yet connected to (the handshake waits for a progress thread).
+//
+// Frames: wire::MessageHeader + payload, padded to 64 bytes (a header never
+// wraps around the ring). A message larger than a quarter of the receiver's
+// ring goes as consecutive kFragment frames (same message_id, increasing
+// offsets); one slot has one producer, so fragments arrive in order and are
+// copied straight into the pool block allocated for the message.
+// Every header read from shared memory goes through wire::decode_header and
+// the sequencing checks; a bad frame or a bad ring index is logged (naming
+// slot, pid and field) and poisons that slot only; the progress thread keeps
+// running. The other process is treated as possibly hostile.
+//
+// Sending: send() copies the frame into the slot's ring (one copy), waiting
+// with a bounded spin then sleeps while the ring is full: that is the flow
+// control, shared memory stays bounded (kSlots x ring bytes per inbox). Sends
+// of several threads to one peer share its slot and are serialised by a
+// per-connection mutex, so per-thread order is kept. If the peer process died
+// (ESRCH, a zombie, or its pid reused) while we wait, send() returns
+// ROCL_EPEER naming the pid. Block contract as tcp: on ROCL_OK the block is
+// released to env.pool if marked return_after_send (what the core always
+// hands over), otherwise its send_status is set to kSent.
+//
+// Receiving: one progress thread per end-point polls the claimed slots, spins
+// briefly, then sleeps on the futex word (senders bump it and FUTEX_WAKE,
+// non-private as it is cross-process, when the receiver announced it sleeps;
+// the sleep also times out every 50 ms). Each message gets a block of
+// total_length bytes from env.pool (payload copied ring -> block once),
+// state kLibrary, and goes to env.sink->deliver; ROCL_EBADGID is logged and
+// the block released. progress() returns 0.
+//
+// Cleanup: memfd segments vanish with their last mapping and descriptor;
+// nothing is ever left in /dev/shm or the file system, even after a crash.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "transport/transport.hpp"
+
+namespace rocl::impl {
+
+std::unique_ptr<Transport> make_shm_transport(const TransportEnv &env);
+
+namespace shm {
+
+inline constexpr const char *kProofLabel = "rocl-shm";
+inline constexpr int kHandshakeTimeoutMs = 5000;
+
+struct Config {
+  std::uint32_t slots = 64;                           // sending end-points per inbox (<= 1024)
+  std::uint64_t ring_bytes = std::uint64_t{1} << 20;  // per slot, power of two >= 4096
+};
+
+struct Stats {
+  std::uint64_t refused = 0;              // slots whose job secret proof failed
+  std::uint64_t poisoned = 0;             // slots dropped for a protocol error
+  std::uint64_t unknown_destination = 0;  // arrivals the sink refused with ROCL_EBADGID
+  std::uint64_t delivered = 0;            // messages handed to the sink
+};
+
+using LogFn = std::function<void(const std::string &)>;
+
+}  // namespace shm
+
+class ShmTransport : public Transport {
+ public:
+  virtual shm::Stats stats() const noexcept = 0;
+};
+
+// Like make_shm_transport with a configuration and a log hook (one sentence
+// per call, any thread; default stderr with "rocl: "). nullptr with fail()
+// when the segment cannot be made.
+std::unique_ptr<ShmTransport> make_shm_transport_with(const TransportEnv &env,
+                                                      const shm::Config &config, shm::LogFn log);
+
+}  // namespace rocl::impl

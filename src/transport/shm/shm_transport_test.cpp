@@ -1,0 +1,263 @@
+// The shared-memory transport between two end-points of one process: sizes,
+// order, concurrency, back-pressure, the job secret and a hostile sender.
+#include "transport/shm/shm_transport.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "security/job_secret.hpp"
+#include "status/status.hpp"
+#include "transport/shm/shm_test_util.hpp"
+#include "wire/message_header.hpp"
+
+namespace rocl::impl {
+namespace {
+
+using namespace std::chrono_literals;
+using shmtest::make_message;
+using shmtest::RecordingSink;
+
+struct End {
+  explicit End(std::uint64_t instance, const JobSecret *secret, shm::Config cfg = {})
+      : pool(PoolConfig{std::size_t{1} << 30, std::size_t{2} << 20}) {
+    sink.pool = &pool;
+    TransportEnv env{&sink, instance, &pool, secret};
+    t = make_shm_transport_with(env, cfg, [this](const std::string &s) {
+      std::lock_guard<std::mutex> g(log_mu);
+      logs.push_back(s);
+    });
+  }
+  bool logged(const std::string &what) {
+    std::lock_guard<std::mutex> g(log_mu);
+    for (auto &l : logs)
+      if (l.find(what) != std::string::npos) return true;
+    return false;
+  }
+  BufferPool pool;
+  RecordingSink sink;
+  std::mutex log_mu;
+  std::vector<std::string> logs;
+  std::unique_ptr<ShmTransport> t;
+};
+
+struct ShmPair : ::testing::Test {
+  JobSecret secret = JobSecret::generate();
+  End a{1, &secret};
+  End b{2, &secret};
+};
+
+TEST(ShmTransport, IsInTheRegistrationTableAndReachesItsNode) {
+  const TransportEntry *entry = find_transport("shm");
+  ASSERT_NE(entry, nullptr);
+  RecordingSink sink;
+  BufferPool pool(PoolConfig{});
+  sink.pool = &pool;
+  auto t = entry->make(TransportEnv{&sink, 1, &pool, nullptr});
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->name(), "shm");
+  const std::string addr = t->address();
+  EXPECT_EQ(addr.rfind("shm:" + std::to_string(::getpid()) + ":", 0), 0u) << addr;
+  EXPECT_TRUE(t->reaches(addr));
+  EXPECT_FALSE(t->reaches("tcp:127.0.0.1:5"));
+  EXPECT_FALSE(t->reaches("shm:garbage"));
+  // Same form but another node (boot id) or a dead pid.
+  std::string other = addr;
+  other[other.size() - 40] ^= 1;
+  EXPECT_FALSE(t->reaches(other));
+  std::size_t host = 0;
+  for (int i = 0; i < 4; ++i) host = addr.find(':', host) + 1;
+  EXPECT_FALSE(t->reaches("shm:2147483000:3:4096:" + addr.substr(host)));
+}
+
+TEST_F(ShmPair, SizesBothWaysWithChecksums) {
+  ASSERT_TRUE(a.t && b.t);
+  const std::size_t sizes[] = {0, 1, 4096, 1u << 20, 8u << 20};
+  std::vector<std::uint64_t> sums;
+  for (std::size_t n : sizes) {
+    std::uint64_t s1 = 0, s2 = 0;
+    Message *m1 = make_message(a.pool, n, n + 1, 11, 5, &s1);
+    ASSERT_EQ(a.t->send(2, b.t->address(), 21, m1), ROCL_OK) << last_error();
+    Message *m2 = make_message(b.pool, n, n + 2, 21, 6, &s2);
+    ASSERT_EQ(b.t->send(1, a.t->address(), 11, m2), ROCL_OK) << last_error();
+    sums.push_back(s1);
+    sums.push_back(s2);
+  }
+  ASSERT_TRUE(b.sink.wait_for(5));
+  ASSERT_TRUE(a.sink.wait_for(5));
+  auto gb = b.sink.snapshot(), ga = a.sink.snapshot();
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(gb[i].length, sizes[i]);
+    EXPECT_EQ(gb[i].sum, sums[2 * i]);
+    EXPECT_EQ(gb[i].destination, 21u);
+    EXPECT_EQ(gb[i].source, 11u);
+    EXPECT_EQ(gb[i].tag, 5);
+    EXPECT_EQ(gb[i].domain, 7u);
+    EXPECT_EQ(ga[i].length, sizes[i]);
+    EXPECT_EQ(ga[i].sum, sums[2 * i + 1]);
+    EXPECT_EQ(ga[i].destination, 11u);
+  }
+  EXPECT_EQ(a.pool.stats().in_use_buffers, 0u);  // sent blocks went back
+  EXPECT_EQ(b.pool.stats().in_use_buffers, 0u);
+}
+
+TEST_F(ShmPair, TenThousandSmallMessagesInOrder) {
+  constexpr int kN = 10000;
+  for (int i = 0; i < kN; ++i) {
+    Message *m = make_message(a.pool, 8 + i % 100, static_cast<std::uint64_t>(i), 11, 1);
+    ASSERT_EQ(a.t->send(2, b.t->address(), 21, m), ROCL_OK) << last_error();
+  }
+  ASSERT_TRUE(b.sink.wait_for(kN));
+  auto g = b.sink.snapshot();
+  for (int i = 0; i < kN; ++i) ASSERT_EQ(g[i].first8, static_cast<std::uint64_t>(i));
+}
+
+TEST_F(ShmPair, FourSenderThreadsKeepTheirOrder) {
+  constexpr int kThreads = 4, kEach = 2000;
+  std::vector<std::thread> th;
+  std::atomic<int> errors{0};
+  for (int t = 0; t < kThreads; ++t) {
+    th.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        const std::uint64_t id = (std::uint64_t(t) << 32) | std::uint64_t(i);
+        Message *m = make_message(a.pool, 64 + (i % 7) * 1000, id, 11, t);
+        if (m == nullptr || a.t->send(2, b.t->address(), 21, m) != ROCL_OK) errors++;
+      }
+    });
+  }
+  for (auto &x : th) x.join();
+  EXPECT_EQ(errors.load(), 0);
+  ASSERT_TRUE(b.sink.wait_for(kThreads * kEach));
+  std::vector<std::uint32_t> next(kThreads, 0);
+  for (auto &g : b.sink.snapshot()) {
+    const auto t = static_cast<std::uint32_t>(g.first8 >> 32);
+    ASSERT_LT(t, std::uint32_t{kThreads});
+    ASSERT_EQ(static_cast<std::uint32_t>(g.first8), next[t]) << "thread " << t;
+    ++next[t];
+  }
+}
+
+TEST(ShmTransport, FullRingBlocksTheSenderUntilTheSlowSinkCatchesUp) {
+  JobSecret secret = JobSecret::generate();
+  End a{1, &secret};
+  End b{2, &secret, shm::Config{4, 64 * 1024}};  // 64 KiB rings
+  b.sink.delay = 1ms;
+  constexpr int kN = 200;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::size_t max_in_use = 0;
+  for (int i = 0; i < kN; ++i) {
+    Message *m = make_message(a.pool, 8192, static_cast<std::uint64_t>(i), 11, 1);
+    ASSERT_EQ(a.t->send(2, b.t->address(), 21, m), ROCL_OK) << last_error();
+    max_in_use = std::max(max_in_use, a.pool.stats().in_use_buffers);
+  }
+  const auto took = std::chrono::steady_clock::now() - t0;
+  // 200 messages at >= 1 ms each, only ~7 fit the ring: the sender waited.
+  EXPECT_GT(took, 150ms);
+  EXPECT_EQ(max_in_use, 0u);  // nothing piles up on the sending side
+  ASSERT_TRUE(b.sink.wait_for(kN));
+  auto g = b.sink.snapshot();
+  for (int i = 0; i < kN; ++i) ASSERT_EQ(g[i].first8, static_cast<std::uint64_t>(i));
+}
+
+TEST(ShmTransport, WrongSecretIsRefusedAndObservable) {
+  JobSecret s1 = JobSecret::generate(), s2 = JobSecret::generate();
+  End a{1, &s1};
+  End b{2, &s2};
+  Message *m = make_message(b.pool, 100, 1, 21, 1);
+  EXPECT_EQ(b.t->send(1, a.t->address(), 11, m), ROCL_EPEER);
+  EXPECT_NE(std::string(last_error()).find("refused"), std::string::npos) << last_error();
+  EXPECT_EQ(a.t->stats().refused, 1u);
+  EXPECT_TRUE(a.logged("refused: job secret proof did not verify"));
+  EXPECT_TRUE(a.sink.snapshot().empty());
+  // The caller kept the message.
+  EXPECT_EQ(block_of(m)->state.load(), BlockState::kLibrary);
+  b.pool.release(block_of(m), BlockState::kLibrary);
+}
+
+TEST(ShmTransport, NoJobSecretStillReachesItself) {
+  End a{1, nullptr};
+  Message *m = make_message(a.pool, 10, 3, 11, 1);
+  ASSERT_EQ(a.t->send(1, a.t->address(), 11, m), ROCL_OK) << last_error();
+  ASSERT_TRUE(a.sink.wait_for(1));
+}
+
+TEST_F(ShmPair, UnknownDestinationIsLoggedAndReleased) {
+  Message *m = make_message(a.pool, 300, 3, 11, 1);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 404, m), ROCL_OK);
+  Message *m2 = make_message(a.pool, 300, 4, 11, 1);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, m2), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));
+  EXPECT_EQ(b.t->stats().unknown_destination, 1u);
+  EXPECT_TRUE(b.logged("unknown resource"));
+  EXPECT_EQ(b.pool.stats().in_use_buffers, 0u);
+}
+
+// A hand-made hostile sender: a correct hello, then a header with flags set.
+TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
+  // A connects first (slot 0) so that the good path is shown to survive.
+  Message *m = make_message(a.pool, 10, 1, 11, 1);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, m), ROCL_OK);
+  const std::string addr = b.t->address();
+  unsigned pid = 0, fdn = 0;
+  unsigned long long size = 0;
+  ASSERT_EQ(std::sscanf(addr.c_str(), "shm:%u:%u:%llu:", &pid, &fdn, &size), 3);
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fdn);
+  int fd = ::open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  EXPECT_NE(::ftruncate(fd, 4096), 0);  // sealed: a sender cannot shrink it under the receiver
+  auto *seg =
+      static_cast<std::uint8_t *>(::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  ::close(fd);
+  ASSERT_NE(seg, MAP_FAILED);
+  // Layout (shm_transport.cpp): challenge at byte 32, SlotCtl[] of 192 B at
+  // 4096 (owner u32 at 0, verdict u32 at 4, head u64 at 64), rings after
+  // header_bytes (u64 at 24), ring_bytes at 16.
+  std::uint64_t ring_bytes, header_bytes;
+  std::memcpy(&ring_bytes, seg + 16, 8);
+  std::memcpy(&header_bytes, seg + 24, 8);
+  JobSecret::Challenge ch;
+  std::memcpy(ch.data(), seg + 32, 32);
+  const std::uint32_t slot = 1;
+  std::uint8_t *ctl = seg + 4096 + 192 * slot;
+  auto *owner = reinterpret_cast<std::atomic<std::uint32_t> *>(ctl);
+  auto *verdict = reinterpret_cast<std::atomic<std::uint32_t> *>(ctl + 4);
+  auto *head = reinterpret_cast<std::atomic<std::uint64_t> *>(ctl + 64);
+  std::uint32_t zero = 0;
+  ASSERT_TRUE(owner->compare_exchange_strong(zero, 4242));
+  std::uint8_t *ring = seg + header_bytes + slot * ring_bytes;
+  const std::uint64_t hello_magic = 0x6f6c6c65486d6853ull;
+  std::memcpy(ring, &hello_magic, 8);
+  std::memcpy(ring + 8, &pid, 4);
+  std::memcpy(ring + 12, &slot, 4);
+  auto proof = secret.prove("rocl-shm", ch);
+  std::memcpy(ring + 16, proof.data(), 32);
+  wire::MessageHeader h{};
+  h.magic = wire::kMagic;
+  h.version = wire::kVersion;
+  h.kind = wire::Kind::kEager;
+  h.flags = 0x10;
+  h.source = 5;
+  h.destination = 21;
+  std::memcpy(ring + 64, &h, 64);
+  head->store(128);
+  for (int i = 0; i < 400 && b.t->stats().poisoned == 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(b.t->stats().poisoned, 1u);
+  EXPECT_TRUE(b.logged("slot 1 (pid 4242)"));
+  EXPECT_TRUE(b.logged("flags"));
+  EXPECT_EQ(verdict->load(), 2u);
+  ::munmap(seg, size);
+  // The good slot still works.
+  Message *m2 = make_message(a.pool, 10, 2, 11, 1);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, m2), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(2));
+}
+
+}  // namespace
+}  // namespace rocl::impl
