@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "buffer/buffer_pool.hpp"
 #include "core/message.hpp"
 
 namespace rocl::impl {
@@ -29,7 +30,6 @@ class MessageSink {
   virtual int deliver(rocl_gid_t destination, Message *msg) noexcept = 0;
 };
 
-class BufferPool;
 class JobSecret;
 
 // What a transport is constructed with. Everything outlives the transport.
@@ -74,6 +74,20 @@ class Transport {
   // registers it with the NIC where needed). Called once for the pool region.
   virtual int register_memory(void *base, std::size_t len) noexcept = 0;
 };
+
+// What every transport does with a block once its bytes are out (ok) or
+// the send failed after being accepted: the block goes back to the pool if
+// the core marked it return_after_send (it always does today), otherwise its
+// owner learns the outcome through send_status (rocl_bfstat).
+inline void finish_sent_block(const TransportEnv &env, BlockHeader *block, bool ok) noexcept {
+  if (block->return_after_send && env.pool != nullptr) {
+    std::destroy_at(reinterpret_cast<Message *>(owner_area_of(block)));
+    env.pool->release(block, BlockState::kLibrary);
+  } else {
+    block->send_status.store(ok ? SendStatus::kSent : SendStatus::kFailed,
+                             std::memory_order_release);
+  }
+}
 
 // One row of the registration table.
 struct TransportEntry {

@@ -351,13 +351,7 @@ class ShmTransportImpl final : public ShmTransport {
       return rc;
     }
     lk.unlock();
-    BlockHeader *b = block_of(msg);
-    if (b->return_after_send && env_.pool != nullptr) {
-      std::destroy_at(msg);
-      env_.pool->release(b, BlockState::kLibrary);
-    } else {
-      b->send_status.store(SendStatus::kSent, std::memory_order_release);
-    }
+    finish_sent_block(env_, block_of(msg), true);
     return ROCL_OK;
   }
 

@@ -405,14 +405,7 @@ class TcpTransportImpl final : public TcpTransport {
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
   }
 
-  void finish_block(BlockHeader *b, bool ok) {
-    if (b->return_after_send && env_.pool != nullptr) {
-      std::destroy_at(reinterpret_cast<Message *>(owner_area_of(b)));
-      env_.pool->release(b, BlockState::kLibrary);
-    } else {
-      b->send_status.store(ok ? SendStatus::kSent : SendStatus::kFailed, std::memory_order_release);
-    }
-  }
+  void finish_block(BlockHeader *b, bool ok) { finish_sent_block(env_, b, ok); }
 
   std::uint32_t frame_len(const OutMsg &m, std::uint64_t off) const {
     return static_cast<std::uint32_t>(
