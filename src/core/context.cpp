@@ -119,6 +119,17 @@ Context::Context(const Options &options) : options_(options) {
 void Context::start_transports() {
   TransportEnv env{this, new_instance_id(), pool_.get(), secret_ ? &*secret_ : nullptr, ""};
   std::string list = options_.transports;
+  if (list == "auto") {
+    // Without a node directory no other process can find this context, so
+    // network end-points (a thread and a socket or segment each) would
+    // only cost start-up time.
+    list.clear();
+    for (const auto &entry : transport_table()) {
+      if (!options_.directory.empty() || std::string_view(entry.name) == "inproc") {
+        list += std::string(list.empty() ? "" : ",") + entry.name;
+      }
+    }
+  }
   std::size_t start = 0;
   while (start <= list.size()) {
     std::size_t comma = list.find(',', start);

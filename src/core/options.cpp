@@ -41,9 +41,10 @@ const OptionRow kOptions[] = {
      "A receive waiting for one origin checks this often that the origin still exists, and "
      "fails with ROCL_EPEER naming it once its process has exited or died (0: never).",
      Type::kUint, field_of<&Options::peer_check_ms>},
-    {"ROCL_TRANSPORTS", "inproc,shm,tcp",
+    {"ROCL_TRANSPORTS", "auto",
      "Comma-separated transports to enable, in order of preference (built: see "
-     "rocl-info).",
+     "rocl-info). auto: inproc alone for a process on its own (no ROCL_DIRECTORY: no other "
+     "process can find it), every built transport in a job.",
      Type::kString, field_of<&Options::transports>},
     {"ROCL_DIRECTORY", "",
      "Where the node directory server listens (unix:PATH); roclrun sets it. Empty: a "

@@ -317,3 +317,31 @@ TEST(Context, UnknownTransportIsInvalidAndNamed) {
   ASSERT_GT(rocl_init(), 0);
   EXPECT_EQ(rocl_exit(), ROCL_OK);
 }
+
+// A process on its own (no node directory) starts only the in-process
+// hand-off; naming transports starts those.
+TEST(Context, TransportsFollowTheJob) {
+  auto has_address = [](const char *name) {
+    rocl_attrl_t *q = rocl_new_attrl(0);
+    rocl_add_attr(q, "type", "context", 7);
+    rocl_add_attr(q, name, nullptr, 256);
+    rocl_gid_t gid = rocl_context_gid();
+    EXPECT_EQ(rocl_query(&gid, q), ROCL_OK);
+    bool found = rocl_get_attr(q, name, nullptr) != nullptr;
+    rocl_kill_attrl(q);
+    return found;
+  };
+  ASSERT_GT(rocl_init(), 0);
+  EXPECT_TRUE(has_address("addr.inproc"));
+  EXPECT_FALSE(has_address("addr.tcp"));
+  EXPECT_FALSE(has_address("addr.shm"));
+  ASSERT_EQ(rocl_exit(), ROCL_OK);
+
+  ASSERT_EQ(setenv("ROCL_TRANSPORTS", "inproc,tcp", 1), 0);
+  ASSERT_GT(rocl_init(), 0);
+  unsetenv("ROCL_TRANSPORTS");
+  EXPECT_TRUE(has_address("addr.inproc"));
+  EXPECT_TRUE(has_address("addr.tcp"));
+  EXPECT_FALSE(has_address("addr.shm"));
+  ASSERT_EQ(rocl_exit(), ROCL_OK);
+}
