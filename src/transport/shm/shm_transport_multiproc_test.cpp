@@ -14,14 +14,15 @@
 
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
-#include "transport/shm/shm_test_util.hpp"
+#include "transport/shm/shm_transport.hpp"
+#include "transport/transport_test_util.hpp"
 
 namespace rocl::impl {
 namespace {
 
 using namespace std::chrono_literals;
-using shmtest::make_message;
-using shmtest::RecordingSink;
+using transport_test::make_message;
+using transport_test::RecordingSink;
 
 bool write_all(int fd, const std::string &s) {
   const std::uint32_t n = static_cast<std::uint32_t>(s.size());

@@ -15,15 +15,15 @@
 
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
-#include "transport/shm/shm_test_util.hpp"
+#include "transport/transport_test_util.hpp"
 #include "wire/message_header.hpp"
 
 namespace rocl::impl {
 namespace {
 
 using namespace std::chrono_literals;
-using shmtest::make_message;
-using shmtest::RecordingSink;
+using transport_test::make_message;
+using transport_test::RecordingSink;
 
 struct End {
   explicit End(std::uint64_t instance, const JobSecret *secret, shm::Config cfg = {})

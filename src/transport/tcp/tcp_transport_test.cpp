@@ -1,6 +1,7 @@
 // The TCP transport between two end-points of one process: sizes, order,
 // concurrency, the job-secret handshake, hostile peers and a dying peer.
 #include "transport/tcp/tcp_transport.hpp"
+#include "transport/transport_test_util.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -30,59 +31,9 @@ using namespace std::chrono_literals;
 
 constexpr rocl_gid_t kUnknown = 404;
 
-std::uint64_t checksum(const void *p, std::size_t n) {
-  std::uint64_t h = 1469598103934665603ull;
-  const auto *b = static_cast<const std::uint8_t *>(p);
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-
-struct Arrival {
-  rocl_gid_t destination;
-  rocl_gid_t source;
-  std::int32_t tag;
-  std::uint32_t domain;
-  std::size_t length;
-  std::uint64_t sum;
-  std::uint64_t first8;  // first payload bytes, for order checks
-};
-
-// Records arrivals (checksums) and gives the blocks back to the pool.
-struct RecordingSink : MessageSink {
-  BufferPool *pool = nullptr;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<Arrival> got;
-
-  int deliver(rocl_gid_t destination, Message *msg) noexcept override {
-    if (destination == kUnknown) return ROCL_EBADGID;
-    BlockHeader *b = block_of(msg);
-    EXPECT_EQ(b->state.load(), BlockState::kLibrary);
-    Arrival a{destination,
-              msg->header.source,
-              msg->header.tag,
-              msg->header.domain,
-              msg->length,
-              checksum(msg->data, msg->length),
-              0};
-    std::memcpy(&a.first8, msg->data, std::min<std::size_t>(8, msg->length));
-    pool->release(b, BlockState::kLibrary);
-    {
-      std::lock_guard lock(mu);
-      got.push_back(a);
-    }
-    cv.notify_all();
-    return ROCL_OK;
-  }
-  bool wait_for(std::size_t n, std::chrono::milliseconds t = 5000ms) {
-    std::unique_lock lock(mu);
-    return cv.wait_for(lock, t, [&] { return got.size() >= n; });
-  }
-  std::size_t count() {
-    std::lock_guard lock(mu);
-    return got.size();
-  }
-};
+using transport_test::Arrival;
+using transport_test::checksum;
+using transport_test::RecordingSink;
 
 struct LogSink {
   std::mutex mu;

@@ -1,4 +1,5 @@
-// shm_test_util.hpp - helpers shared by the shm transport tests.
+// transport_test_util.hpp - helpers shared by the transport tests: a sink
+// that records arrivals, checksums, a message builder.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,12 +9,14 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "buffer/buffer_pool.hpp"
-#include "transport/shm/shm_transport.hpp"
+#include "core/message.hpp"
+#include "transport/transport.hpp"
 
-namespace rocl::impl::shmtest {
+namespace rocl::impl::transport_test {
 
 inline std::uint64_t checksum(const void *p, std::size_t n) {
   std::uint64_t h = 1469598103934665603ull;
@@ -52,6 +55,7 @@ struct RecordingSink : MessageSink {
               0};
     std::memcpy(&a.first8, msg->data, std::min<std::size_t>(8, msg->length));
     const bool ok = b->state.load() == BlockState::kLibrary;
+    EXPECT_TRUE(ok) << "an arriving block must be owned by the library";
     std::destroy_at(msg);
     pool->release(b, BlockState::kLibrary);
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
@@ -65,6 +69,10 @@ struct RecordingSink : MessageSink {
   bool wait_for(std::size_t n, std::chrono::milliseconds t = std::chrono::milliseconds(8000)) {
     std::unique_lock<std::mutex> lk(mu);
     return cv.wait_for(lk, t, [&] { return got.size() >= n; });
+  }
+  std::size_t count() {
+    std::lock_guard<std::mutex> g(mu);
+    return got.size();
   }
   std::vector<Arrival> snapshot() {
     std::lock_guard<std::mutex> g(mu);
@@ -91,4 +99,4 @@ inline Message *make_message(BufferPool &pool, std::size_t n, std::uint64_t seed
   return m;
 }
 
-}  // namespace rocl::impl::shmtest
+}  // namespace rocl::impl::transport_test
