@@ -66,8 +66,28 @@ class Transport {
   virtual int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
                    Message *msg) noexcept = 0;
 
-  // Drives completions and arrivals; returns how many events it handled.
-  // Called by the progress engine (a system thread or a waiting caller).
+  // Caller progress. Every transport with a progress thread also lets a
+  // waiting caller drive it: a thread about to wait for an arrival calls
+  // poll_begin(), then progress() in a loop while it spins, then
+  // poll_end(will_sleep) exactly once. While at least one caller polls, the
+  // transport's own thread should stay asleep and leave arrivals to the
+  // caller (waking a sleeping thread costs ~30 us on a VM; a spinning caller
+  // sees a message in well under 1 us), and peers should not need to wake
+  // it. poll_end(true) means the caller is about to sleep: the transport's
+  // thread must take over at once (nothing published before may be left
+  // unseen). poll_end(false) means the caller got what it waited for: the
+  // thread may resume lazily, but an arrival published concurrently must
+  // still be handled within the transport's usual bound (e.g. a final poll
+  // after announcing the end, Dekker-style with the peers' wake check).
+  // Thread safe; several callers may poll at once. Defaults: no-ops.
+  virtual void poll_begin() noexcept {}
+  virtual void poll_end(bool will_sleep) noexcept { (void)will_sleep; }
+
+  // Drives arrivals and completions from the calling thread; returns how
+  // many events it handled. Never blocks: if another thread is already
+  // driving this transport it returns 0 at once (a try-lock). May call
+  // MessageSink::deliver. Called by the transport's thread or by a waiting
+  // caller between poll_begin() and poll_end().
   virtual int progress() noexcept = 0;
 
   // Makes [base, base+len) usable for zero-copy sends/receives (pins or
