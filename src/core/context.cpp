@@ -149,6 +149,8 @@ void Context::start_transports() {
     if (t->name() == "inproc") {
       inproc_ = t;
       inproc_address_ = t->address();
+    } else {
+      polled_.push_back(t);
     }
   }
   if (transports_.empty()) throw std::invalid_argument("ROCL_TRANSPORTS names no transport");

@@ -79,6 +79,11 @@ class Context final : public MessageSink {
   int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg) noexcept;
   void free_message(Envelope *msg) noexcept;
   void start_transports();
+  // Caller progress (caller_progress.cpp): one progress() round over the
+  // transports between processes; and a spin of at most ROCL_SPIN_US (and
+  // timeout_ms) that drives them until `done`. Returns whether done.
+  int progress_transports() noexcept;
+  bool spin_with_progress(const generic::Completion &done, int timeout_ms) noexcept;
 
   static std::atomic<Context *> current_;
 
@@ -90,7 +95,8 @@ class Context final : public MessageSink {
   ResourceTable resources_;
   RouteCache routes_;  // resource -> (context, transport, address) of other processes
   std::vector<std::unique_ptr<Transport>> transports_;
-  Transport *inproc_ = nullptr;  // the local hand-off, when enabled
+  Transport *inproc_ = nullptr;      // the local hand-off, when enabled
+  std::vector<Transport *> polled_;  // the others: driven by waiting callers too
   std::string inproc_address_;
   rocl_gid_t gid_ = ROCL_NULL_GID;
   // Held exclusively while a registration is between the directory and the

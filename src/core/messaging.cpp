@@ -192,15 +192,18 @@ bool Context::origin_gone(rocl_gid_t origin) noexcept {
 }
 
 int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg) noexcept {
-  auto spin = std::chrono::microseconds(options_.spin_us);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
+  // Spin first, reading the transports' rings and sockets ourselves; only
+  // then sleep (and let the transports' threads wake us).
+  bool done = spin_with_progress(env.complete, timeout);
+  auto spin =
+      polled_.empty() ? std::chrono::microseconds(options_.spin_us) : std::chrono::microseconds(0);
   // A receive from one origin also watches that the origin still exists:
   // when its process exits or dies the directory forgets it, and waiting on
   // would hang forever. Wildcard receives cannot tell whom they wait for.
   const int check_ms = static_cast<int>(options_.peer_check_ms);
   const bool watch = check_ms > 0 && env.header.source != ROCL_ANY_GID;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
-  bool done = false;
-  for (;;) {
+  while (!done) {
     int slice = timeout;
     if (timeout > 0) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(

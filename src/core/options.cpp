@@ -33,7 +33,7 @@ const OptionRow kOptions[] = {
      "Bytes of free buffers of one size class (up to 64 KiB blocks, at most 256 blocks) "
      "each thread keeps for itself, so that bfget/bfret take no shared lock.",
      Type::kSize, field_of<&Options::pool_thread_cache>},
-    {"ROCL_SPIN_US", "20",
+    {"ROCL_SPIN_US", "100",
      "Microseconds a waiting receiver spins before it sleeps. Waking a sleeping thread "
      "costs tens of microseconds; spinning costs a core.",
      Type::kUint, field_of<&Options::spin_us>},

@@ -105,8 +105,11 @@ int Context::test(rocl_request **req, int *done, rocl_status_t *status) noexcept
   }
   rocl_request *r = *req;
   if (r->kind == rocl_request::Kind::kReceive && !receive_done(r)) {
-    *done = 0;
-    return ROCL_OK;
+    progress_transports();  // a test loop is a poll loop: drive the transports
+    if (!receive_done(r)) {
+      *done = 0;
+      return ROCL_OK;
+    }
   }
   *done = 1;
   int rc = complete_request(req, status);
@@ -120,8 +123,10 @@ int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexce
     return ROCL_OK;
   }
   rocl_request *r = *req;
+  const auto spin =
+      polled_.empty() ? std::chrono::microseconds(options_.spin_us) : std::chrono::microseconds(0);
   if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr &&
-      !r->env.complete.wait(timeout, std::chrono::microseconds(options_.spin_us))) {
+      !spin_with_progress(r->env.complete, timeout) && !r->env.complete.wait(timeout, spin)) {
     if (timeout == 0) return ROCL_ETIMEDOUT;
     return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms", timeout);
   }

@@ -33,7 +33,7 @@ namespace {
 
 constexpr std::uint64_t kSegMagic = 0x6d68536c636f5221ull;    // "!RoclShm"
 constexpr std::uint64_t kHelloMagic = 0x6f6c6c65486d6853ull;  // "ShmHello"
-constexpr std::uint32_t kSegVersion = 1;
+constexpr std::uint32_t kSegVersion = 2;                      // 2: pollers word
 constexpr std::uint64_t kFrameAlign = 64;
 constexpr std::uint32_t kMaxSlots = 1024;
 
@@ -49,7 +49,8 @@ struct SegHeader {
   std::uint64_t header_bytes;  // offset of the first ring
   std::uint8_t challenge[32];
   alignas(64) std::atomic<std::uint32_t> wake_seq;  // futex word
-  std::atomic<std::uint32_t> sleeping;              // receiver announced it sleeps
+  std::atomic<std::uint32_t> sleeping;              // receiver's thread announced it sleeps
+  std::atomic<std::uint32_t> pollers;               // receiver's callers polling the rings
 };
 
 // Enum of what the receiver decided about a slot (informational for the
@@ -301,7 +302,21 @@ class ShmTransportImpl final : public ShmTransport {
     }
   }
 
-  int progress() noexcept override { return 0; }
+  // Caller progress (contract in transport.hpp). The receive state (rx_) is
+  // guarded by rx_busy_, a try-lock: whoever holds it polls the rings.
+  int progress() noexcept override { return poll_locked(false); }
+
+  void poll_begin() noexcept override { hdr_->pollers.fetch_add(1, std::memory_order_seq_cst); }
+
+  void poll_end(bool will_sleep) noexcept override {
+    hdr_->pollers.fetch_sub(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (will_sleep) {
+      wake(hdr_);  // the thread takes over at once
+    } else {
+      poll_locked(true);  // a sender that saw us polling published before this
+    }
+  }
   int register_memory(void *, std::size_t) noexcept override { return ROCL_OK; }
 
   shm::Stats stats() const noexcept override {
@@ -469,14 +484,24 @@ class ShmTransportImpl final : public ShmTransport {
     return ROCL_OK;
   }
 
+  // Makes the frames up to `head` visible, then wakes the receiver's thread
+  // only if it sleeps and no caller of the receiver is polling (that caller
+  // will see the frame; poll_end makes sure of it). Dekker pairing: we store
+  // head then load sleeping/pollers; the receiver stores sleeping/pollers
+  // then loads head.
   void publish(Conn &c, std::uint64_t head) {
     c.head = head;
     c.ctl->head.store(head, std::memory_order_release);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (c.hdr->sleeping.load(std::memory_order_relaxed) != 0) {
-      c.hdr->wake_seq.fetch_add(1, std::memory_order_release);
-      futex(&c.hdr->wake_seq, FUTEX_WAKE, 1, nullptr);
+    if (c.hdr->sleeping.load(std::memory_order_relaxed) != 0 &&
+        c.hdr->pollers.load(std::memory_order_relaxed) == 0) {
+      wake(c.hdr);
     }
+  }
+
+  static void wake(SegHeader *h) {
+    h->wake_seq.fetch_add(1, std::memory_order_release);
+    futex(&h->wake_seq, FUTEX_WAKE, 1, nullptr);
   }
 
   // Waits until `need` bytes are free in c's ring. ROCL_OK or ROCL_EPEER.
@@ -547,23 +572,42 @@ class ShmTransportImpl final : public ShmTransport {
     return ROCL_OK;
   }
 
-  // ---- receiving (progress thread only) ----
+  // ---- receiving (whoever holds rx_busy_: the thread or a polling caller) ----
 
+  // Polls the rings if nobody else does (or, with wait, once the current
+  // poller is done). Returns the frames handled.
+  int poll_locked(bool wait) noexcept {
+    while (rx_busy_.test_and_set(std::memory_order_acquire)) {
+      if (!wait) return 0;
+      cpu_relax();
+    }
+    const int n = poll_once();
+    rx_busy_.clear(std::memory_order_release);
+    return n;
+  }
+
+  bool callers_poll() const noexcept { return hdr_->pollers.load(std::memory_order_relaxed) != 0; }
+
+  // The progress thread: polls while nobody else does, spins a little when
+  // idle, then sleeps until a sender wakes it. While callers poll it sleeps
+  // at once and senders leave it alone.
   void run() {
     int idle = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
-      if (poll_once() != 0) {
-        idle = 0;
-        continue;
-      }
-      if (++idle < 2000) {
-        cpu_relax();
-        continue;
+      if (!callers_poll()) {
+        if (poll_locked(true) != 0) {
+          idle = 0;
+          continue;
+        }
+        if (++idle < 2000) {
+          cpu_relax();
+          continue;
+        }
       }
       hdr_->sleeping.store(1, std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_seq_cst);
       const std::uint32_t seq = hdr_->wake_seq.load(std::memory_order_acquire);
-      if (poll_once() == 0 && !stop_.load()) {
+      if ((callers_poll() || poll_locked(true) == 0) && !stop_.load()) {
         timespec ts{0, 50 * 1000 * 1000};
         futex(&hdr_->wake_seq, FUTEX_WAIT, seq, &ts);
       }
@@ -742,7 +786,8 @@ class ShmTransportImpl final : public ShmTransport {
   std::size_t seg_bytes_ = 0;
   SegHeader *hdr_ = nullptr;
   JobSecret::Challenge challenge_{};
-  std::vector<RxSlot> rx_;  // progress thread only
+  std::vector<RxSlot> rx_;  // only by the holder of rx_busy_
+  std::atomic_flag rx_busy_ = ATOMIC_FLAG_INIT;
   std::thread thread_;
   std::atomic<bool> stop_{false};
 

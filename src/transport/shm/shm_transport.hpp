@@ -55,10 +55,18 @@
 // Receiving: one progress thread per end-point polls the claimed slots, spins
 // briefly, then sleeps on the futex word (senders bump it and FUTEX_WAKE,
 // non-private as it is cross-process, when the receiver announced it sleeps;
-// the sleep also times out every 50 ms). Each message gets a block of
-// total_length bytes from env.pool (payload copied ring -> block once),
-// state kLibrary, and goes to env.sink->deliver; ROCL_EBADGID is logged and
-// the block released. progress() returns 0.
+// the sleep also times out every 50 ms). Caller progress (transport.hpp): a
+// receiving thread of this process that spins calls poll_begin(), which
+// raises the segment's `pollers` word; while it is non-zero the progress
+// thread sleeps and senders do not wake it, and the caller's progress()
+// reads the rings itself, so a message costs no thread wake-up at all.
+// The receive state is guarded by a try-lock, so one thread polls at a time.
+// poll_end(true) wakes the thread; poll_end(false) polls a last time (a
+// sender that saw pollers != 0 published before the decrement: Dekker).
+// Each message gets a block of total_length bytes from env.pool (payload
+// copied ring -> block once), state kLibrary, and goes to
+// env.sink->deliver; ROCL_EBADGID is logged and the block released.
+// progress() returns the frames handled.
 //
 // Cleanup: memfd segments vanish with their last mapping and descriptor;
 // nothing is ever left in /dev/shm or the file system, even after a crash.
