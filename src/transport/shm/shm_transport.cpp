@@ -51,6 +51,7 @@ struct SegHeader {
   alignas(64) std::atomic<std::uint32_t> wake_seq;  // futex word
   std::atomic<std::uint32_t> sleeping;              // receiver's thread announced it sleeps
   std::atomic<std::uint32_t> pollers;               // receiver's callers polling the rings
+  alignas(64) std::atomic<std::uint32_t> claims;    // slots claimed so far (senders add 1)
 };
 
 // Enum of what the receiver decided about a slot (informational for the
@@ -191,7 +192,8 @@ struct Conn {
   SlotCtl *ctl = nullptr;
   std::byte *ring = nullptr;
   std::uint64_t ring_bytes = 0;
-  std::uint64_t head = 0;  // our copy of ctl->head
+  std::uint64_t head = 0;       // our copy of ctl->head
+  std::uint64_t seen_tail = 0;  // the receiver's tail when we last read it
   std::uint32_t slot = 0;
   pid_t pid = 0;
   std::uint64_t start_time = 0;
@@ -276,6 +278,7 @@ class ShmTransportImpl final : public ShmTransport {
     std::memcpy(hdr_->challenge, challenge_.data(), 32);
     for (std::uint32_t i = 0; i < cfg_.slots; ++i) new (slot_ctl(seg_, i)) SlotCtl{};
     rx_.resize(cfg_.slots);
+    active_.reserve(cfg_.slots);
     limits_.max_fragment_bytes =
         static_cast<std::uint32_t>(std::min<std::uint64_t>(cfg_.ring_bytes - 64, 1u << 30));
     address_ = "shm:" + std::to_string(::getpid()) + ":" + std::to_string(fd_) + ":" +
@@ -443,6 +446,7 @@ class ShmTransportImpl final : public ShmTransport {
         c.slot = i;
         c.ctl = s;
         claimed = true;
+        c.hdr->claims.fetch_add(1, std::memory_order_release);
       }
     }
     if (!claimed) {
@@ -451,6 +455,7 @@ class ShmTransportImpl final : public ShmTransport {
     }
     c.ring = c.seg + c.hdr->header_bytes + std::uint64_t{c.slot} * rb;
     c.head = c.ctl->head.load(std::memory_order_relaxed);
+    c.seen_tail = c.head;
     Hello h{};
     h.magic = kHelloMagic;
     h.pid = me;
@@ -506,6 +511,9 @@ class ShmTransportImpl final : public ShmTransport {
 
   // Waits until `need` bytes are free in c's ring. ROCL_OK or ROCL_EPEER.
   int wait_space(Conn &c, std::uint64_t need) {
+    // The tail we saw last is a lower bound of the receiver's: if it leaves
+    // room, do not touch the receiver's cache line at all.
+    if (c.ring_bytes - (c.head - c.seen_tail) >= need) return ROCL_OK;
     int spins = 0;
     int sleep_us = 20;
     auto next_check = std::chrono::steady_clock::now();
@@ -515,6 +523,7 @@ class ShmTransportImpl final : public ShmTransport {
         return fail(ROCL_EPEER, "shm: peer process %d corrupted the ring of slot %u", c.pid,
                     c.slot);
       }
+      c.seen_tail = tail;
       if (c.ring_bytes - (c.head - tail) >= need) return ROCL_OK;
       if (c.ctl->verdict.load(std::memory_order_relaxed) == kRefused) {
         return fail(ROCL_EPEER, "shm: peer process %d dropped slot %u", c.pid, c.slot);
@@ -616,13 +625,29 @@ class ShmTransportImpl final : public ShmTransport {
     }
   }
 
+  // Rebuilds the list of claimed slots when a sender claimed one since we
+  // last looked, so that a poll reads only the slots in use.
+  void refresh_active() {
+    const std::uint32_t claims = hdr_->claims.load(std::memory_order_acquire);
+    if (claims == seen_claims_) return;
+    seen_claims_ = claims;
+    active_.clear();
+    for (std::uint32_t i = 0; i < cfg_.slots; ++i) {
+      if (rx_[i].state == RxSlot::kPoisoned) continue;
+      if (rx_[i].state != RxSlot::kNew ||
+          slot_ctl(seg_, i)->owner.load(std::memory_order_acquire) != 0) {
+        active_.push_back(i);
+      }
+    }
+  }
+
   int poll_once() {
     int n = 0;
-    for (std::uint32_t i = 0; i < cfg_.slots; ++i) {
+    refresh_active();
+    for (const std::uint32_t i : active_) {
       RxSlot &s = rx_[i];
       if (s.state == RxSlot::kPoisoned) continue;
       SlotCtl *ctl = slot_ctl(seg_, i);
-      if (s.state == RxSlot::kNew && ctl->owner.load(std::memory_order_relaxed) == 0) continue;
       // Drain a bounded number of frames per slot per round for fairness.
       for (int k = 0; k < 16; ++k) {
         const int r = poll_slot(i, s, ctl);
@@ -786,7 +811,9 @@ class ShmTransportImpl final : public ShmTransport {
   std::size_t seg_bytes_ = 0;
   SegHeader *hdr_ = nullptr;
   JobSecret::Challenge challenge_{};
-  std::vector<RxSlot> rx_;  // only by the holder of rx_busy_
+  std::vector<RxSlot> rx_;             // only by the holder of rx_busy_ (as the two below)
+  std::vector<std::uint32_t> active_;  // claimed slots, in index order
+  std::uint32_t seen_claims_ = 0;
   std::atomic_flag rx_busy_ = ATOMIC_FLAG_INIT;
   std::thread thread_;
   std::atomic<bool> stop_{false};

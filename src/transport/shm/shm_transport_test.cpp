@@ -216,7 +216,7 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
       static_cast<std::uint8_t *>(::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   ::close(fd);
   ASSERT_NE(seg, MAP_FAILED);
-  // Layout (shm_transport.cpp): challenge at byte 32, SlotCtl[] of 192 B at
+  // Layout (shm_transport.cpp): challenge at byte 32, claims u32 at 128, SlotCtl[] of 192 B at
   // 4096 (owner u32 at 0, verdict u32 at 4, head u64 at 64), rings after
   // header_bytes (u64 at 24), ring_bytes at 16.
   std::uint64_t ring_bytes, header_bytes;
@@ -231,6 +231,9 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
   auto *head = reinterpret_cast<std::atomic<std::uint64_t> *>(ctl + 64);
   std::uint32_t zero = 0;
   ASSERT_TRUE(owner->compare_exchange_strong(zero, 4242));
+  // Claimed slots are announced in the claims word (u32 at 128) so that the
+  // receiver polls only slots in use.
+  reinterpret_cast<std::atomic<std::uint32_t> *>(seg + 128)->fetch_add(1);
   std::uint8_t *ring = seg + header_bytes + slot * ring_bytes;
   const std::uint64_t hello_magic = 0x6f6c6c65486d6853ull;
   std::memcpy(ring, &hello_magic, 8);
