@@ -308,8 +308,8 @@ void BufferPool::reclaim() noexcept {
       BlockHeader *next_chain = info->next_chain;
       if (order > kMaxCachedOrder) {
         for (BlockHeader *b = chains; b != nullptr; b = b->free_next) {
-          release_pages(reinterpret_cast<std::byte *>(b) + page_bytes(),
-                        block_bytes(order) - page_bytes());
+          region_.release(reinterpret_cast<std::byte *>(b) + page_bytes(),
+                          block_bytes(order) - page_bytes());
         }
       }
       buddy_.free_chain(chains);
@@ -460,7 +460,8 @@ void BufferPool::release_uncached(BlockHeader *b, unsigned order) noexcept {
   }
   // Too many kept: back to the buddy allocator, without its pages (the first
   // page stays: it holds the header and the allocator's links).
-  release_pages(reinterpret_cast<std::byte *>(b) + page_bytes(), block_bytes(order) - page_bytes());
+  region_.release(reinterpret_cast<std::byte *>(b) + page_bytes(),
+                  block_bytes(order) - page_bytes());
   b->free_next = nullptr;
   buddy_.free_chain(b);
 }

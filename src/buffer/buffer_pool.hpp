@@ -112,6 +112,9 @@ class BufferPool {
   // The region, for transports that register memory.
   void *region_base() const noexcept { return reinterpret_cast<void *>(base_); }
   std::size_t region_bytes() const noexcept { return size_; }
+  // The memfd behind the region (see region.hpp), or -1: what the shm
+  // transport lets a receiving process map to copy a message out once.
+  int region_fd() const noexcept { return region_.fd(); }
 
   // Smallest y with len + kControlBytes <= 2^y, y >= kMinBlockOrder; 64 if
   // no block can ever hold len bytes.

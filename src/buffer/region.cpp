@@ -1,7 +1,9 @@
 // region.cpp - mmap/munmap/madvise for the buffer pool.
 #include "buffer/region.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -52,6 +54,44 @@ void unmap_memory(std::byte *base, std::size_t len) noexcept {
 
 void release_pages(std::byte *p, std::size_t len) noexcept {
   if (len != 0) ::madvise(p, len, MADV_DONTNEED);
+}
+
+namespace {
+// A memfd of len bytes sealed against resizing, mapped over [base, base+len)
+// (which map_memory reserved). -1 if any step fails: the private anonymous
+// mapping then stays, and only the shm rendezvous is unavailable.
+int back_with_memfd(std::byte *base, std::size_t len) noexcept {
+  const int fd = static_cast<int>(
+      ::syscall(SYS_memfd_create, "rocl-pool", 3u /*MFD_CLOEXEC | MFD_ALLOW_SEALING*/));
+  if (fd < 0) return -1;
+  if (::ftruncate(fd, static_cast<off_t>(len)) != 0 ||
+      ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0 ||
+      ::mmap(base, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd, 0) ==
+          MAP_FAILED) {
+    ::close(fd);
+    return -1;
+  }
+  ::madvise(base, len, MADV_DONTFORK);
+  return fd;
+}
+}  // namespace
+
+PoolRegion::PoolRegion(std::size_t size) : size_(size), base_(map_memory(size, size)) {
+  fd_ = back_with_memfd(base_, size_);
+  if (fd_ < 0) {  // MAP_FIXED may have failed half-way: start from a clean private mapping
+    unmap_memory(base_, size_);
+    base_ = map_memory(size_, size_);
+  }
+}
+
+PoolRegion::~PoolRegion() {
+  unmap_memory(base_, size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void PoolRegion::release(std::byte *p, std::size_t len) const noexcept {
+  // Shared memory keeps its pages on MADV_DONTNEED; MADV_REMOVE frees them.
+  if (len != 0) ::madvise(p, len, fd_ >= 0 ? MADV_REMOVE : MADV_DONTNEED);
 }
 
 }  // namespace rocl::impl

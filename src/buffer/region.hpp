@@ -1,8 +1,10 @@
 // region.hpp - the address space behind a buffer pool.
 //
-// All of the pool's mmap/munmap/madvise calls live here, so that a transport
-// that needs shared memory can later back the region with a memfd by changing
-// map_memory() and release_pages() only.
+// All of the pool's mmap/munmap/madvise calls live here. The region is
+// backed by a sealed memfd (shared memory) so that another process of the
+// node can map it read-only and copy a large message straight out of the
+// sender's buffer (the shm transport's rendezvous); it is not inherited by
+// fork() (MADV_DONTFORK), so a child never writes into its parent's buffers.
 #pragma once
 
 #include <cstddef>
@@ -30,18 +32,24 @@ std::size_t page_bytes() noexcept;
 // size aligned to that size.
 class PoolRegion {
  public:
-  // Maps size bytes aligned to size (a power of two >= page_bytes()).
-  explicit PoolRegion(std::size_t size) : size_(size), base_(map_memory(size, size)) {}
-  ~PoolRegion() { unmap_memory(base_, size_); }
+  // Maps size bytes aligned to size (a power of two >= page_bytes()),
+  // memfd-backed when the system allows (else private anonymous memory).
+  explicit PoolRegion(std::size_t size);
+  ~PoolRegion();
   PoolRegion(const PoolRegion &) = delete;
   PoolRegion &operator=(const PoolRegion &) = delete;
 
   std::byte *base() const noexcept { return base_; }
   std::size_t size() const noexcept { return size_; }
+  // The memfd behind the region (sealed against shrinking), or -1.
+  int fd() const noexcept { return fd_; }
+  // As release_pages, for either kind of backing.
+  void release(std::byte *p, std::size_t len) const noexcept;
 
  private:
   std::size_t size_;
   std::byte *base_;
+  int fd_ = -1;
 };
 
 }  // namespace rocl::impl

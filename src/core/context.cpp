@@ -118,6 +118,7 @@ Context::Context(const Options &options) : options_(options) {
 
 void Context::start_transports() {
   TransportEnv env{this, new_instance_id(), pool_.get(), secret_ ? &*secret_ : nullptr, ""};
+  env.rendezvous_threshold = options_.rndv_threshold;
   std::string list = options_.transports;
   if (list == "auto") {
     // Without a node directory no other process can find this context, so
@@ -192,6 +193,10 @@ int Context::delete_resource(rocl_gid_t gid) {
 }
 
 void Context::free_message(Envelope *msg) noexcept {
+  if (msg->rendezvous) {
+    rendezvous_transport(msg)->discard(static_cast<Message *>(msg));
+    return;
+  }
   BlockHeader *b = block_of(msg);
   std::destroy_at(static_cast<Message *>(msg));
   pool_->release(b, BlockState::kLibrary);

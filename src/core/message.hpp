@@ -47,4 +47,14 @@ inline BlockHeader *block_of(Envelope *msg) {
   return reinterpret_cast<BlockHeader *>(reinterpret_cast<std::byte *>(msg) - kBlockHeaderBytes);
 }
 
+class Transport;
+
+// The transport that made a rendezvous stub (Transport::pull): the first
+// bytes of the stub's payload.
+inline Transport *rendezvous_transport(Envelope *stub) {
+  Transport *t;
+  __builtin_memcpy(&t, payload_of(block_of(stub)), sizeof t);
+  return t;
+}
+
 }  // namespace rocl::impl

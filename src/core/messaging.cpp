@@ -232,6 +232,16 @@ int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **m
   return ROCL_OK;
 }
 
+// A matched rendezvous stub becomes the message here, on the receiving
+// thread: the transport copies the payload from the sender once.
+int Context::pull_if_rendezvous(Envelope **msg) noexcept {
+  if (!(*msg)->rendezvous) return ROCL_OK;
+  Message *m = nullptr;
+  const int rc = rendezvous_transport(*msg)->pull(static_cast<Message *>(*msg), &m);
+  if (rc == ROCL_OK) *msg = m;
+  return rc;
+}
+
 int Context::finish_receive(Envelope *msg, rocl_status_t *status) noexcept {
   BlockHeader *b = block_of(msg);
   status->ptr = msg->data;
@@ -282,6 +292,7 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gi
     return fail(rc, "rocl_recv: resource %#llx was deleted while waiting", ull(dgid));
   }
   if (rc != ROCL_OK) return fail(rc, "rocl_recv: %s", error_name(rc));
+  if (int prc = pull_if_rendezvous(&msg); prc != ROCL_OK) return prc;  // pull said why
   rocl_status_t st;
   finish_receive(msg, &st);
   *ptr = st.ptr;

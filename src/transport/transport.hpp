@@ -39,6 +39,9 @@ struct TransportEnv {
   BufferPool *pool = nullptr;         // where arriving messages are received
   const JobSecret *secret = nullptr;  // proved on every connection (nullptr: no job)
   std::string bind_address;           // tcp: interface to listen on ("" = loopback)
+  // Messages of at least this many bytes go by rendezvous where the
+  // transport has a single-copy path (0: never). ROCL_RNDV_THRESHOLD.
+  std::size_t rendezvous_threshold = 0;
 };
 
 class Transport {
@@ -89,6 +92,26 @@ class Transport {
   // MessageSink::deliver. Called by the transport's thread or by a waiting
   // caller between poll_begin() and poll_end().
   virtual int progress() noexcept = 0;
+
+  // Rendezvous, receiver side. A transport may deliver a stub instead of a
+  // large message: a Message with rendezvous = true and length = the
+  // message's length, whose block holds only the transport's bookkeeping
+  // (its payload starts with the Transport* that made it). The payload
+  // stays at the sender until a receive matches the stub; then the core
+  // calls pull(stub) on the receiving thread, which allocates the real
+  // block, copies the payload straight from the sender's buffer (one copy),
+  // lets the sender release its buffer, releases the stub and returns the
+  // message in *out (state kLibrary, as any arrival) with ROCL_OK. On
+  // failure it also releases the stub and lets the sender go, and returns
+  // the code of fail() naming the peer. discard(stub) drops a stub nobody
+  // will receive (its resource was deleted). Thread safe. Defaults:
+  // transports that never make stubs.
+  virtual int pull(Message *stub, Message **out) noexcept {
+    (void)stub;
+    (void)out;
+    return ROCL_EINTERNAL;
+  }
+  virtual void discard(Message *stub) noexcept { (void)stub; }
 
   // Makes [base, base+len) usable for zero-copy sends/receives (pins or
   // registers it with the NIC where needed). Called once for the pool region.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include "buffer/buffer_pool.hpp"
 #include "core/message.hpp"
+#include "status/status.hpp"
 #include "transport/transport.hpp"
 
 namespace rocl::impl::transport_test {
@@ -43,8 +45,28 @@ struct RecordingSink : MessageSink {
   std::condition_variable cv;
   std::vector<Arrival> got;
 
+  // Rendezvous stubs (Transport::pull): pulled at once (the default, as if a
+  // receive were posted), or kept in `stubs` for the test to pull/discard.
+  bool keep_stubs = false;
+  std::vector<Message *> stubs;
+  std::atomic<int> stubs_seen{0};
+
   int deliver(rocl_gid_t destination, Message *msg) noexcept override {
     if (destination == 404) return ROCL_EBADGID;
+    if (msg->rendezvous) {
+      stubs_seen.fetch_add(1);
+      if (keep_stubs) {
+        std::lock_guard<std::mutex> g(mu);
+        stubs.push_back(msg);
+        cv.notify_all();
+        return ROCL_OK;
+      }
+      Message *real = nullptr;
+      const int rc = rendezvous_transport(msg)->pull(msg, &real);
+      EXPECT_EQ(rc, ROCL_OK) << last_error();
+      if (rc != ROCL_OK) return ROCL_OK;
+      msg = real;
+    }
     BlockHeader *b = block_of(msg);
     Arrival a{destination,
               msg->header.source,

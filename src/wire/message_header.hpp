@@ -18,6 +18,16 @@ enum class Kind : std::uint8_t {
   kRendezvousReply = 4,
 };
 
+// A rendezvous request carries, after its header, a body of this many bytes
+// (fragment_offset 0, fragment_length 16): where the sender's payload is and
+// a cookie the receiver hands back once it copied it. total_length is the
+// message's length.
+struct RendezvousBody {
+  std::uint64_t address;  // where the payload is at the sender (shm: offset in its pool)
+  std::uint64_t cookie;   // sender's bookkeeping, 0..63 for shm
+};
+static_assert(sizeof(RendezvousBody) == 16);
+
 // 64 bytes, little-endian on the wire, naturally aligned fields.
 struct MessageHeader {
   std::uint16_t magic;

@@ -113,6 +113,13 @@ int validate_header(const MessageHeader &h, const Limits &limits, std::string_vi
                   pl, p, h.fragment_length, h.total_length);
     }
   }
+  if (h.kind == Kind::kRendezvousRequest &&
+      (h.fragment_offset != 0 || h.fragment_length != sizeof(RendezvousBody))) {
+    return fail(ROCL_EPEER,
+                "frame from %.*s: a rendezvous request carries a %zu-byte body at offset 0, not "
+                "%" PRIu32 " bytes at offset %" PRIu64,
+                pl, p, sizeof(RendezvousBody), h.fragment_length, h.fragment_offset);
+  }
   if (h.kind == Kind::kFragment && h.fragment_length == 0) {
     return fail(ROCL_EPEER,
                 "frame from %.*s: fragment_length 0 of a fragment frame carries nothing", pl, p);

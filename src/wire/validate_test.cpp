@@ -69,10 +69,22 @@ TEST(Validate, AcceptsWellFormedFramesOfEveryKind) {
   MessageHeader h = fragment();
   h.kind = Kind::kRendezvousRequest;
   h.fragment_offset = 0;
-  h.fragment_length = 0;
+  h.fragment_length = sizeof(RendezvousBody);
   EXPECT_EQ(check(h), "");
   h.kind = Kind::kRendezvousReply;
+  h.fragment_length = 0;
   EXPECT_EQ(check(h), "");
+}
+
+TEST(Validate, RendezvousRequestCarriesExactlyItsBody) {
+  MessageHeader h = fragment();
+  h.kind = Kind::kRendezvousRequest;
+  h.fragment_offset = 0;
+  h.fragment_length = 0;
+  expect_rejected(h, "rendezvous request carries a 16-byte body");
+  h.fragment_length = sizeof(RendezvousBody);
+  h.fragment_offset = 8;
+  expect_rejected(h, "at offset 8");
 }
 
 TEST(Validate, Magic) {
@@ -101,7 +113,7 @@ TEST(Validate, KindMustBeKnown) {
   }
   for (unsigned k = 1; k <= 4; ++k) {
     h.kind = static_cast<Kind>(k);
-    h.fragment_length = k == 1 ? 8192 : 1;
+    h.fragment_length = k == 1 ? 8192 : k == 3 ? sizeof(RendezvousBody) : 1;
     h.fragment_offset = 0;
     EXPECT_EQ(check(h), "") << k;
   }

@@ -56,22 +56,29 @@ struct SegHeader {
 
 // Enum of what the receiver decided about a slot (informational for the
 // sender; the receiver trusts only its own local state).
-enum Verdict : std::uint32_t { kPending = 0, kAccepted = 1, kRefused = 2 };
+// kAcceptedPool: accepted, and the receiver mapped the sender's buffer pool
+// (read-only), so large messages may go by rendezvous.
+enum Verdict : std::uint32_t { kPending = 0, kAccepted = 1, kRefused = 2, kAcceptedPool = 3 };
 
 struct SlotCtl {
   alignas(64) std::atomic<std::uint32_t> owner;  // sender pid, 0 = free
   std::atomic<std::uint32_t> verdict;
   alignas(64) std::atomic<std::uint64_t> head;  // written by the sender
   alignas(64) std::atomic<std::uint64_t> tail;  // written by the receiver
+  // Rendezvous cookies the receiver is done with (bit i: cookie i); the
+  // receiver sets bits, the sender takes them.
+  alignas(64) std::atomic<std::uint64_t> pulled;
 };
-static_assert(sizeof(SlotCtl) == 192);
+static_assert(sizeof(SlotCtl) == 256);
 
 struct Hello {
   std::uint64_t magic;
   std::uint32_t pid;
   std::uint32_t slot;
   std::uint8_t proof[32];
-  std::uint8_t pad[16];
+  std::uint32_t pool_fd;  // the sender's pool memfd (/proc/<pid>/fd/<n>), ~0u: none
+  std::uint32_t pad;
+  std::uint64_t pool_bytes;  // its size
 };
 static_assert(sizeof(Hello) == 64);
 
@@ -197,6 +204,12 @@ struct Conn {
   std::uint32_t slot = 0;
   pid_t pid = 0;
   std::uint64_t start_time = 0;
+  // Rendezvous (only if the receiver can read our memory): blocks whose
+  // payload the receiver will copy, by cookie, until it sets the bit.
+  bool rendezvous = false;  // the receiver mapped our pool
+  std::uint64_t pending_mask = 0;
+  std::uint64_t pending_bytes = 0;
+  BlockHeader *pending[64] = {};
 
   ~Conn() {
     if (seg != nullptr) ::munmap(seg, seg_bytes);
@@ -208,6 +221,7 @@ struct RxSlot {
   enum State { kNew, kOk, kPoisoned } state = kNew;
   std::uint64_t tail = 0;
   std::uint32_t pid = 0;
+  bool pool_mapped = false;      // pools_[slot] maps the sender's pool
   BlockHeader *block = nullptr;  // message being reassembled
   wire::MessageHeader first{};
   std::uint64_t done = 0;
@@ -238,7 +252,15 @@ class ShmTransportImpl final : public ShmTransport {
     for (auto &s : rx_) drop_partial(s);
     {
       std::lock_guard<std::mutex> g(peers_mu_);
+      for (auto &[peer, c] : peers_) {
+        std::lock_guard<std::mutex> lk(c->mu);
+        reap(*c);
+        drop_pending(*c);
+      }
       peers_.clear();
+    }
+    for (const PeerPool &p : pools_) {
+      if (p.base != nullptr) ::munmap(const_cast<std::byte *>(p.base), p.bytes);
     }
     if (seg_ != nullptr) ::munmap(seg_, seg_bytes_);
     if (fd_ >= 0) ::close(fd_);
@@ -278,6 +300,7 @@ class ShmTransportImpl final : public ShmTransport {
     std::memcpy(hdr_->challenge, challenge_.data(), 32);
     for (std::uint32_t i = 0; i < cfg_.slots; ++i) new (slot_ctl(seg_, i)) SlotCtl{};
     rx_.resize(cfg_.slots);
+    pools_.resize(cfg_.slots);
     active_.reserve(cfg_.slots);
     limits_.max_fragment_bytes =
         static_cast<std::uint32_t>(std::min<std::uint64_t>(cfg_.ring_bytes - 64, 1u << 30));
@@ -307,7 +330,10 @@ class ShmTransportImpl final : public ShmTransport {
 
   // Caller progress (contract in transport.hpp). The receive state (rx_) is
   // guarded by rx_busy_, a try-lock: whoever holds it polls the rings.
-  int progress() noexcept override { return poll_locked(false); }
+  int progress() noexcept override {
+    reap_all();
+    return poll_locked(false);
+  }
 
   void poll_begin() noexcept override { hdr_->pollers.fetch_add(1, std::memory_order_seq_cst); }
 
@@ -361,19 +387,279 @@ class ShmTransportImpl final : public ShmTransport {
         return rc;
       }
     }
-    const int rc = write_message(*c, destination, msg);
+    const bool rendezvous = c->rendezvous && env_.rendezvous_threshold != 0 &&
+                            msg->length >= env_.rendezvous_threshold && in_pool(msg);
+    const int rc =
+        rendezvous ? write_rendezvous(*c, destination, msg) : write_message(*c, destination, msg);
     if (rc != ROCL_OK) {
       c->dead = true;
+      drop_pending(*c);
       lk.unlock();
       forget(peer, c);
       return rc;
     }
     lk.unlock();
-    finish_sent_block(env_, block_of(msg), true);
+    // A rendezvous block stays ours until the receiver has copied it.
+    if (!rendezvous) finish_sent_block(env_, block_of(msg), true);
     return ROCL_OK;
   }
 
+  // Rendezvous, receiver side (contract in transport.hpp): one copy from
+  // the sender's buffer straight into a block of ours, on the receiving
+  // thread, then the cookie goes back so the sender can free its buffer.
+  int pull(Message *stub, Message **out) noexcept override {
+    const Stub st = stub_of(stub);
+    const CoreHeader header = stub->header;
+    const std::size_t len = stub->length;
+    release_stub(stub);
+    BlockHeader *b = env_.pool->allocate(len);
+    if (b == nullptr) {
+      hand_back(st);
+      return fail(ROCL_ENOMEM, "shm: no pool block for a %zu-byte message from pid %u: %s", len,
+                  st.pid, last_error());
+    }
+    const int rc = read_peer(st, payload_of(b), len);
+    hand_back(st);
+    if (rc != ROCL_OK) {
+      env_.pool->release(b, BlockState::kLibrary);
+      return rc;
+    }
+    b->state.store(BlockState::kLibrary, std::memory_order_relaxed);
+    Message *m = message_in(b);
+    m->header = header;
+    m->data = payload_of(b);
+    m->length = len;
+    *out = m;
+    return ROCL_OK;
+  }
+
+  void discard(Message *stub) noexcept override {
+    const Stub st = stub_of(stub);
+    release_stub(stub);
+    hand_back(st);
+  }
+
  private:
+  // ---- rendezvous ----
+
+  // What a stub's payload holds. `transport` first: rendezvous_transport().
+  struct Stub {
+    Transport *transport;
+    SlotCtl *ctl;
+    const std::byte *pool;     // the sender's pool, mapped read-only
+    std::uint64_t pool_bytes;  // its size
+    std::uint64_t offset;      // the payload's offset in it
+    std::uint64_t cookie;
+    std::uint32_t pid;
+    std::uint32_t slot;
+  };
+
+  // A sender's buffer pool as mapped here, once per slot, kept until we end.
+  struct PeerPool {
+    const std::byte *base = nullptr;
+    std::size_t bytes = 0;
+  };
+
+  bool in_pool(const Message *msg) const {
+    const auto *base = static_cast<const std::byte *>(env_.pool->region_base());
+    const auto *p = static_cast<const std::byte *>(msg->data);
+    return p >= base && msg->length <= env_.pool->region_bytes() &&
+           static_cast<std::size_t>(p - base) <= env_.pool->region_bytes() - msg->length;
+  }
+
+  static Stub stub_of(Message *stub) {
+    Stub st;
+    std::memcpy(&st, payload_of(block_of(stub)), sizeof st);
+    return st;
+  }
+
+  void release_stub(Message *stub) {
+    BlockHeader *b = block_of(stub);
+    std::destroy_at(stub);
+    env_.pool->release(b, BlockState::kLibrary);
+  }
+
+  // Tells the sender it may free the buffer behind the cookie.
+  static void hand_back(const Stub &st) {
+    st.ctl->pulled.fetch_or(std::uint64_t{1} << st.cookie, std::memory_order_release);
+  }
+
+  // Copies the payload out of the sender's pool into dst: the one copy.
+  // The offset comes from the other process: checked against the mapping.
+  static int read_peer(const Stub &st, std::byte *dst, std::size_t len) {
+    if (st.offset > st.pool_bytes || len > st.pool_bytes - st.offset) {
+      return fail(ROCL_EPEER,
+                  "shm: rendezvous from pid %u (slot %u) names bytes %" PRIu64
+                  "+%zu outside its "
+                  "%" PRIu64 "-byte pool",
+                  st.pid, st.slot, st.offset, len, st.pool_bytes);
+    }
+    std::memcpy(dst, st.pool + st.offset, len);
+    return ROCL_OK;
+  }
+
+  // Maps the sender's pool read-only (its memfd, sealed against shrinking so
+  // that it cannot make us fault). False if anything does not check out:
+  // the slot then works without rendezvous.
+  bool map_peer_pool(std::uint32_t slot, std::uint32_t pid, std::uint32_t fd, std::uint64_t bytes) {
+    if (fd == ~0u || bytes == 0 || env_.pool == nullptr) return false;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%u/fd/%u", pid, fd);
+    const int f = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0) return false;
+    struct stat st {};
+    const int seals = ::fcntl(f, F_GET_SEALS);
+    void *p = MAP_FAILED;
+    if (::fstat(f, &st) == 0 && static_cast<std::uint64_t>(st.st_size) == bytes && seals >= 0 &&
+        (seals & F_SEAL_SHRINK) != 0) {
+      p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED | MAP_NORESERVE, f, 0);
+    }
+    ::close(f);
+    if (p == MAP_FAILED) return false;
+    pools_[slot] = PeerPool{static_cast<const std::byte *>(p), bytes};
+    return true;
+  }
+
+  // Sender: frees the buffers the receiver has copied. c.mu held.
+  void reap(Conn &c) {
+    if (c.pending_mask == 0) return;
+    const std::uint64_t done =
+        c.ctl->pulled.exchange(0, std::memory_order_acq_rel) & c.pending_mask;
+    for (std::uint64_t bits = done; bits != 0; bits &= bits - 1) {
+      const int i = __builtin_ctzll(bits);
+      BlockHeader *b = c.pending[i];
+      c.pending[i] = nullptr;
+      c.pending_bytes -= reinterpret_cast<Message *>(owner_area_of(b))->length;
+      finish_sent_block(env_, b, true);
+    }
+    c.pending_mask &= ~done;
+    pending_total_.fetch_sub(__builtin_popcountll(done), std::memory_order_relaxed);
+  }
+
+  // Sender: the peer is gone; its copies will never come. c.mu held.
+  void drop_pending(Conn &c) {
+    for (std::uint64_t bits = c.pending_mask; bits != 0; bits &= bits - 1) {
+      const int i = __builtin_ctzll(bits);
+      finish_sent_block(env_, c.pending[i], false);
+      c.pending[i] = nullptr;
+    }
+    pending_total_.fetch_sub(__builtin_popcountll(c.pending_mask), std::memory_order_relaxed);
+    c.pending_mask = 0;
+    c.pending_bytes = 0;
+  }
+
+  // Frees copied buffers of every connection (progress, never blocks).
+  void reap_all() {
+    if (pending_total_.load(std::memory_order_relaxed) == 0) return;
+    std::unique_lock<std::mutex> g(peers_mu_, std::try_to_lock);
+    if (!g.owns_lock()) return;
+    for (auto &[peer, c] : peers_) {
+      std::unique_lock<std::mutex> lk(c->mu, std::try_to_lock);
+      if (lk.owns_lock()) reap(*c);
+    }
+  }
+
+  // Waits for a free cookie within the pending bound (flow control: the
+  // receiver copies when its user receives). ROCL_OK or ROCL_EPEER.
+  int wait_cookie(Conn &c, std::uint64_t len) {
+    int sleep_us = 20;
+    auto next_check = std::chrono::steady_clock::now();
+    for (int spins = 0;; ++spins) {
+      reap(c);
+      if (c.pending_mask != ~std::uint64_t{0} &&
+          (c.pending_mask == 0 || c.pending_bytes + len <= shm::kMaxPendingBytes)) {
+        return ROCL_OK;
+      }
+      if (spins < 500) {
+        cpu_relax();
+        continue;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= next_check) {
+        if (!peer_alive(c)) {
+          return fail(ROCL_EPEER, "shm: peer process %d died holding rendezvous messages", c.pid);
+        }
+        next_check = now + std::chrono::milliseconds(20);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+      sleep_us = std::min(sleep_us * 2, 1000);
+    }
+  }
+
+  // Sends a rendezvous request for msg; its block waits in c.pending.
+  int write_rendezvous(Conn &c, rocl_gid_t destination, Message *msg) {
+    if (const int rc = wait_cookie(c, msg->length); rc != ROCL_OK) return rc;
+    const int cookie = __builtin_ctzll(~c.pending_mask);
+    wire::MessageHeader h{};
+    h.magic = wire::kMagic;
+    h.version = wire::kVersion;
+    h.kind = wire::Kind::kRendezvousRequest;
+    h.source = msg->header.source;
+    h.destination = destination;
+    h.tag = msg->header.tag;
+    h.domain = msg->header.domain;
+    h.message_id = next_id_.fetch_add(1, std::memory_order_relaxed);
+    h.total_length = msg->length;
+    h.fragment_length = sizeof(wire::RendezvousBody);
+    const auto *base = static_cast<const std::byte *>(env_.pool->region_base());
+    const auto offset =
+        static_cast<std::uint64_t>(static_cast<const std::byte *>(msg->data) - base);
+    const wire::RendezvousBody body{offset, static_cast<std::uint64_t>(cookie)};
+    const std::uint64_t frame = sizeof h + pad64(sizeof body);
+    if (const int rc = wait_space(c, frame); rc != ROCL_OK) return rc;
+    c.pending[cookie] = block_of(msg);
+    c.pending_mask |= std::uint64_t{1} << cookie;
+    c.pending_bytes += msg->length;
+    pending_total_.fetch_add(1, std::memory_order_relaxed);
+    std::memcpy(c.ring + (c.head & (c.ring_bytes - 1)), &h, sizeof h);
+    copy_in(c, c.head + sizeof h, reinterpret_cast<const std::byte *>(&body), sizeof body);
+    publish(c, c.head + frame);
+    return ROCL_OK;
+  }
+
+  // Receiver: a rendezvous request becomes a stub in the destination's
+  // mailbox; the copy happens when a receive matches it (pull).
+  int take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const wire::MessageHeader &h,
+                      std::uint64_t frame) {
+    if (!s.pool_mapped || s.block != nullptr) {
+      poison(i, s, ctl,
+             s.pool_mapped ? "rendezvous request in the middle of a fragmented message"
+                           : "rendezvous request, but the sender's pool is not mapped here",
+             false);
+      return -1;
+    }
+    wire::RendezvousBody body;
+    copy_out(i, s.tail + sizeof h, reinterpret_cast<std::byte *>(&body), sizeof body);
+    consume(s, ctl, frame);
+    if (body.cookie >= 64) {
+      poison(i, s, ctl, "rendezvous cookie " + std::to_string(body.cookie) + " is not 0..63",
+             false);
+      return -1;
+    }
+    const Stub st{this, ctl, pools_[i].base, pools_[i].bytes, body.address, body.cookie, s.pid, i};
+    BlockHeader *b = env_.pool->allocate(sizeof st);
+    if (b == nullptr) {
+      hand_back(st);
+      log("shm: no pool block for a rendezvous stub from pid " + std::to_string(s.pid) +
+          "; message dropped: " + last_error());
+      return 1;
+    }
+    std::memcpy(payload_of(b), &st, sizeof st);
+    Message *m = message_in(b);
+    m->header = CoreHeader{h.source, h.tag, h.domain};
+    m->length = h.total_length;
+    m->rendezvous = true;
+    b->state.store(BlockState::kLibrary, std::memory_order_release);
+    if (env_.sink->deliver(h.destination, m) != ROCL_OK) {
+      unknown_.fetch_add(1);
+      log("shm: rendezvous message from pid " + std::to_string(s.pid) + " for an unknown resource");
+      discard(m);
+    } else {
+      delivered_.fetch_add(1);
+    }
+    return 1;
+  }
+
   void log(const std::string &s) {
     try {
       log_(s);
@@ -462,6 +748,9 @@ class ShmTransportImpl final : public ShmTransport {
     h.slot = c.slot;
     const auto proof = secret_->prove(shm::kProofLabel, ch);
     std::memcpy(h.proof, proof.data(), 32);
+    const bool pool = env_.pool != nullptr && env_.pool->region_fd() >= 0;
+    h.pool_fd = pool ? static_cast<std::uint32_t>(env_.pool->region_fd()) : ~0u;
+    h.pool_bytes = pool ? env_.pool->region_bytes() : 0;
     std::memcpy(c.ring + (c.head & (rb - 1)), &h, sizeof h);
     publish(c, c.head + sizeof h);
     // Wait for the verdict so that a refusal is reported by this send.
@@ -469,7 +758,10 @@ class ShmTransportImpl final : public ShmTransport {
         std::chrono::steady_clock::now() + std::chrono::milliseconds(shm::kHandshakeTimeoutMs);
     for (int spins = 0;; ++spins) {
       const std::uint32_t v = c.ctl->verdict.load(std::memory_order_acquire);
-      if (v == kAccepted) break;
+      if (v == kAccepted || v == kAcceptedPool) {
+        c.rendezvous = v == kAcceptedPool;
+        break;
+      }
       if (v == kRefused) {
         return fail(ROCL_EPEER, "shm: peer %.*s refused slot %u: job secret proof did not verify",
                     al, ad, c.slot);
@@ -616,8 +908,11 @@ class ShmTransportImpl final : public ShmTransport {
       hdr_->sleeping.store(1, std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_seq_cst);
       const std::uint32_t seq = hdr_->wake_seq.load(std::memory_order_acquire);
+      reap_all();
       if ((callers_poll() || poll_locked(true) == 0) && !stop_.load()) {
-        timespec ts{0, 50 * 1000 * 1000};
+        // Sleep long, unless senders' buffers wait to be reaped.
+        const long ms = pending_total_.load(std::memory_order_relaxed) != 0 ? 1 : 50;
+        timespec ts{0, ms * 1000 * 1000};
         futex(&hdr_->wake_seq, FUTEX_WAIT, seq, &ts);
       }
       hdr_->sleeping.store(0, std::memory_order_relaxed);
@@ -713,8 +1008,9 @@ class ShmTransportImpl final : public ShmTransport {
         return -1;
       }
       s.state = RxSlot::kOk;
+      s.pool_mapped = map_peer_pool(i, s.pid, h.pool_fd, h.pool_bytes);
       consume(s, ctl, sizeof h);
-      ctl->verdict.store(kAccepted, std::memory_order_release);
+      ctl->verdict.store(s.pool_mapped ? kAcceptedPool : kAccepted, std::memory_order_release);
       return 1;
     }
     wire::MessageHeader h;
@@ -728,6 +1024,7 @@ class ShmTransportImpl final : public ShmTransport {
     }
     const std::uint64_t frame = sizeof h + pad64(h.fragment_length);
     if (frame > avail) return 0;  // the sender publishes whole frames; wait for it
+    if (h.kind == wire::Kind::kRendezvousRequest) return take_rendezvous(i, s, ctl, h, frame);
     if (h.kind != wire::Kind::kEager && h.kind != wire::Kind::kFragment) {
       poison(i, s, ctl,
              std::string("frame kind ") + wire::kind_name(h.kind) + " is not used by shm", false);
@@ -813,6 +1110,9 @@ class ShmTransportImpl final : public ShmTransport {
   JobSecret::Challenge challenge_{};
   std::vector<RxSlot> rx_;             // only by the holder of rx_busy_ (as the two below)
   std::vector<std::uint32_t> active_;  // claimed slots, in index order
+  // Senders' pools by slot: written once at the handshake (before any stub
+  // of that slot exists), read by pull() on any thread, unmapped at the end.
+  std::vector<PeerPool> pools_;
   std::uint32_t seen_claims_ = 0;
   std::atomic_flag rx_busy_ = ATOMIC_FLAG_INIT;
   std::thread thread_;
@@ -821,6 +1121,7 @@ class ShmTransportImpl final : public ShmTransport {
   std::mutex peers_mu_;
   std::map<rocl_gid_t, std::shared_ptr<Conn>> peers_;
   std::atomic<std::uint64_t> next_id_{1};
+  std::atomic<std::int64_t> pending_total_{0};  // rendezvous buffers not yet reaped
 
   std::atomic<std::uint64_t> refused_{0}, poisoned_{0}, unknown_{0}, delivered_{0};
 };

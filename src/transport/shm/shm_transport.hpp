@@ -88,6 +88,9 @@ namespace shm {
 
 inline constexpr const char *kProofLabel = "rocl-shm";
 inline constexpr int kHandshakeTimeoutMs = 5000;
+// Bytes of rendezvous messages one sender keeps waiting for one receiver to
+// copy (beyond one message); above it send() waits: flow control.
+inline constexpr std::uint64_t kMaxPendingBytes = std::uint64_t{256} << 20;
 
 struct Config {
   std::uint32_t slots = 64;                           // sending end-points per inbox (<= 1024)

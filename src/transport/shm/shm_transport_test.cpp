@@ -26,10 +26,12 @@ using transport_test::make_message;
 using transport_test::RecordingSink;
 
 struct End {
-  explicit End(std::uint64_t instance, const JobSecret *secret, shm::Config cfg = {})
+  explicit End(std::uint64_t instance, const JobSecret *secret, shm::Config cfg = {},
+               std::size_t rendezvous_threshold = 0)
       : pool(PoolConfig{std::size_t{1} << 30, std::size_t{2} << 20}) {
     sink.pool = &pool;
     TransportEnv env{&sink, instance, &pool, secret};
+    env.rendezvous_threshold = rendezvous_threshold;
     t = make_shm_transport_with(env, cfg, [this](const std::string &s) {
       std::lock_guard<std::mutex> g(log_mu);
       logs.push_back(s);
@@ -216,7 +218,7 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
       static_cast<std::uint8_t *>(::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   ::close(fd);
   ASSERT_NE(seg, MAP_FAILED);
-  // Layout (shm_transport.cpp): challenge at byte 32, claims u32 at 128, SlotCtl[] of 192 B at
+  // Layout (shm_transport.cpp): challenge at byte 32, claims u32 at 128, SlotCtl[] of 256 B at
   // 4096 (owner u32 at 0, verdict u32 at 4, head u64 at 64), rings after
   // header_bytes (u64 at 24), ring_bytes at 16.
   std::uint64_t ring_bytes, header_bytes;
@@ -225,7 +227,7 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
   JobSecret::Challenge ch;
   std::memcpy(ch.data(), seg + 32, 32);
   const std::uint32_t slot = 1;
-  std::uint8_t *ctl = seg + 4096 + 192 * slot;
+  std::uint8_t *ctl = seg + 4096 + 256 * slot;
   auto *owner = reinterpret_cast<std::atomic<std::uint32_t> *>(ctl);
   auto *verdict = reinterpret_cast<std::atomic<std::uint32_t> *>(ctl + 4);
   auto *head = reinterpret_cast<std::atomic<std::uint64_t> *>(ctl + 64);
@@ -260,6 +262,102 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
   Message *m2 = make_message(a.pool, 10, 2, 11, 1);
   ASSERT_EQ(a.t->send(2, b.t->address(), 21, m2), ROCL_OK);
   ASSERT_TRUE(b.sink.wait_for(2));
+}
+
+// ---- rendezvous: large messages copied once, out of the sender's pool ----
+
+struct ShmRendezvous : ::testing::Test {
+  JobSecret secret = JobSecret::generate();
+  End a{1, &secret, {}, 32 * 1024};
+  End b{2, &secret, {}, 32 * 1024};
+
+  // Waits until a's pool has taken back every block it lent.
+  bool sender_blocks_back(std::size_t baseline) {
+    for (int i = 0; i < 800; ++i) {
+      a.pool.flush_thread_cache();
+      if (a.pool.stats().in_use_bytes <= baseline) return true;
+      // Nothing else runs here: a send reaps, and so does the transport's
+      // thread within its short sleep while buffers are lent.
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }
+};
+
+TEST_F(ShmRendezvous, LargeMessagesArePulledOnceWithChecksums) {
+  a.pool.flush_thread_cache();
+  const std::size_t baseline = a.pool.stats().in_use_bytes;
+  const std::size_t sizes[] = {32 * 1024, 100000, 1 << 20, 8 << 20, 31 * 1024};
+  std::vector<std::uint64_t> sums;
+  for (std::size_t i = 0; i < std::size(sizes); ++i) {
+    std::uint64_t sum = 0;
+    Message *m = make_message(a.pool, sizes[i], 100 + i, 11, static_cast<int>(i), &sum);
+    ASSERT_NE(m, nullptr);
+    ASSERT_EQ(a.t->send(2, b.t->address(), 21, m), ROCL_OK) << last_error();
+    sums.push_back(sum);
+  }
+  ASSERT_TRUE(b.sink.wait_for(std::size(sizes)));
+  EXPECT_EQ(b.sink.stubs_seen.load(), 4);  // all but the one under the threshold
+  const auto got = b.sink.snapshot();
+  for (std::size_t i = 0; i < std::size(sizes); ++i) {
+    EXPECT_EQ(got[i].length, sizes[i]) << i;
+    EXPECT_EQ(got[i].sum, sums[i]) << i;
+    EXPECT_EQ(got[i].tag, static_cast<int>(i));
+    EXPECT_EQ(got[i].domain, 7u);
+  }
+  EXPECT_TRUE(sender_blocks_back(baseline)) << "the sender never got its buffers back";
+}
+
+TEST_F(ShmRendezvous, DiscardedStubGivesTheSenderItsBufferBack) {
+  b.sink.keep_stubs = true;
+  a.pool.flush_thread_cache();
+  const std::size_t baseline = a.pool.stats().in_use_bytes;
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 1 << 20, 1, 11, 1)), ROCL_OK);
+  for (int i = 0; i < 400 && b.sink.stubs_seen.load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(b.sink.stubs_seen.load(), 1);
+  Message *stub = b.sink.stubs.front();
+  EXPECT_EQ(stub->length, std::size_t{1} << 20);
+  rendezvous_transport(stub)->discard(stub);
+  EXPECT_TRUE(sender_blocks_back(baseline));
+}
+
+// Flow control: a receiver that pulls nothing holds at most 64 messages (or
+// kMaxPendingBytes) of one sender; the next send waits for a pull.
+TEST_F(ShmRendezvous, SenderWaitsWhenTheReceiverPullsNothing) {
+  b.sink.keep_stubs = true;
+  for (int i = 0; i < 64; ++i) {
+    ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 64 * 1024, i, 11, 1)), ROCL_OK);
+  }
+  std::atomic<bool> sent{false};
+  std::thread late([&] {
+    EXPECT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 64 * 1024, 64, 11, 1)),
+              ROCL_OK);
+    sent = true;
+  });
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(sent.load()) << "65 messages lent at once: no flow control";
+  for (int i = 0; i < 400 && b.sink.stubs_seen.load() < 64; ++i) std::this_thread::sleep_for(5ms);
+  Message *first = nullptr;
+  {
+    std::lock_guard<std::mutex> g(b.sink.mu);
+    ASSERT_EQ(b.sink.stubs.size(), 64u);
+    first = b.sink.stubs.front();
+    b.sink.stubs.erase(b.sink.stubs.begin());
+  }
+  Message *real = nullptr;
+  ASSERT_EQ(rendezvous_transport(first)->pull(first, &real), ROCL_OK);
+  std::uint64_t seed = 0;
+  std::memcpy(&seed, real->data, 8);
+  EXPECT_EQ(seed, 0u);  // the first one sent
+  BlockHeader *rb = block_of(real);
+  std::destroy_at(real);
+  b.pool.release(rb, BlockState::kLibrary);
+  late.join();
+  EXPECT_TRUE(sent.load());
+  for (int i = 0; i < 400 && b.sink.stubs_seen.load() < 65; ++i) std::this_thread::sleep_for(5ms);
+  std::lock_guard<std::mutex> g(b.sink.mu);
+  for (Message *s : b.sink.stubs) rendezvous_transport(s)->discard(s);
+  b.sink.stubs.clear();
 }
 
 }  // namespace
