@@ -113,7 +113,7 @@ int Context::resolve(rocl_gid_t dgid, Route *route) noexcept {
       std::string address(reinterpret_cast<const char *>(addr), len);
       if (!t->reaches(address)) continue;
       route->transport = t.get();
-      route->address = std::move(address);
+      route->address = routes_.intern(std::move(address));
       routes_.store(dgid, *route);
       return ROCL_OK;
     }

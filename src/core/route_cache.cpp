@@ -18,6 +18,11 @@ void RouteCache::store(rocl_gid_t gid, const Route &route) {
   routes_[gid] = route;
 }
 
+std::string_view RouteCache::intern(std::string address) {
+  std::unique_lock lock(mutex_);
+  return *addresses_.insert(std::move(address)).first;
+}
+
 void RouteCache::forget_context(rocl_gid_t context) {
   std::unique_lock lock(mutex_);
   std::erase_if(routes_, [context](const auto &kv) { return kv.second.context == context; });

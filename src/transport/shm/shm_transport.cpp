@@ -225,6 +225,7 @@ struct RxSlot {
   BlockHeader *block = nullptr;  // message being reassembled
   wire::MessageHeader first{};
   std::uint64_t done = 0;
+  std::string name;  // "shm slot N (pid P)", for error sentences
 };
 
 class ShmTransportImpl final : public ShmTransport {
@@ -1008,6 +1009,10 @@ class ShmTransportImpl final : public ShmTransport {
         return -1;
       }
       s.state = RxSlot::kOk;
+      try {
+        s.name = "shm slot " + std::to_string(i) + " (pid " + std::to_string(s.pid) + ")";
+      } catch (...) {  // only the sentences of later errors get poorer
+      }
       s.pool_mapped = map_peer_pool(i, s.pid, h.pool_fd, h.pool_bytes);
       consume(s, ctl, sizeof h);
       ctl->verdict.store(s.pool_mapped ? kAcceptedPool : kAccepted, std::memory_order_release);
@@ -1016,9 +1021,7 @@ class ShmTransportImpl final : public ShmTransport {
     wire::MessageHeader h;
     std::byte raw[sizeof h];
     copy_out(i, s.tail, raw, sizeof raw);
-    const std::string peer =
-        "shm slot " + std::to_string(i) + " (pid " + std::to_string(s.pid) + ")";
-    if (wire::decode_header(raw, limits_, peer, &h) != ROCL_OK) {
+    if (wire::decode_header(raw, limits_, s.name, &h) != ROCL_OK) {
       poison(i, s, ctl, last_error(), false);
       return -1;
     }
