@@ -879,7 +879,10 @@ class ShmTransportImpl final : public ShmTransport {
   // Polls the rings if nobody else does (or, with wait, once the current
   // poller is done). Returns the frames handled.
   int poll_locked(bool wait) noexcept {
-    while (rx_busy_.test_and_set(std::memory_order_acquire)) {
+    // Test before test-and-set: many spinning callers must not keep
+    // writing the flag's cache line while one of them polls.
+    while (rx_busy_.test(std::memory_order_relaxed) ||
+           rx_busy_.test_and_set(std::memory_order_acquire)) {
       if (!wait) return 0;
       cpu_relax();
     }

@@ -1,5 +1,6 @@
 // The TCP transport between two end-points of one process: sizes, order,
-// concurrency, the job-secret handshake, hostile peers and a dying peer.
+// concurrency, the job-secret handshake, hostile peers, a dying peer, caller
+// progress and flow control.
 #include "transport/tcp/tcp_transport.hpp"
 #include "transport/transport_test_util.hpp"
 
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -60,11 +62,11 @@ struct LogSink {
 };
 
 struct Node {
-  Node(std::uint64_t instance, const JobSecret *secret)
+  Node(std::uint64_t instance, const JobSecret *secret, const tcp::Options &options = {})
       : pool(PoolConfig{std::size_t{1} << 30, std::size_t{2} << 20}) {
     sink.pool = &pool;
     TransportEnv env{&sink, instance, &pool, secret, ""};
-    t = make_tcp_transport_with_log(env, log.fn());
+    t = make_tcp_transport_with_log(env, log.fn(), options);
   }
   // A message of len bytes, filled from seed; block marked return_after_send.
   Message *make(std::size_t len, std::uint32_t seed, std::int32_t tag = 1) {
@@ -366,6 +368,280 @@ TEST(TcpTransport, DestroyedPeerGivesEpeerWithoutHanging) {
   sender.join();
   EXPECT_TRUE(done.load());
   EXPECT_NE(why.find("127.0.0.1"), std::string::npos) << why;
+}
+
+// ---- Caller progress -------------------------------------------------------
+
+// Polls t until sink holds n arrivals or the time is up.
+bool progress_until(TcpTransport &t, RecordingSink &sink, std::size_t n,
+                    std::chrono::milliseconds limit = 8000ms) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (sink.count() < n) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    t.progress();
+  }
+  return true;
+}
+
+// Sends seeds [from, to) from a to b's resource 5 (some large, so that frames
+// span several reads).
+void send_range(Node &a, const Node &b, std::uint32_t from, std::uint32_t to) {
+  for (std::uint32_t i = from; i < to; ++i) {
+    const std::size_t len = i % 16 == 0 ? 300 * 1024 : 64;
+    ASSERT_EQ(a.t->send(2, b.t->address(), 5, a.make(len, i)), ROCL_OK);
+  }
+}
+
+void expect_seeds_in_order(RecordingSink &sink, std::uint32_t n) {
+  const auto got = sink.snapshot();
+  ASSERT_EQ(got.size(), n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    ASSERT_EQ(static_cast<std::uint32_t>(got[i].first8), i) << "arrival " << i;
+  }
+}
+
+TEST(TcpTransport, APollingCallerReceivesWhileTheThreadStaysOffTheSockets) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret), b(2, &secret);
+  // Connect first: the handshake needs a driver on b, the test thread below.
+  send_range(a, b, 0, 1);
+  ASSERT_TRUE(b.sink.wait_for(1));
+
+  b.t->poll_begin();
+  std::this_thread::sleep_for(20ms);  // the thread, kicked out of epoll_wait, parks
+  const std::uint64_t thread_before = b.t->stats().thread_events;
+  constexpr std::uint32_t kN = 300;
+  std::thread sender([&] { send_range(a, b, 1, kN); });
+  EXPECT_TRUE(progress_until(*b.t, b.sink, kN));
+  sender.join();
+  EXPECT_EQ(b.t->stats().thread_events, thread_before) << "the thread touched the sockets";
+  EXPECT_GT(b.t->stats().caller_events, 0u);
+
+  // Hand back before sleeping: the thread takes over, nobody calls progress().
+  b.t->poll_end(true);
+  send_range(a, b, kN, 2 * kN);
+  ASSERT_TRUE(b.sink.wait_for(2 * kN));
+  EXPECT_GT(b.t->stats().thread_events, thread_before);
+  expect_seeds_in_order(b.sink, 2 * kN);
+}
+
+TEST(TcpTransport, LazyHandBackStillDelivers) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret), b(2, &secret);
+  send_range(a, b, 0, 1);
+  ASSERT_TRUE(b.sink.wait_for(1));
+  for (std::uint32_t round = 1; round < 50; ++round) {
+    b.t->poll_begin();
+    std::thread sender([&] { send_range(a, b, round * 2 - 1, round * 2); });
+    EXPECT_TRUE(progress_until(*b.t, b.sink, round * 2));
+    sender.join();
+    b.t->poll_end(false);  // the thread resumes within kParkMs, unwoken
+    send_range(a, b, round * 2, round * 2 + 1);
+    ASSERT_TRUE(b.sink.wait_for(round * 2 + 1)) << "round " << round;
+  }
+  expect_seeds_in_order(b.sink, 99);
+}
+
+// Threads that drive a transport until `done`; joined on destruction (also
+// when an assertion returns early).
+struct Drivers {
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  ~Drivers() {
+    done = true;
+    for (auto &t : threads) t.join();
+  }
+};
+
+TEST(TcpTransport, ConcurrentProgressDeliversEachMessageOnceInOrder) {
+  const JobSecret secret = JobSecret::generate();
+  Node a1(1, &secret), a2(3, &secret), b(2, &secret);
+  constexpr std::uint32_t kSenders = 4, kPerSender = 1500;
+  std::vector<std::vector<std::uint64_t>> sums(kSenders, std::vector<std::uint64_t>(kPerSender));
+  Drivers drivers;
+  // One caller calls progress() bare; two run poll_begin/progress/poll_end
+  // cycles, ending awake or about to sleep in turn. The thread drives too.
+  drivers.threads.emplace_back([&] {
+    while (!drivers.done) b.t->progress();
+  });
+  for (int k = 0; k < 2; ++k) {
+    drivers.threads.emplace_back([&, k] {
+      for (unsigned cycle = 0; !drivers.done; ++cycle) {
+        b.t->poll_begin();
+        for (int i = 0; i < 200; ++i) b.t->progress();
+        b.t->poll_end((cycle + k) % 2 == 0);
+      }
+    });
+  }
+  std::vector<std::thread> senders;
+  for (std::uint32_t s = 0; s < kSenders; ++s) {
+    senders.emplace_back([&, s] {
+      Node &a = s < 2 ? a1 : a2;
+      for (std::uint32_t i = 0; i < kPerSender; ++i) {
+        const std::size_t len = i % 64 == 0 ? 256 * 1024 : 16 + i % 200;
+        Message *m = a.make(len, s << 24 | i, static_cast<std::int32_t>(s));
+        sums[s][i] = checksum(m->data, m->length);
+        ASSERT_EQ(a.t->send(2, b.t->address(), 5, m), ROCL_OK);
+      }
+    });
+  }
+  for (auto &t : senders) t.join();
+  ASSERT_TRUE(b.sink.wait_for(kSenders * kPerSender, 30000ms));
+  std::this_thread::sleep_for(20ms);  // a duplicate would show up now
+  const auto got = b.sink.snapshot();
+  ASSERT_EQ(got.size(), kSenders * kPerSender);
+  std::uint32_t next[kSenders] = {};
+  for (const Arrival &x : got) {
+    const auto v = static_cast<std::uint32_t>(x.first8);
+    const std::uint32_t s = v >> 24;
+    ASSERT_LT(s, kSenders);
+    ASSERT_EQ(x.tag, static_cast<std::int32_t>(s));
+    ASSERT_EQ(v & 0xffffff, next[s]) << "sender " << s;
+    ASSERT_EQ(x.sum, sums[s][next[s]]) << "sender " << s << " message " << next[s];
+    ++next[s];
+  }
+  EXPECT_GT(b.t->stats().caller_events, 0u);
+  EXPECT_EQ(b.t->stats().dropped_connections, 0u);
+}
+
+// ---- Flow control ----------------------------------------------------------
+
+// A slow application: arrivals are held, and drain() releases them one at a
+// time after a delay, recording each (checksum taken at release, so a block
+// overwritten while held would show).
+struct SlowSink : MessageSink {
+  BufferPool *pool = nullptr;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Message *> held;
+  std::vector<Arrival> got;
+
+  int deliver(rocl_gid_t destination, Message *msg) noexcept override {
+    std::lock_guard lock(mu);
+    held.push_back(msg);
+    got.push_back(Arrival{destination, 0, 0, 0, 0, 0, 0});  // completed at release
+    cv.notify_all();
+    return ROCL_OK;
+  }
+
+  // Releases arrivals until n were released or the time is up.
+  bool drain(std::size_t n, std::chrono::microseconds delay, std::chrono::milliseconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    for (std::size_t i = 0; i < n; ++i) {
+      Message *m = nullptr;
+      {
+        std::unique_lock lock(mu);
+        if (!cv.wait_until(lock, end, [&] { return !held.empty(); })) return false;
+        m = held.front();
+        held.pop_front();
+      }
+      std::this_thread::sleep_for(delay);
+      Arrival a{0, 0, 0, 0, m->length, checksum(m->data, m->length), 0};
+      std::memcpy(&a.first8, m->data, std::min<std::size_t>(8, m->length));
+      BlockHeader *b = block_of(m);
+      std::destroy_at(m);
+      pool->release(b, BlockState::kLibrary);
+      std::lock_guard lock(mu);
+      a.destination = got[i].destination;
+      got[i] = a;
+    }
+    return true;
+  }
+
+  std::size_t count() {
+    std::lock_guard lock(mu);
+    return got.size();
+  }
+};
+
+// A receiver with a pool of cap_bytes and a SlowSink.
+struct SlowNode {
+  SlowNode(std::uint64_t instance, const JobSecret *secret, std::size_t cap_bytes)
+      : pool(PoolConfig{cap_bytes, std::size_t{64} << 10}) {
+    sink.pool = &pool;
+    t = make_tcp_transport_with_log(TransportEnv{&sink, instance, &pool, secret, ""}, log.fn());
+  }
+  BufferPool pool;
+  SlowSink sink;
+  LogSink log;
+  std::unique_ptr<TcpTransport> t;
+};
+
+std::size_t count_lines(LogSink &log, const std::string &part) {
+  std::lock_guard lock(log.mu);
+  std::size_t n = 0;
+  for (auto &l : log.lines) n += l.find(part) != std::string::npos;
+  return n;
+}
+
+TEST(TcpTransport, SlowReceiverPausesReadingAndTheSendQueueStaysBounded) {
+  const JobSecret secret = JobSecret::generate();
+  constexpr std::size_t kBound = std::size_t{3} << 20;
+  Node a(1, &secret, tcp::Options{kBound});
+  SlowNode b(2, &secret, std::size_t{4} << 20);  // two blocks for 1 MiB messages
+  constexpr std::uint32_t kN = 64;
+  constexpr std::size_t kLen = std::size_t{1} << 20;
+  std::vector<std::uint64_t> sums(kN);
+  std::thread sender([&] {
+    for (std::uint32_t i = 0; i < kN; ++i) {
+      Message *m = a.make(kLen, i);
+      sums[i] = checksum(m->data, m->length);
+      ASSERT_EQ(a.t->send(2, b.t->address(), 5, m), ROCL_OK);
+    }
+  });
+  // Let the backlog build up: reading pauses, the socket buffers and the
+  // sender's queue fill, send() waits.
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (a.t->stats().send_waits == 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(b.sink.drain(kN, 2ms, 60000ms));
+  sender.join();
+  std::this_thread::sleep_for(20ms);  // a duplicate would show up now
+  ASSERT_EQ(b.sink.count(), kN);
+  for (std::uint32_t i = 0; i < kN; ++i) {
+    EXPECT_EQ(b.sink.got[i].length, kLen);
+    EXPECT_EQ(static_cast<std::uint32_t>(b.sink.got[i].first8), i);
+    EXPECT_EQ(b.sink.got[i].sum, sums[i]) << "message " << i;
+  }
+  const tcp::Stats as = a.t->stats(), bs = b.t->stats();
+  EXPECT_GT(as.send_waits, 0u);
+  EXPECT_GT(as.peak_queued_bytes, 0u);
+  EXPECT_LE(as.peak_queued_bytes, kBound);
+  EXPECT_EQ(as.failed_sends, 0u);
+  EXPECT_GT(bs.paused_reads, 0u);
+  EXPECT_EQ(bs.dropped_connections, 0u);
+  EXPECT_EQ(count_lines(b.log, "reading from it paused"), 1u);
+  EXPECT_EQ(b.pool.stats().in_use_buffers, 0u);
+}
+
+TEST(TcpTransport, SendWaitingForRoomGetsEpeerWhenThePeerDies) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, tcp::Options{std::size_t{2} << 20});
+  auto b = std::make_unique<SlowNode>(2, &secret, std::size_t{4} << 20);  // never drained
+  const std::string addr = b->t->address();
+  int rc = ROCL_OK;
+  std::string why;
+  std::thread sender([&] {
+    for (std::uint32_t i = 0; rc == ROCL_OK && i < 1000; ++i) {
+      Message *m = a.make(std::size_t{1} << 20, i);
+      rc = a.t->send(2, addr, 5, m);
+      if (rc != ROCL_OK) {
+        why = last_error();
+        a.pool.release(block_of(m), BlockState::kLibrary);  // the caller kept it
+      }
+    }
+  });
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (a.t->stats().send_waits == 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(1ms);
+  }
+  std::this_thread::sleep_for(50ms);  // the sender is now stuck waiting for room
+  EXPECT_GT(b->t->stats().paused_reads, 0u);
+  b.reset();
+  sender.join();
+  EXPECT_EQ(rc, ROCL_EPEER);
+  EXPECT_NE(why.find(addr.substr(4)), std::string::npos) << why;
 }
 
 }  // namespace
