@@ -65,7 +65,10 @@ class Transport {
   // returns it to the pool after transmission if the block is marked
   // return_after_send, otherwise sets its send_status to kSent/kFailed.
   // On failure (negative code) the caller keeps msg and nothing was sent.
-  // Thread safe; never blocks for long: a busy link queues the message.
+  // Thread safe. A busy link queues the message, but what one sender may
+  // queue or lend to one receiver is bounded (flow control): beyond it
+  // send() waits until the receiver has taken enough, and returns
+  // ROCL_EPEER naming the peer if the peer dies meanwhile.
   virtual int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
                    Message *msg) noexcept = 0;
 
