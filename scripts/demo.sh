@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Quick start, command 1: sets up, builds and runs the demo.
+# Quick start, command 1: sets up, builds and runs the demo: two processes
+# of rocl-demo under roclrun, each with worker threads that find each other
+# and exchange messages; a table of figures ends it. Arguments go to
+# rocl-demo (--threads N, --quick); build/examples/rocl-demo alone runs the
+# threads of one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
-exec build/examples/rocl-demo "$@"
+exec build/tools/roclrun/roclrun --timeout 60 -n 2 build/examples/rocl-demo "$@"
