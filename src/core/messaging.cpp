@@ -23,6 +23,30 @@ namespace {
 unsigned long long ull(rocl_gid_t g) {
   return static_cast<unsigned long long>(g);
 }
+
+enum class Recheck { kSame, kGone, kUnsure };
+
+// Whether resource dgid, cached as a resource of `context`, still is one:
+// one directory query (a context's addresses never change while it lives,
+// and its resources leave the directory with it).
+Recheck recheck(Directory &directory, rocl_gid_t dgid, rocl_gid_t context) noexcept {
+  try {
+    rocl_gid_t gid = dgid;
+    AttrList ask(256);
+    ask.add_unspecified(kContextAttr, sizeof(rocl_gid_t));
+    const int rc = directory.query(&gid, ask);
+    if (rc == ROCL_ENOTFOUND) return Recheck::kGone;
+    if (rc != ROCL_OK) return Recheck::kUnsure;
+    std::size_t len = 0;
+    const std::byte *ctx = ask.get(kContextAttr, &len);
+    rocl_gid_t now = ROCL_NULL_GID;
+    if (ctx == nullptr || len != sizeof now) return Recheck::kUnsure;
+    std::memcpy(&now, ctx, sizeof now);
+    return now == context ? Recheck::kSame : Recheck::kUnsure;
+  } catch (const std::bad_alloc &) {
+    return Recheck::kUnsure;
+  }
+}
 }  // namespace
 
 int Context::prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept {
@@ -83,6 +107,9 @@ int Context::route(rocl_gid_t dgid, Message *msg) noexcept {
 }
 
 int Context::resolve(rocl_gid_t dgid, Route *route) noexcept {
+  // Read before asking: if anything leaves the directory meanwhile, the
+  // route stored below is already stale and will be asked for again.
+  const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
   try {
     rocl_gid_t gid = dgid;
     AttrList ask(256);
@@ -114,7 +141,7 @@ int Context::resolve(rocl_gid_t dgid, Route *route) noexcept {
       if (!t->reaches(address)) continue;
       route->transport = t.get();
       route->address = routes_.intern(std::move(address));
-      routes_.store(dgid, *route);
+      routes_.store(dgid, *route, epoch);
       return ROCL_OK;
     }
   } catch (const std::bad_alloc &) {
@@ -127,14 +154,38 @@ int Context::resolve(rocl_gid_t dgid, Route *route) noexcept {
 }
 
 int Context::route_remote(rocl_gid_t dgid, Message *msg) noexcept {
+  // A route cached before the directory's latest removal (the removal epoch,
+  // one load of a line that changes only on removals) is not trusted: the
+  // resource may be the one deleted, so rocl_delete's "later sends fail with
+  // ROCL_EBADGID" holds across processes too. Read before asking again.
+  const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
   Route route;
-  bool cached = routes_.find(dgid, &route);
+  RouteCache::Lookup found = routes_.lookup(dgid, epoch, &route);
+  if (found == RouteCache::Lookup::kStale) {
+    switch (recheck(*directory_, dgid, route.context)) {
+      case Recheck::kSame:  // still there: the same route, under the new epoch
+        routes_.store(dgid, route, epoch);
+        found = RouteCache::Lookup::kHit;
+        break;
+      case Recheck::kGone:
+        routes_.forget(dgid);
+        return fail(ROCL_EBADGID, "rocl_send: destination gid %#llx is not a registered resource",
+                    ull(dgid));
+      case Recheck::kUnsure:  // the directory failed, or the answer changed: from scratch
+        break;
+    }
+  }
+  const bool cached = found == RouteCache::Lookup::kHit;
   if (!cached) {
-    if (int rc = resolve(dgid, &route); rc != ROCL_OK) return rc;
+    if (int rc = resolve(dgid, &route); rc != ROCL_OK) {
+      routes_.forget(dgid);  // a stale entry of a resource that is gone
+      return rc;
+    }
   }
   int rc = route.transport->send(route.context, route.address, dgid, msg);
   if (rc == ROCL_OK || !cached) return rc;
-  // The cache may be stale (the peer went away, the resource moved): ask
+  // The cache may be stale although no removal was seen (the directory has
+  // no epoch, or the peer died and its connection is not closed yet): ask
   // the directory once more.
   routes_.forget_context(route.context);
   if (int rc2 = resolve(dgid, &route); rc2 != ROCL_OK) return rc2;

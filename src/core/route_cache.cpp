@@ -5,17 +5,24 @@
 
 namespace rocl::impl {
 
-bool RouteCache::find(rocl_gid_t gid, Route *out) const {
+RouteCache::Lookup RouteCache::lookup(rocl_gid_t gid, std::uint64_t epoch, Route *out) const {
   std::shared_lock lock(mutex_);
   auto it = routes_.find(gid);
-  if (it == routes_.end()) return false;
-  *out = it->second;
-  return true;
+  if (it == routes_.end()) return Lookup::kMiss;
+  *out = it->second.route;
+  return it->second.epoch == epoch ? Lookup::kHit : Lookup::kStale;
 }
 
-void RouteCache::store(rocl_gid_t gid, const Route &route) {
+void RouteCache::store(rocl_gid_t gid, const Route &route, std::uint64_t epoch) {
   std::unique_lock lock(mutex_);
-  routes_[gid] = route;
+  auto [it, added] = routes_.try_emplace(gid, Entry{route, epoch});
+  // Of two senders resolving at once, the one that asked later wins.
+  if (!added && it->second.epoch <= epoch) it->second = Entry{route, epoch};
+}
+
+void RouteCache::forget(rocl_gid_t gid) {
+  std::unique_lock lock(mutex_);
+  routes_.erase(gid);
 }
 
 std::string_view RouteCache::intern(std::string address) {
@@ -25,7 +32,7 @@ std::string_view RouteCache::intern(std::string address) {
 
 void RouteCache::forget_context(rocl_gid_t context) {
   std::unique_lock lock(mutex_);
-  std::erase_if(routes_, [context](const auto &kv) { return kv.second.context == context; });
+  std::erase_if(routes_, [context](const auto &kv) { return kv.second.route.context == context; });
 }
 
 }  // namespace rocl::impl

@@ -1,10 +1,19 @@
 // route_cache.hpp - RoCL's two caches (section 4.1): resource -> context
 // and context -> (transport, address), so that a send to a resource of
-// another process asks the directory only the first time. Entries go stale
-// when a process exits; the sender drops them on a transport error and asks
-// again once.
+// another process asks the directory only the first time.
+//
+// Staleness: each entry keeps the directory's removal epoch (directory.hpp)
+// read before the directory was asked. Once the epoch has moved on (a
+// resource was deleted, a process exited or died, anywhere in the job), the
+// entry is stale, not a hit: the sender asks the directory again, which
+// either answers "not found" (rocl_send's ROCL_EBADGID) or confirms the
+// route, stored again with the new epoch. A directory without an epoch (0
+// always) leaves only the transport error: the sender drops the context's
+// routes and asks again once.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -25,9 +34,30 @@ struct Route {
 
 class RouteCache {
  public:
-  // The cached route to resource gid, if any.
-  bool find(rocl_gid_t gid, Route *out) const;
-  void store(rocl_gid_t gid, const Route &route);
+  // The value of a removal epoch now (0 without one): read it before asking
+  // the directory, and to look routes up.
+  static std::uint64_t epoch_now(const std::atomic<std::uint64_t> *epoch) noexcept {
+    return epoch != nullptr ? epoch->load(std::memory_order_acquire) : 0;
+  }
+
+  enum class Lookup {
+    kHit,    // *out is the route
+    kStale,  // *out is the route cached before the latest removal: check it
+    kMiss,   // nothing cached
+  };
+  // The cached route to resource gid, and whether it was stored at removal
+  // epoch `epoch` (kHit) or before (kStale: something left the directory
+  // since, maybe gid).
+  Lookup lookup(rocl_gid_t gid, std::uint64_t epoch, Route *out) const;
+  // lookup() == kHit.
+  bool find(rocl_gid_t gid, std::uint64_t epoch, Route *out) const {
+    return lookup(gid, epoch, out) == Lookup::kHit;
+  }
+  // Caches the route the directory gave when its removal epoch was `epoch`
+  // (read before asking it).
+  void store(rocl_gid_t gid, const Route &route, std::uint64_t epoch);
+  // Forgets the route to gid (the resource is gone).
+  void forget(rocl_gid_t gid);
   // A copy of address that lives as long as the cache, so that a route is
   // copied on every send without allocating. Addresses are few (one per
   // peer context and transport) and kept.
@@ -36,8 +66,12 @@ class RouteCache {
   void forget_context(rocl_gid_t context);
 
  private:
+  struct Entry {
+    Route route;
+    std::uint64_t epoch;
+  };
   mutable std::shared_mutex mutex_;
-  std::unordered_map<rocl_gid_t, Route> routes_;
+  std::unordered_map<rocl_gid_t, Entry> routes_;
   std::unordered_set<std::string> addresses_;  // node-based: stable storage
 };
 

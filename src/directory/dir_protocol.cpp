@@ -26,7 +26,7 @@ T get(const std::byte *p) {
 }
 
 std::string format(const char *fmt, unsigned long long a, unsigned long long b = 0) {
-  char buf[160];
+  char buf[256];
   std::snprintf(buf, sizeof buf, fmt, a, b);
   return buf;
 }
@@ -112,7 +112,11 @@ int decode_header(std::span<const std::byte> bytes, Header *out, std::string *wh
     return ROCL_EINVAL;
   }
   if (h.version != kVersion) {
-    *what = format("protocol version %llu (expected %llu)", h.version, kVersion);
+    *what = format(
+        "directory protocol version %llu, but this side speaks version %llu (the rocl "
+        "library and the directory server, rocld or roclrun, must come from the same rocl "
+        "release)",
+        h.version, kVersion);
     return ROCL_EINVAL;
   }
   if (h.op == 0 || h.op > kMaxOp) {
@@ -217,6 +221,10 @@ int check_reply(Op request, const Message &m, AttrList *attrs, std::string *sent
   }
   switch (request) {
     case Op::kProve:
+      if ((m.header.aux & ~kEpochPageAttached) != 0) {
+        *what = format("a REPLY to PROVE with unknown flags 0x%llx", m.header.aux);
+        return ROCL_EINVAL;
+      }
       return expect_len("REPLY to PROVE", m.body, kProofBytes, what);
     case Op::kQuery:
     case Op::kQueryNext:

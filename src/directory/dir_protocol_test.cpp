@@ -30,7 +30,8 @@ TEST(DirProtocol, HeaderRoundTripIsLittleEndian) {
   std::byte raw[kHeaderBytes];
   encode_header(h, raw);
   EXPECT_EQ(std::memcmp(raw, "RDIR", 4), 0);
-  EXPECT_EQ(raw[4], std::byte{1});
+  EXPECT_EQ(raw[4], std::byte{kVersion});
+  EXPECT_EQ(kVersion, 2) << "version 2: the removal epoch page comes with the handshake";
   Header back;
   std::string what;
   ASSERT_EQ(decode_header(raw, &back, &what), ROCL_OK) << what;
@@ -78,9 +79,12 @@ TEST(DirProtocol, BadHeadersAreRejectedBeforeTheBody) {
   EXPECT_NE(what.find("magic"), std::string::npos) << what;
 
   bad = msg;
-  bad[4] = std::byte{2};
+  bad[4] = std::byte{1};  // version 1: no removal epoch page
   EXPECT_EQ(parse_message(bad, &m, &used, &what), ROCL_EINVAL);
-  EXPECT_NE(what.find("version 2"), std::string::npos) << what;
+  EXPECT_NE(what.find("version 1, but this side speaks version 2"), std::string::npos) << what;
+  bad[4] = std::byte{3};
+  EXPECT_EQ(parse_message(bad, &m, &used, &what), ROCL_EINVAL);
+  EXPECT_NE(what.find("version 3"), std::string::npos) << what;
 
   for (std::uint16_t op : {0, 11, 0xffff}) {
     bad = msg;
@@ -166,6 +170,18 @@ TEST(DirProtocol, RepliesAreChecked) {
   msg = encode_message(Op::kHello, 0, 0, 0, {});
   ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
   EXPECT_EQ(check_reply(Op::kRemove, m, &attrs, &sentence, &what), ROCL_EINVAL);
+  // The reply to PROVE: a 32-byte proof; aux may flag the removal epoch page
+  // and nothing else.
+  const std::vector<std::byte> proof(kProofBytes);
+  for (std::uint64_t aux : {std::uint64_t{0}, kEpochPageAttached}) {
+    msg = encode_message(Op::kReply, 0, 0, aux, proof);
+    ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+    EXPECT_EQ(check_reply(Op::kProve, m, &attrs, &sentence, &what), ROCL_OK) << aux << what;
+  }
+  msg = encode_message(Op::kReply, 0, 0, 2, proof);
+  ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+  EXPECT_EQ(check_reply(Op::kProve, m, &attrs, &sentence, &what), ROCL_EINVAL);
+  EXPECT_NE(what.find("unknown flags 0x2"), std::string::npos) << what;
 }
 
 TEST(DirProtocol, RandomBytesNeverCrashAndAreMostlyRejected) {

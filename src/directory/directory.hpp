@@ -22,8 +22,20 @@
 // context that registered it, 8 bytes in native byte order. A context is
 // registered with context == ROCL_NULL_GID: its "context" attribute is then
 // its own gid. The name is reserved: registering a list that has it fails.
+//
+// ---- The removal epoch ----------------------------------------------------------
+//
+// A directory may count removals: a 64-bit counter that grows (release)
+// whenever resources leave it (remove, remove_context, a node server's
+// client connection closing), after they left and before the call that
+// removed them returns. Whoever caches what the directory said (the route
+// cache, RoCL section 4.1) keeps the value read before asking; while the
+// counter still has that value nothing has left the directory since, so the
+// answer still holds. One load, no call: removal_epoch() is not virtual and
+// points at memory (the node server's page is shared with its clients).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -98,6 +110,20 @@ class Directory {
   // context's own resource included (cleanup when a context goes away).
   // Returns how many were removed (>= 0), or ROCL_EINVAL for ROCL_NULL_GID.
   virtual int remove_context(rocl_gid_t context) = 0;
+
+  // The removal counter (above), valid as long as this Directory; nullptr
+  // when this directory has none (a node server that could not share one):
+  // then cached answers can only be found stale by using them.
+  const std::atomic<std::uint64_t> *removal_epoch() const noexcept { return removal_epoch_; }
+
+ protected:
+  // Set once, by the implementation's constructor (or connect).
+  void set_removal_epoch(const std::atomic<std::uint64_t> *epoch) noexcept {
+    removal_epoch_ = epoch;
+  }
+
+ private:
+  const std::atomic<std::uint64_t> *removal_epoch_ = nullptr;
 };
 
 // The in-process directory (local_directory.hpp): one server issuing gids of

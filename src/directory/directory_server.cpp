@@ -35,6 +35,24 @@ constexpr std::size_t kMaxInput = dirproto::kHeaderBytes + dirproto::kMaxBody + 
 constexpr std::size_t kMaxOutput = std::size_t{4} << 20;
 constexpr std::size_t kMaxCursors = 256;
 constexpr std::size_t kMaxConnections = 1024;
+constexpr std::size_t kNoFd = static_cast<std::size_t>(-1);
+
+// send() of buf with fd attached as SCM_RIGHTS (to the first byte).
+ssize_t send_with_fd(int sock, const std::byte *buf, std::size_t len, int fd) {
+  iovec iov{const_cast<std::byte *>(buf), len};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control;
+  mh.msg_controllen = sizeof control;
+  cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+  cm->cmsg_level = SOL_SOCKET;
+  cm->cmsg_type = SCM_RIGHTS;
+  cm->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cm), &fd, sizeof fd);
+  return ::sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
 
 struct Conn {
   int fd = -1;
@@ -48,6 +66,9 @@ struct Conn {
   std::set<rocl_gid_t> contexts;  // registered through this connection
   std::map<std::uint64_t, std::unique_ptr<QueryCursor>> cursors;
   std::uint64_t next_cursor = 1;
+  // Offset in out of the message that carries the epoch page's descriptor
+  // (the reply to PROVE), until it went out; kNoFd otherwise.
+  std::size_t fd_at = kNoFd;
 
   std::size_t pending() const { return out.size() - out_off; }
 };
@@ -107,11 +128,28 @@ struct DirectoryServer::Loop {
 
   void reply_error(Conn &c, int code) { queue(c, dirproto::encode_error(code, last_error())); }
 
+  // Resources left the directory: the removal epoch moves on, before the
+  // reply that says so is queued (a client that has the reply sees it).
+  void count_removal() {
+    if (srv->epoch_) {
+      srv->epoch_->bump();
+    }
+  }
+
   // Writes what it can. false if the connection failed (and was closed).
   bool flush(Conn &c) {
     while (c.pending() > 0) {
-      const ssize_t n =
-          ::send(c.fd, c.out.data() + c.out_off, c.pending(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t n;
+      if (c.fd_at != kNoFd && c.out_off >= c.fd_at) {
+        // The reply to PROVE: the page's descriptor rides on its first byte.
+        n = send_with_fd(c.fd, c.out.data() + c.out_off, c.pending(), srv->epoch_->fd());
+        if (n > 0) {
+          c.fd_at = kNoFd;
+        }
+      } else {
+        const std::size_t len = c.fd_at != kNoFd ? c.fd_at - c.out_off : c.pending();
+        n = ::send(c.fd, c.out.data() + c.out_off, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+      }
       if (n < 0) {
         if (errno == EINTR) {
           continue;
@@ -144,6 +182,7 @@ struct DirectoryServer::Loop {
       removed += n > 0 ? static_cast<std::size_t>(n) : 0;
     }
     if (removed > 0) {
+      count_removal();
       log("directory: client " + std::to_string(c.pid) + " disconnected; removed " +
           std::to_string(removed) + " resources of its " + std::to_string(c.contexts.size()) +
           " contexts");
@@ -244,7 +283,13 @@ struct DirectoryServer::Loop {
           dirproto::kServerProveLabel,
           std::span(reinterpret_cast<const std::uint8_t *>(m.body.data()) + proof.size(),
                     dirproto::kChallengeBytes));
-      reply(c, ROCL_OK, 0, 0, std::as_bytes(std::span(mine)));
+      if (srv->epoch_) {
+        // flush() attaches the page's descriptor to this reply's first byte.
+        reply(c, ROCL_OK, 0, dirproto::kEpochPageAttached, std::as_bytes(std::span(mine)));
+        c.fd_at = c.out.size() - dirproto::kHeaderBytes - mine.size();
+      } else {
+        reply(c, ROCL_OK, 0, 0, std::as_bytes(std::span(mine)));
+      }
       return true;
     }
     AttrList attrs(1);
@@ -282,7 +327,12 @@ struct DirectoryServer::Loop {
       }
       case Op::kRemove: {
         const int r = dir.remove(m.header.gid);
-        r < 0 ? reply_error(c, r) : reply(c, ROCL_OK, 0, 0);
+        if (r < 0) {
+          reply_error(c, r);
+          break;
+        }
+        count_removal();
+        reply(c, ROCL_OK, 0, 0);
         break;
       }
       case Op::kQuery: {
@@ -338,6 +388,9 @@ struct DirectoryServer::Loop {
           break;
         }
         c.contexts.erase(m.header.gid);
+        if (r > 0) {
+          count_removal();
+        }
         reply(c, ROCL_OK, static_cast<std::uint64_t>(r), 0);
         break;
       }
@@ -423,6 +476,10 @@ std::size_t DirectoryServer::resources() const {
   return dir_ ? dir_->size() : 0;
 }
 
+const std::atomic<std::uint64_t> *DirectoryServer::removal_epoch() const noexcept {
+  return epoch_ ? &epoch_->counter() : nullptr;
+}
+
 int DirectoryServer::start() {
   if (started_) {
     return fail(ROCL_EBUSY, "directory server on %s: already started", path_.c_str());
@@ -500,6 +557,20 @@ int DirectoryServer::start() {
   }
   if (!dir_) {
     dir_ = std::make_unique<LocalDirectory>(server_id_);
+  }
+  if (!epoch_tried_) {
+    epoch_tried_ = true;
+    std::string why;
+    epoch_ = EpochPage::create(&why);
+    if (!epoch_ && log_) {
+      log_("directory: no removal epoch page (" + why +
+           "); clients will find routes they cached to removed resources stale only when a "
+           "send over them fails");
+    } else if (epoch_ && !epoch_->write_sealed() && log_) {
+      log_(
+          "directory: this kernel has no F_SEAL_FUTURE_WRITE; clients could map the removal "
+          "epoch page writable");
+    }
   }
   listen_fd_ = fd;
   wake_fd_ = wake;

@@ -11,6 +11,12 @@
 //    <what>") and dropped; the other connections are not affected.
 //  - One thread runs an epoll loop over non-blocking sockets; input and
 //    output buffers of a connection are bounded.
+//  - Removals are counted in a shared page (the removal epoch,
+//    dir_protocol.hpp): every REMOVE or REMOVE_CONTEXT that removed
+//    something, and every closed connection that took resources along, adds
+//    1 before the reply. The page's descriptor goes to each client with the
+//    reply to PROVE (SCM_RIGHTS). If the page cannot be made, start() logs it
+//    and clients are told there is none.
 #pragma once
 
 #include <atomic>
@@ -22,6 +28,7 @@
 #include <thread>
 
 #include "directory/local_directory.hpp"
+#include "directory/removal_epoch.hpp"
 #include "security/job_secret.hpp"
 
 namespace rocl::impl {
@@ -51,6 +58,9 @@ class DirectoryServer {
 
   // Number of resources registered now.
   std::size_t resources() const;
+  // The removal counter clients see, nullptr before start() or when the
+  // page could not be made.
+  const std::atomic<std::uint64_t> *removal_epoch() const noexcept;
   const std::string &socket_path() const { return path_; }
 
  private:
@@ -62,6 +72,8 @@ class DirectoryServer {
   std::uint16_t server_id_;
   LogFn log_;
   std::unique_ptr<LocalDirectory> dir_;
+  std::unique_ptr<EpochPage> epoch_;  // made by start(), kept across stop()
+  bool epoch_tried_ = false;
   std::unique_ptr<Loop> loop_;
   std::thread thread_;
   int listen_fd_ = -1;

@@ -1,18 +1,23 @@
 // directory_server_test.cpp - the node directory server against processes
 // and raw sockets: a forked process SIGKILLed loses its resources, garbage
-// and unproven requests are dropped without hurting other clients, and the
-// socket file's life (stale file replaced, busy path refused, stop unlinks).
+// and unproven requests are dropped without hurting other clients, the
+// removal epoch page (passed with the handshake, sealed, counting removals
+// before their replies), and the socket file's life (stale file replaced,
+// busy path refused, stop unlinks).
 #include "directory/directory_server.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -197,12 +202,20 @@ TEST_F(ServerTest, KilledProcessResourcesVanish) {
   ASSERT_TRUE(registered);
   EXPECT_EQ(server_->resources(), 6u);
 
+  // The removal epoch as this client sees it (its own read-only mapping).
+  const std::atomic<std::uint64_t> *epoch = mine->removal_epoch();
+  ASSERT_NE(epoch, nullptr);
+  const std::uint64_t e0 = epoch->load();
+
   const auto killed = Clock::now();
   ASSERT_EQ(kill(child, SIGKILL), 0);
-  while (server_->resources() != 1 && Clock::now() - killed < std::chrono::seconds(5)) {
+  while (epoch->load(std::memory_order_acquire) == e0 &&
+         Clock::now() - killed < std::chrono::seconds(5)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   const auto took = Clock::now() - killed;
+  // Counted once, after the dead process's resources left the directory.
+  EXPECT_EQ(epoch->load(), e0 + 1);
   EXPECT_EQ(server_->resources(), 1u);
   EXPECT_LT(took, std::chrono::seconds(5));
   int status = 0;
@@ -292,6 +305,107 @@ TEST_F(ServerTest, GarbageIsDroppedOthersKeepWorking) {
   EXPECT_EQ(good->query(&gid, q), ROCL_OK) << last_error();
   EXPECT_EQ(gid, static_cast<rocl_gid_t>(ctx));
   EXPECT_EQ(server_->resources(), 1u);
+}
+
+// The reply to PROVE carries the removal epoch page as SCM_RIGHTS; the page
+// is sealed (no shrinking, growing or writable mapping for clients) and
+// counts REMOVEs before replying to them.
+TEST_F(ServerTest, EpochPageComesWithTheHandshakeReadOnly) {
+  start_server();
+  const int fd = raw_connect(path_);
+  ASSERT_GE(fd, 0);
+  std::byte hello[dirproto::kHeaderBytes + dirproto::kChallengeBytes];
+  ASSERT_TRUE(read_exact(fd, hello, sizeof hello));
+  const auto proof = secret_.prove(
+      dirproto::kProveLabel, std::span(reinterpret_cast<const std::uint8_t *>(hello) + 32, 32));
+  std::vector<std::byte> body(64);
+  std::memcpy(body.data(), proof.data(), 32);
+  auto msg = dirproto::encode_message(dirproto::Op::kProve, 0, 0, 0, body);
+  ASSERT_EQ(write(fd, msg.data(), msg.size()), static_cast<ssize_t>(msg.size()));
+
+  std::byte reply[dirproto::kHeaderBytes + dirproto::kProofBytes];
+  iovec iov{reply, sizeof reply};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = control;
+  mh.msg_controllen = sizeof control;
+  const ssize_t got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+  ASSERT_EQ(got, static_cast<ssize_t>(sizeof reply));
+  dirproto::Header h;
+  std::string what;
+  ASSERT_EQ(dirproto::decode_header(std::span(reply).first(dirproto::kHeaderBytes), &h, &what),
+            ROCL_OK)
+      << what;
+  EXPECT_EQ(h.status, ROCL_OK);
+  EXPECT_EQ(h.aux, dirproto::kEpochPageAttached);
+  cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+  ASSERT_NE(cm, nullptr) << "no descriptor came with the reply to PROVE";
+  ASSERT_EQ(cm->cmsg_type, SCM_RIGHTS);
+  int page_fd = -1;
+  std::memcpy(&page_fd, CMSG_DATA(cm), sizeof page_fd);
+  ASSERT_GE(page_fd, 0);
+
+  struct stat st;
+  ASSERT_EQ(fstat(page_fd, &st), 0);
+  EXPECT_EQ(st.st_size, static_cast<off_t>(dirproto::kEpochPageBytes));
+  const int seals = fcntl(page_fd, F_GET_SEALS);
+  EXPECT_EQ(seals & (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
+            F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  EXPECT_NE(ftruncate(page_fd, 0), 0) << "the page can be shrunk";
+  if ((seals & F_SEAL_FUTURE_WRITE) != 0) {
+    EXPECT_EQ(
+        mmap(nullptr, dirproto::kEpochPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd, 0),
+        MAP_FAILED)
+        << "a client could map the page writable";
+    const char zero = 0;
+    EXPECT_NE(pwrite(page_fd, &zero, 1, 64), 1) << "a client could write the page";
+  }
+  void *page = mmap(nullptr, dirproto::kEpochPageBytes, PROT_READ, MAP_SHARED, page_fd, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  close(page_fd);
+  std::uint64_t magic = 0;
+  std::memcpy(&magic, page, sizeof magic);
+  EXPECT_EQ(magic, dirproto::kEpochPageMagic);
+  const auto *counter = reinterpret_cast<const std::atomic<std::uint64_t> *>(
+      static_cast<const char *>(page) + dirproto::kEpochCounterOffset);
+  const std::uint64_t e0 = counter->load();
+  EXPECT_EQ(e0, server_->removal_epoch()->load());
+
+  // REGISTER a context, REMOVE it: counted by the time the reply is here.
+  AttrList l = worker("raw");
+  msg = dirproto::encode_message(dirproto::Op::kRegister, 0, ROCL_NULL_GID, 0, l.bytes());
+  ASSERT_EQ(write(fd, msg.data(), msg.size()), static_cast<ssize_t>(msg.size()));
+  std::byte head[dirproto::kHeaderBytes];
+  ASSERT_TRUE(read_exact(fd, head, sizeof head));
+  ASSERT_EQ(dirproto::decode_header(head, &h, &what), ROCL_OK) << what;
+  ASSERT_EQ(h.status, ROCL_OK);
+  EXPECT_EQ(counter->load(), e0);
+  msg = dirproto::encode_message(dirproto::Op::kRemove, 0, h.gid, 0, {});
+  ASSERT_EQ(write(fd, msg.data(), msg.size()), static_cast<ssize_t>(msg.size()));
+  ASSERT_TRUE(read_exact(fd, head, sizeof head));
+  ASSERT_EQ(dirproto::decode_header(head, &h, &what), ROCL_OK) << what;
+  ASSERT_EQ(h.status, ROCL_OK);
+  EXPECT_EQ(counter->load(std::memory_order_acquire), e0 + 1);
+  munmap(page, dirproto::kEpochPageBytes);
+  close(fd);
+}
+
+// A client of another protocol version is told apart from garbage.
+TEST_F(ServerTest, AnotherProtocolVersionIsNamed) {
+  start_server();
+  const int fd = raw_connect(path_);
+  ASSERT_GE(fd, 0);
+  std::byte hello[dirproto::kHeaderBytes + dirproto::kChallengeBytes];
+  ASSERT_TRUE(read_exact(fd, hello, sizeof hello));
+  auto msg = dirproto::encode_message(dirproto::Op::kProve, 0, 0, 0, std::vector<std::byte>(64));
+  msg[4] = std::byte{1};  // version 1: before the removal epoch
+  ASSERT_EQ(write(fd, msg.data(), msg.size()), static_cast<ssize_t>(msg.size()));
+  EXPECT_TRUE(server_hangs_up(fd));
+  close(fd);
+  EXPECT_TRUE(wait_for_log("sent directory protocol version 1, but this side speaks version 2"))
+      << log_text();
 }
 
 TEST_F(ServerTest, SocketFileLifecycle) {

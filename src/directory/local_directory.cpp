@@ -2,6 +2,7 @@
 #include "directory/local_directory.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -149,6 +150,7 @@ struct LocalDirectory::State {
 
   mutable std::shared_mutex mu;
   const std::uint16_t server_id;
+  std::atomic<std::uint64_t> removals{0};  // the removal epoch
   std::map<rocl_gid_t, Resource> resources;
   std::unordered_map<std::string, std::set<rocl_gid_t>> index;
 };
@@ -188,7 +190,9 @@ class LocalCursor final : public QueryCursor {
 }  // namespace
 
 LocalDirectory::LocalDirectory(std::uint16_t server_id)
-    : state_(std::make_shared<State>(server_id)) {}
+    : state_(std::make_shared<State>(server_id)) {
+  set_removal_epoch(&state_->removals);
+}
 
 LocalDirectory::~LocalDirectory() {
   // Cursors still alive keep the state: they see an empty directory.
@@ -291,6 +295,7 @@ int LocalDirectory::remove(rocl_gid_t gid) {
                 describe_gid(gid).c_str());
   }
   state_->erase(it);
+  state_->removals.fetch_add(1, std::memory_order_release);
   return ROCL_OK;
 }
 
@@ -348,6 +353,7 @@ int LocalDirectory::remove_context(rocl_gid_t context) {
       s.erase(it);
     }
   }
+  s.removals.fetch_add(1, std::memory_order_release);  // gids is not empty
   return static_cast<int>(std::min<std::size_t>(gids.size(), INT_MAX));
 }
 

@@ -14,6 +14,8 @@
 //    issued twice in a process, and serials are never reused.
 // One std::shared_mutex guards it all: queries share it, registration and
 // removal take it exclusively (the directory is not the message fast path).
+// A removal epoch (directory.hpp) of its own: remove and remove_context add 1
+// when they removed something.
 // Cursors share ownership of the DB, so they stay usable (and see an empty
 // directory) if the LocalDirectory is destroyed first.
 #pragma once

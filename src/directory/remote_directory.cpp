@@ -9,12 +9,14 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <utility>
 #include <vector>
 
 #include "directory/dir_protocol.hpp"
+#include "directory/removal_epoch.hpp"
 #include "status/status.hpp"
 
 namespace rocl::impl {
@@ -31,6 +33,9 @@ class Connection {
   ~Connection() {
     if (fd_ >= 0) {
       ::close(fd_);
+    }
+    if (passed_fd_ >= 0) {
+      ::close(passed_fd_);
     }
   }
   Connection(const Connection &) = delete;
@@ -54,9 +59,21 @@ class Connection {
     return true;
   }
 
+  // While true, the first descriptor the server passes (SCM_RIGHTS) is kept
+  // for take_passed_fd(); any other is closed at once.
+  void accept_fd(bool yes) { accept_fd_ = yes; }
+  // The kept descriptor (the caller owns it), or -1; *truncated if the
+  // kernel dropped descriptors (MSG_CTRUNC: no room in our table).
+  int take_passed_fd(bool *truncated) {
+    *truncated = fd_truncated_;
+    const int fd = passed_fd_;
+    passed_fd_ = -1;
+    return fd;
+  }
+
   bool recv_all(std::byte *p, std::size_t n, std::string *why) {
     while (n > 0) {
-      const ssize_t r = ::recv(fd_, p, n, 0);
+      const ssize_t r = recv_some(p, n);
       if (r == 0) {
         *why = "the server closed the connection";
         return false;
@@ -134,6 +151,40 @@ class Connection {
   std::mutex mu;
 
  private:
+  // recv() that also takes the descriptors the server may pass.
+  ssize_t recv_some(std::byte *p, std::size_t n) {
+    iovec iov{p, n};
+    alignas(cmsghdr) char control[CMSG_SPACE(4 * sizeof(int))];
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof control;
+    const ssize_t r = ::recvmsg(fd_, &mh, MSG_CMSG_CLOEXEC);
+    if (r < 0) {
+      return r;
+    }
+    if ((mh.msg_flags & MSG_CTRUNC) != 0) {
+      fd_truncated_ = true;
+    }
+    for (cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
+      if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) {
+        continue;
+      }
+      const std::size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < count; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+        if (accept_fd_ && passed_fd_ < 0) {
+          passed_fd_ = fd;
+        } else {
+          ::close(fd);
+        }
+      }
+    }
+    return r;
+  }
+
   int lose(const char *what, const std::string &why) {
     lost_ = "connection lost: " + why;
     ::shutdown(fd_, SHUT_RDWR);
@@ -143,6 +194,9 @@ class Connection {
   int fd_;
   std::string path_;
   std::string lost_;  // why the connection is unusable ("" while it is fine)
+  bool accept_fd_ = false;
+  int passed_fd_ = -1;
+  bool fd_truncated_ = false;
 };
 
 // A reply's list must be the request's list, answered.
@@ -190,7 +244,12 @@ class RemoteCursor final : public QueryCursor {
 
 class RemoteDirectory final : public Directory {
  public:
-  explicit RemoteDirectory(std::shared_ptr<Connection> conn) : conn_(std::move(conn)) {}
+  RemoteDirectory(std::shared_ptr<Connection> conn, std::unique_ptr<EpochPage> epoch)
+      : conn_(std::move(conn)), epoch_(std::move(epoch)) {
+    if (epoch_) {
+      set_removal_epoch(&epoch_->counter());
+    }
+  }
 
   std::int64_t register_resource(const AttrList &attrs, rocl_gid_t context) override {
     std::lock_guard lock(conn_->mu);
@@ -255,11 +314,39 @@ class RemoteDirectory final : public Directory {
 
  private:
   std::shared_ptr<Connection> conn_;
+  std::unique_ptr<EpochPage> epoch_;  // the server's removal epoch, mapped read-only
 };
+
+// The removal epoch page the server passed with its reply to PROVE, mapped;
+// or nullptr with the reason in *why.
+std::unique_ptr<EpochPage> take_epoch_page(Connection &conn, std::uint64_t flags,
+                                           std::string *why) {
+  bool truncated = false;
+  const int fd = conn.take_passed_fd(&truncated);
+  if ((flags & dirproto::kEpochPageAttached) == 0) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    *why = "the server has no removal epoch page";
+    return nullptr;
+  }
+  if (fd < 0) {
+    *why = truncated ? "its descriptor was dropped (MSG_CTRUNC: is the descriptor table full?)"
+                     : "the server said it attached its removal epoch page, but no descriptor came";
+    return nullptr;
+  }
+  std::string bad;
+  std::unique_ptr<EpochPage> page = EpochPage::open(fd, &bad);
+  if (!page) {
+    *why = "the removal epoch page it passed is unusable: " + bad;
+  }
+  return page;
+}
 
 }  // namespace
 
-std::unique_ptr<Directory> connect_directory(const std::string &address, const JobSecret &secret) {
+std::unique_ptr<Directory> connect_directory(const std::string &address, const JobSecret &secret,
+                                             const std::function<void(const std::string &)> &note) {
   // ROCL_DIRECTORY is written unix:PATH; a bare path is accepted too.
   const std::string socket_path = address.rfind("unix:", 0) == 0 ? address.substr(5) : address;
   const char *path = socket_path.c_str();
@@ -313,7 +400,10 @@ std::unique_ptr<Directory> connect_directory(const std::string &address, const J
   std::memcpy(prove.data() + proof.size(), mine.data(), mine.size());
   {
     std::lock_guard lock(conn->mu);
-    if (conn->call("connect_directory", Op::kProve, 0, 0, prove, &h, nullptr, &body) != ROCL_OK) {
+    conn->accept_fd(true);  // the removal epoch page rides on the reply
+    const int rc = conn->call("connect_directory", Op::kProve, 0, 0, prove, &h, nullptr, &body);
+    conn->accept_fd(false);
+    if (rc != ROCL_OK) {
       const std::string sentence = last_error();
       fail(ROCL_EPEER, "connect_directory(%s): %s", path, sentence.c_str());
       return nullptr;
@@ -326,7 +416,20 @@ std::unique_ptr<Directory> connect_directory(const std::string &address, const J
          "connect_directory(%s): the server's job secret proof did not verify; not using it", path);
     return nullptr;
   }
-  return std::make_unique<RemoteDirectory>(conn);
+  std::string no_epoch;
+  std::unique_ptr<EpochPage> epoch = take_epoch_page(*conn, h.aux, &no_epoch);
+  if (!epoch) {
+    const std::string sentence = "directory server at " + socket_path + ": no removal epoch (" +
+                                 no_epoch +
+                                 "); a route this process cached to a resource deleted since "
+                                 "is found stale only when a send over it fails";
+    if (note) {
+      note(sentence);
+    } else {
+      std::fprintf(stderr, "rocl: %s\n", sentence.c_str());
+    }
+  }
+  return std::make_unique<RemoteDirectory>(conn, std::move(epoch));
 }
 
 }  // namespace rocl::impl

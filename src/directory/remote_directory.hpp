@@ -7,6 +7,7 @@
 // every later call fails with ROCL_EPEER and a sentence saying so.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,8 +19,16 @@ namespace rocl::impl {
 // Connects to the server at socket_path and proves secret (the server proves
 // it back). nullptr + fail() with a sentence naming the path on error:
 // ROCL_EINVAL (path too long), ROCL_EPEER (no server, refused, broken
-// handshake, the server could not prove the secret).
-std::unique_ptr<Directory> connect_directory(const std::string &socket_path,
-                                             const JobSecret &secret);
+// handshake, the server could not prove the secret, another protocol
+// version).
+//
+// The Directory's removal_epoch() is the server's counter, mapped read-only
+// from the page it passes with the handshake (dir_protocol.hpp). Without it
+// (an old kernel's server, a lost descriptor) the connection works as
+// before and one sentence says so: to note, or to stderr ("rocl: ...")
+// when note is empty.
+std::unique_ptr<Directory> connect_directory(
+    const std::string &socket_path, const JobSecret &secret,
+    const std::function<void(const std::string &)> &note = {});
 
 }  // namespace rocl::impl

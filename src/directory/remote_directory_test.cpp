@@ -6,9 +6,13 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -16,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "directory/dir_protocol.hpp"
 #include "directory/directory_server.hpp"
 #include "status/status.hpp"
 
@@ -284,6 +289,179 @@ TEST_F(ServerFixture, LostServerGivesEpeerOnEveryLaterCall) {
   EXPECT_NE(std::string(last_error()).find(path_), std::string::npos) << last_error();
   EXPECT_EQ(d->query_start(q), nullptr);
   EXPECT_EQ(d->remove_context(ctx), ROCL_EPEER);
+}
+
+// ---- the removal epoch ---------------------------------------------------------------
+
+TEST_F(ServerFixture, RemovalEpochAdvancesBeforeTheReply) {
+  auto a = connect_directory(path_, secret_);
+  auto b = connect_directory(path_, secret_);
+  ASSERT_TRUE(a && b) << last_error();
+  const std::atomic<std::uint64_t> *ea = a->removal_epoch();
+  const std::atomic<std::uint64_t> *eb = b->removal_epoch();
+  const std::atomic<std::uint64_t> *es = server_->removal_epoch();
+  ASSERT_NE(es, nullptr);
+  ASSERT_NE(ea, nullptr) << "the client did not map the server's removal epoch page";
+  ASSERT_NE(eb, nullptr);
+  EXPECT_NE(ea, es) << "a client's own mapping, not the server's";
+  const std::uint64_t e0 = es->load();
+  EXPECT_EQ(ea->load(), e0);
+  EXPECT_EQ(eb->load(), e0);
+
+  // Registration is no removal.
+  const std::int64_t ctx = a->register_resource(named("context", "a"), ROCL_NULL_GID);
+  ASSERT_GT(ctx, 0);
+  const std::int64_t w1 = a->register_resource(named("worker", "w1"), ctx);
+  const std::int64_t w2 = a->register_resource(named("worker", "w2"), ctx);
+  ASSERT_GT(w1, 0);
+  ASSERT_GT(w2, 0);
+  EXPECT_EQ(eb->load(), e0);
+
+  // A removal is counted before its reply: whoever has the reply sees it,
+  // in every client, without waiting.
+  ASSERT_EQ(a->remove(static_cast<rocl_gid_t>(w1)), ROCL_OK) << last_error();
+  EXPECT_EQ(ea->load(std::memory_order_acquire), e0 + 1);
+  EXPECT_EQ(eb->load(std::memory_order_acquire), e0 + 1);
+  // A removal that removed nothing is not counted.
+  EXPECT_EQ(b->remove(static_cast<rocl_gid_t>(w1)), ROCL_EBADGID);
+  EXPECT_EQ(eb->load(), e0 + 1);
+  // remove_context counts once, however many resources it removed.
+  EXPECT_EQ(a->remove_context(static_cast<rocl_gid_t>(ctx)), 2);
+  EXPECT_EQ(eb->load(std::memory_order_acquire), e0 + 2);
+  EXPECT_EQ(a->remove_context(static_cast<rocl_gid_t>(ctx)), 0);
+  EXPECT_EQ(eb->load(), e0 + 2);
+  // And what changed the epoch is gone for everyone.
+  rocl_gid_t gid = static_cast<rocl_gid_t>(w2);
+  AttrList q(64);
+  EXPECT_EQ(b->query(&gid, q), ROCL_ENOTFOUND);
+}
+
+TEST_F(ServerFixture, RemovalEpochAdvancesWhenAConnectionCloses) {
+  auto a = connect_directory(path_, secret_);
+  auto b = connect_directory(path_, secret_);
+  ASSERT_TRUE(a && b) << last_error();
+  const std::atomic<std::uint64_t> *eb = b->removal_epoch();
+  ASSERT_NE(eb, nullptr);
+  const std::int64_t ctx = a->register_resource(named("context", "a"), ROCL_NULL_GID);
+  ASSERT_GT(ctx, 0);
+  const std::int64_t w = a->register_resource(named("worker", "aw"), ctx);
+  ASSERT_GT(w, 0);
+  const std::uint64_t e0 = eb->load();
+
+  a.reset();  // the process "exits": its connection closes
+  ASSERT_TRUE(
+      wait_for([&] { return eb->load(std::memory_order_acquire) != e0; }, std::chrono::seconds(5)));
+  EXPECT_EQ(eb->load(), e0 + 1) << "one closed connection, one removal";
+  // Counted after the resources left: once the epoch moved, they are gone.
+  rocl_gid_t gid = static_cast<rocl_gid_t>(w);
+  AttrList q(64);
+  EXPECT_EQ(b->query(&gid, q), ROCL_ENOTFOUND);
+  gid = static_cast<rocl_gid_t>(ctx);
+  EXPECT_EQ(b->query(&gid, q), ROCL_ENOTFOUND);
+
+  // A connection that closes with nothing registered removes nothing.
+  auto c = connect_directory(path_, secret_);
+  ASSERT_NE(c, nullptr);
+  c.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // time to see the close
+  EXPECT_EQ(eb->load(), e0 + 1);
+}
+
+// A server speaking the protocol by hand: HELLO, PROVE, then a REPLY whose
+// aux and version the test chooses (and never a descriptor).
+class FakeServer {
+ public:
+  FakeServer(const std::string &path, const JobSecret &secret, std::uint64_t reply_aux,
+             std::uint16_t version)
+      : path_(path) {
+    listen_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::memcpy(sa.sun_path, path.data(), path.size());
+    EXPECT_EQ(bind(listen_, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0);
+    EXPECT_EQ(listen(listen_, 4), 0);
+    thread_ = std::thread([this, secret, reply_aux, version] {
+      const int fd = accept(listen_, nullptr, nullptr);
+      if (fd < 0) {
+        return;
+      }
+      const JobSecret::Challenge mine = JobSecret::random_challenge();
+      auto hello =
+          dirproto::encode_message(dirproto::Op::kHello, 0, 0, 0, std::as_bytes(std::span(mine)));
+      hello[4] = static_cast<std::byte>(version & 0xff);
+      hello[5] = static_cast<std::byte>(version >> 8);
+      if (write(fd, hello.data(), hello.size()) == static_cast<ssize_t>(hello.size()) &&
+          version == dirproto::kVersion) {
+        std::byte prove[dirproto::kHeaderBytes + 64];
+        std::size_t got = 0;
+        while (got < sizeof prove) {
+          const ssize_t r = read(fd, prove + got, sizeof prove - got);
+          if (r <= 0) {
+            break;
+          }
+          got += static_cast<std::size_t>(r);
+        }
+        if (got == sizeof prove) {
+          const auto proof = secret.prove(
+              dirproto::kServerProveLabel,
+              std::span(reinterpret_cast<const std::uint8_t *>(prove) + dirproto::kHeaderBytes + 32,
+                        32));
+          const auto reply = dirproto::encode_message(dirproto::Op::kReply, 0, 0, reply_aux,
+                                                      std::as_bytes(std::span(proof)));
+          [[maybe_unused]] ssize_t w = write(fd, reply.data(), reply.size());
+        }
+      }
+      char c;
+      while (read(fd, &c, 1) > 0) {
+      }
+      close(fd);
+    });
+  }
+  ~FakeServer() {
+    thread_.join();
+    close(listen_);
+    unlink(path_.c_str());
+  }
+
+ private:
+  std::string path_;
+  int listen_ = -1;
+  std::thread thread_;
+};
+
+TEST_F(ServerFixture, WithoutAnEpochPageTheClientWorksAndSaysSo) {
+  const std::string fake = dir_ + "/fake.sock";
+  for (std::uint64_t aux : {std::uint64_t{0}, dirproto::kEpochPageAttached}) {
+    std::string said;
+    {
+      FakeServer server(fake, secret_, aux, dirproto::kVersion);
+      auto d = connect_directory(fake, secret_, [&](const std::string &s) { said += s; });
+      ASSERT_NE(d, nullptr) << last_error();
+      EXPECT_EQ(d->removal_epoch(), nullptr);
+    }
+    EXPECT_NE(said.find("no removal epoch"), std::string::npos) << said;
+    EXPECT_NE(said.find(fake), std::string::npos) << said;
+    EXPECT_NE(said.find(aux == 0 ? "the server has no removal epoch page" : "no descriptor came"),
+              std::string::npos)
+        << said;
+  }
+  // The real server's clients have one and say nothing.
+  std::string said;
+  auto d = connect_directory(path_, secret_, [&](const std::string &s) { said += s; });
+  ASSERT_NE(d, nullptr) << last_error();
+  EXPECT_NE(d->removal_epoch(), nullptr);
+  EXPECT_EQ(said, "");
+}
+
+TEST_F(ServerFixture, AnotherProtocolVersionIsNamed) {
+  const std::string fake = dir_ + "/old.sock";
+  FakeServer server(fake, secret_, 0, 1);
+  EXPECT_EQ(connect_directory(fake, secret_), nullptr);
+  const std::string err = last_error();
+  EXPECT_NE(err.find("directory protocol version 1, but this side speaks version 2"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("same rocl release"), std::string::npos) << err;
 }
 
 }  // namespace
