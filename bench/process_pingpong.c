@@ -3,8 +3,10 @@
  * with ROCL_TRANSPORTS choosing the path (e.g. tcp). Rank 0 sends, rank 1
  * sends the received buffer straight back (zero-copy hand-off to the
  * transport); one-way latency = round trip / 2, median of 5 repetitions.
- * Until rocl-bench grows a process mode this is the process-to-process
- * figure. */
+ * A minimal C example of a process-to-process ping-pong; the full figures
+ * (latency, bandwidth, rate, over shm and tcp) come from
+ *   rocl-bench --transport shm,tcp
+ * and, next to MPI, from scripts/bench-processes.sh. */
 #include <rocl/rocl.h>
 #include <stdio.h>
 #include <stdlib.h>

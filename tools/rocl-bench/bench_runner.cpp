@@ -48,6 +48,10 @@ void make_quick(BenchOptions &o) {
   o.seconds = 0.02;
 }
 
+const std::vector<std::size_t> &bandwidth_sizes(const BenchOptions &o) {
+  return o.bandwidth_sizes.empty() ? o.sizes : o.bandwidth_sizes;
+}
+
 std::span<const Benchmark> benchmarks() {
   return kBenchmarks;
 }

@@ -1,6 +1,8 @@
 // bench_runner.hpp - what a benchmark is (a name, a one-line summary and a
 // function from options to rows), the table of benchmarks, and the runner.
-// A new benchmark (processes, transports) is one more entry in the table.
+// A new thread benchmark is one more entry in the table; the benchmarks
+// between processes (process_bench.hpp) reuse the names latency, bandwidth
+// and rate.
 #pragma once
 
 #include <cstddef>
@@ -14,13 +16,14 @@
 namespace rocl_bench {
 
 struct BenchOptions {
-  std::vector<std::size_t> sizes;  // latency and bandwidth message sizes
-  std::vector<int> pairs;          // rate: numbers of thread pairs
-  int reps = 5;                    // repetitions per point
-  double seconds = 0.2;            // target duration of one repetition
-  int window = 64;                 // messages between two acks (bandwidth, rate)
-  bool touch = false;              // bandwidth: also with the payload written and read
-  Placement placement;             // cpus and pinning
+  std::vector<std::size_t> sizes;            // latency (and bandwidth) message sizes
+  std::vector<std::size_t> bandwidth_sizes;  // bandwidth sizes; empty: `sizes`
+  std::vector<int> pairs;                    // rate: numbers of thread pairs
+  int reps = 5;                              // repetitions per point
+  double seconds = 0.2;                      // target duration of one repetition
+  int window = 64;                           // messages between two acks (bandwidth, rate)
+  bool touch = false;                        // bandwidth: also with the payload written and read
+  Placement placement;                       // cpus and pinning
 };
 
 // Defaults: sizes 1 B .. 16 MiB in powers of 4, pairs 1,2,4,8, 5 reps of
@@ -29,6 +32,9 @@ BenchOptions default_options();
 
 // --quick: sizes 8 and 64K, pairs 1 and 2, 1 rep of 0.02 s.
 void make_quick(BenchOptions &o);
+
+// The sizes the bandwidth benchmark runs: o.bandwidth_sizes, or o.sizes.
+const std::vector<std::size_t> &bandwidth_sizes(const BenchOptions &o);
 
 struct Benchmark {
   const char *name;

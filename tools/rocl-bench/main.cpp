@@ -1,7 +1,9 @@
 // main.cpp - the rocl-bench command line: parses the options, prints what
-// is in force, runs the selected benchmarks and writes the table and CSV.
+// is in force, runs the selected benchmarks (between threads, or between two
+// processes with --transport) and writes the table and CSV.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +14,7 @@
 
 #include "bench_runner.hpp"
 #include "check.hpp"
+#include "process_bench.hpp"
 #include "report.hpp"
 #include "rocl/rocl.h"
 
@@ -21,18 +24,27 @@ using rocl_bench::BenchOptions;
 
 const char kUsage[] =
     "usage: rocl-bench [BENCHMARK...] [OPTIONS]\n"
-    "Benchmarks between threads of one process (each thread is a rocl resource).\n"
+    "Benchmarks between threads of one process (each thread is a rocl resource),\n"
+    "or with --transport between two processes started under roclrun.\n"
     "\n"
     "BENCHMARK  all (default), anchor-spsc, latency, bandwidth, rate\n"
     "\n"
+    "  --transport LIST  shm, tcp: run latency, bandwidth and rate between two\n"
+    "                  processes (roclrun -n 2, ROCL_TRANSPORTS=<t>, rank 0 on the\n"
+    "                  first cpu, rank 1 on the second), once per transport; rows\n"
+    "                  are named <t>-latency, ...; inproc in the list also runs the\n"
+    "                  thread benchmarks; anchor-spsc (if selected) runs between threads\n"
+    "  --roclrun PATH  the roclrun to use [next to rocl-bench, ../roclrun/, PATH]\n"
     "  --sizes LIST    message sizes for latency and bandwidth, e.g. 8,1K,1M (K = 1024)\n"
     "                  [1,4,16,...,16M: powers of 4]\n"
+    "  --bandwidth-sizes LIST  sizes for bandwidth only [--sizes; between\n"
+    "                  processes the sizes >= 4K of --sizes]\n"
     "  --pairs LIST    thread pairs for rate [1,2,4,8]\n"
     "  --reps N        repetitions per point; the table shows median, min, max [5]\n"
     "  --time S        seconds per repetition [0.2]\n"
     "  --window N      messages between two acks in bandwidth and rate [64]\n"
     "  --touch         bandwidth: also rows with the payload written and read\n"
-    "  --cpu-pin       pin the two threads of a pair to different cpus\n"
+    "  --cpu-pin       pin the two threads (processes) of a pair to different cpus\n"
     "                  [on when at least 2 cpus are usable]\n"
     "  --no-cpu-pin    do not pin\n"
     "  --csv FILE      CSV output [rocl-bench.csv]\n"
@@ -102,7 +114,30 @@ struct CommandLine {
   BenchOptions options = rocl_bench::default_options();
   std::vector<const rocl_bench::Benchmark *> selected;
   std::string csv = "rocl-bench.csv";
+  bool threads = true;                  // run the thread benchmarks
+  std::vector<std::string> transports;  // --transport: process runs, in order
+  bool bandwidth_sizes_set = false;
+  std::string roclrun;       // --roclrun
+  std::string process_rank;  // --process-rank <t> (a rank under roclrun)
+  std::string rows_out;      // --rows-out (rank 0's rows)
 };
+
+// "shm,tcp" -> {"shm", "tcp"}; inproc stands for the thread benchmarks.
+// Exits with a usage error on any other name.
+std::vector<std::string> parse_transports(std::string_view text) {
+  std::vector<std::string> names;
+  while (true) {
+    const std::size_t comma = text.find(',');
+    std::string name(text.substr(0, comma));
+    if (name != "inproc" && !rocl_bench::is_process_transport(name)) {
+      usage_error("--transport takes a list of inproc, shm, tcp, not '" + name + "'");
+    }
+    names.push_back(std::move(name));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return names;
+}
 
 CommandLine parse(int argc, char **argv) {
   CommandLine cl;
@@ -124,9 +159,24 @@ CommandLine parse(int argc, char **argv) {
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
+    } else if (arg == "--transport") {  // may be repeated; each transport runs once
+      for (auto &t : parse_transports(take_value())) {
+        if (std::find(cl.transports.begin(), cl.transports.end(), t) == cl.transports.end()) {
+          cl.transports.push_back(std::move(t));
+        }
+      }
+    } else if (arg == "--roclrun") {
+      cl.roclrun = std::string(take_value());
+    } else if (arg == "--process-rank") {
+      cl.process_rank = std::string(take_value());
+    } else if (arg == "--rows-out") {
+      cl.rows_out = std::string(take_value());
     } else if (arg == "--sizes") {
       cl.options.sizes = parse_list<std::size_t>("--sizes", take_value(), 1);
       sizes_set = true;
+    } else if (arg == "--bandwidth-sizes") {
+      cl.options.bandwidth_sizes = parse_list<std::size_t>("--bandwidth-sizes", take_value(), 1);
+      cl.bandwidth_sizes_set = true;
     } else if (arg == "--pairs") {
       cl.options.pairs = parse_list<int>("--pairs", take_value(), 1);
       pairs_set = true;
@@ -167,7 +217,36 @@ CommandLine parse(int argc, char **argv) {
   if (cl.selected.empty()) {
     for (const auto &b : rocl_bench::benchmarks()) cl.selected.push_back(&b);
   }
+  if (!cl.transports.empty()) {
+    cl.threads =
+        std::find(cl.transports.begin(), cl.transports.end(), "inproc") != cl.transports.end();
+    std::erase(cl.transports, "inproc");
+  }
   return cl;
+}
+
+// The benchmarks of a process run: the selected ones that run between processes.
+std::vector<std::string> process_benchmarks(const CommandLine &cl) {
+  std::vector<std::string> names;
+  for (const auto *b : cl.selected) {
+    if (rocl_bench::is_process_benchmark(b->name)) names.emplace_back(b->name);
+  }
+  return names;
+}
+
+// The options of the process runs: bandwidth, unless told its sizes, runs
+// the sizes >= 4K (below that a stream measures the message rate, which
+// `rate` does).
+BenchOptions process_options(const CommandLine &cl) {
+  BenchOptions o = cl.options;
+  if (!cl.bandwidth_sizes_set) {
+    o.bandwidth_sizes.clear();
+    for (std::size_t s : o.sizes) {
+      if (s >= 4096) o.bandwidth_sizes.push_back(s);
+    }
+    if (o.bandwidth_sizes.empty()) o.bandwidth_sizes = o.sizes;
+  }
+  return o;
 }
 
 std::string join_sizes(const std::vector<std::size_t> &sizes) {
@@ -200,7 +279,17 @@ double load_average() {
 
 void print_settings(const CommandLine &cl) {
   const BenchOptions &o = cl.options;
-  std::printf("rocl-bench: benchmarks between threads of one process\n");
+  if (cl.transports.empty()) {
+    std::printf("rocl-bench: benchmarks between threads of one process\n");
+  } else {
+    std::string list;
+    for (const auto &t : cl.transports) {
+      if (!list.empty()) list += ", ";
+      list += t;
+    }
+    std::printf("rocl-bench: benchmarks between two processes over %s%s\n", list.c_str(),
+                cl.threads ? ", and between threads of one process" : "");
+  }
   std::printf("cpus: %zu usable of %ld online; cpu pinning %s\n", o.placement.cpus.size(),
               sysconf(_SC_NPROCESSORS_ONLN), o.placement.pin ? "on" : "off");
   const double load = load_average();
@@ -212,22 +301,57 @@ void print_settings(const CommandLine &cl) {
   std::printf("points: %d rep(s) of ~%.3g s each; sizes %s; pairs %s; window %d%s\n", o.reps,
               o.seconds, join_sizes(o.sizes).c_str(), join_pairs(o.pairs).c_str(), o.window,
               o.touch ? "; touch on" : "");
-  std::printf("rocl options in force:\n");
-  std::fflush(stdout);
-  rocl_print_options(stdout);
-  std::fflush(stdout);
+  if (!cl.transports.empty()) {
+    std::printf("bandwidth sizes between processes: %s\n",
+                join_sizes(rocl_bench::bandwidth_sizes(process_options(cl))).c_str());
+  } else if (cl.bandwidth_sizes_set) {
+    std::printf("bandwidth sizes: %s\n", join_sizes(o.bandwidth_sizes).c_str());
+  }
+  if (cl.threads) {
+    std::printf("rocl options in force%s:\n", cl.transports.empty() ? "" : " (threads)");
+    std::fflush(stdout);
+    rocl_print_options(stdout);
+    std::fflush(stdout);
+  }
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
   CommandLine cl = parse(argc, argv);
+  if (!cl.process_rank.empty()) {  // one of the two ranks of a process run
+    if (!rocl_bench::is_process_transport(cl.process_rank)) {
+      usage_error("--process-rank takes shm or tcp, not '" + cl.process_rank + "'");
+    }
+    rocl_bench::ProcessRun run{cl.process_rank, process_benchmarks(cl), cl.options, ""};
+    return rocl_bench::process_rank_main(run, cl.rows_out);
+  }
+  std::string roclrun;
+  if (!cl.transports.empty() && !process_benchmarks(cl).empty()) {
+    roclrun = rocl_bench::find_roclrun(cl.roclrun);  // before anything runs
+  }
   print_settings(cl);
 
-  rocl_bench::check(rocl_init(), "rocl_init");
+  // Between threads: everything selected, or with --transport only the
+  // anchor (unless inproc is in the list). The anchor does not need rocl.
+  std::vector<const rocl_bench::Benchmark *> in_threads;
+  for (const auto *b : cl.selected) {
+    if (cl.threads || std::string_view(b->name) == "anchor-spsc") in_threads.push_back(b);
+  }
   rocl_bench::Report report;
-  rocl_bench::run_benchmarks(cl.selected, cl.options, report);
-  rocl_bench::check(rocl_exit(), "rocl_exit");
+  if (cl.threads) rocl_bench::check(rocl_init(), "rocl_init");
+  rocl_bench::run_benchmarks(in_threads, cl.options, report);
+  if (cl.threads) rocl_bench::check(rocl_exit(), "rocl_exit");
+
+  bool failed = false;
+  if (!roclrun.empty()) {
+    for (const auto &transport : cl.transports) {
+      rocl_bench::ProcessRun run{transport, process_benchmarks(cl), process_options(cl), roclrun};
+      std::vector<rocl_bench::Row> rows;
+      if (!rocl_bench::run_in_processes(run, rows)) failed = true;
+      report.add(std::move(rows));  // after a failure: what finished before it
+    }
+  }
 
   std::printf("\n");
   report.print_table(stdout);
@@ -236,5 +360,6 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::printf("\nCSV written to %s\n", cl.csv.c_str());
-  return 0;
+  if (failed) std::fprintf(stderr, "rocl-bench: a process run failed (see above)\n");
+  return failed ? 1 : 0;
 }

@@ -2,7 +2,11 @@
 #include "report.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace rocl_bench {
@@ -54,16 +58,27 @@ const Row *Report::anchor() const {
   return nullptr;
 }
 
+namespace {
+
+// "latency", or a transport's "shm-latency".
+bool is_latency(const std::string &name) {
+  return name == "latency" || (name.size() > 8 && name.ends_with("-latency"));
+}
+
+}  // namespace
+
 void Report::print_table(std::FILE *out) const {
   const Row *spsc = anchor();
-  std::fprintf(out, "%-16s %6s %5s %10s %10s %10s  %-8s %7s\n", "benchmark", "size", "pairs",
+  int width = 16;
+  for (const auto &r : rows_) width = std::max(width, static_cast<int>(r.benchmark.size()));
+  std::fprintf(out, "%-*s %6s %5s %10s %10s %10s  %-8s %7s\n", width, "benchmark", "size", "pairs",
                "median", "min", "max", "unit", "x spsc");
   for (const auto &r : rows_) {
     std::string ratio;
-    if (spsc != nullptr && (r.benchmark == "latency" || &r == spsc)) {
+    if (spsc != nullptr && (is_latency(r.benchmark) || &r == spsc)) {
       ratio = format_value(r.median / spsc->median);
     }
-    std::fprintf(out, "%-16s %6s %5d %10s %10s %10s  %-8s %7s\n", r.benchmark.c_str(),
+    std::fprintf(out, "%-*s %6s %5d %10s %10s %10s  %-8s %7s\n", width, r.benchmark.c_str(),
                  format_size(r.size_bytes).c_str(), r.pairs, format_value(r.median).c_str(),
                  format_value(r.min).c_str(), format_value(r.max).c_str(), r.unit.c_str(),
                  ratio.c_str());
@@ -85,6 +100,57 @@ bool Report::write_csv(const std::string &path) const {
                  r.median, r.min, r.max, r.unit.c_str());
   }
   return std::fclose(f) == 0;
+}
+
+bool Report::read_csv(const std::string &path) {
+  std::FILE *f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return false;
+  std::vector<Row> rows;
+  char line[1024];
+  bool ok = true, header = true;
+  while (ok && std::fgets(line, sizeof line, f) != nullptr) {
+    std::string_view text(line);
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+    if (header) {  // benchmark,size_bytes,pairs,median,min,max,unit
+      header = false;
+      ok = text.starts_with("benchmark,");
+      continue;
+    }
+    std::vector<std::string> fields;
+    while (true) {
+      const std::size_t comma = text.find(',');
+      fields.emplace_back(text.substr(0, comma));
+      if (comma == std::string_view::npos) break;
+      text.remove_prefix(comma + 1);
+    }
+    if (fields.size() != 7 || fields[0].empty()) {
+      ok = false;
+      break;
+    }
+    Row r;
+    char *end = nullptr;
+    r.benchmark = fields[0];
+    r.size_bytes = std::strtoull(fields[1].c_str(), &end, 10);
+    ok = ok && *end == '\0';
+    r.pairs = static_cast<int>(std::strtol(fields[2].c_str(), &end, 10));
+    ok = ok && *end == '\0';
+    double *values[] = {&r.median, &r.min, &r.max};
+    for (int i = 0; i < 3; ++i) {
+      *values[i] = std::strtod(fields[3 + static_cast<std::size_t>(i)].c_str(), &end);
+      ok = ok && *end == '\0';
+    }
+    r.unit = fields[6];
+    rows.push_back(std::move(r));
+  }
+  const bool read_error = std::ferror(f) != 0;
+  std::fclose(f);
+  if (read_error) return false;
+  if (!ok || header) {
+    errno = EINVAL;
+    return false;
+  }
+  add(std::move(rows));
+  return true;
 }
 
 }  // namespace rocl_bench

@@ -11,7 +11,8 @@ namespace rocl_bench {
 
 // One measured point: the median, min and max of its repetitions.
 struct Row {
-  std::string benchmark;  // "latency", "bandwidth", "rate", "anchor-spsc", ...
+  std::string benchmark;  // "latency", "bandwidth", "rate", "anchor-spsc", ...; between
+                          // processes prefixed by the transport: "shm-latency", ...
   std::size_t size_bytes = 0;
   int pairs = 1;
   double median = 0;
@@ -36,13 +37,17 @@ class Report {
   const std::vector<Row> &rows() const noexcept { return rows_; }
 
   // The table: benchmark, size, pairs, median, min, max, unit, and for
-  // latency rows "x spsc": the row's median over the 8 B anchor-spsc median,
-  // when the anchor ran in the same run.
+  // latency rows ("latency", "shm-latency", ...) "x spsc": the row's median
+  // over the 8 B anchor-spsc median, when the anchor ran in the same run.
   void print_table(std::FILE *out) const;
 
   // CSV with the header benchmark,size_bytes,pairs,median,min,max,unit.
   // False (errno set) if the file cannot be written.
   bool write_csv(const std::string &path) const;
+
+  // Adds the rows of a CSV that write_csv wrote. False if the file cannot
+  // be read (errno set) or a line is not such a row (errno = EINVAL).
+  bool read_csv(const std::string &path);
 
  private:
   const Row *anchor() const;
