@@ -120,6 +120,12 @@ int validate_header(const MessageHeader &h, const Limits &limits, std::string_vi
                 "%" PRIu32 " bytes at offset %" PRIu64,
                 pl, p, sizeof(RendezvousBody), h.fragment_length, h.fragment_offset);
   }
+  if (h.kind == Kind::kRendezvousReply && (h.fragment_offset != 0 || h.fragment_length != 0)) {
+    return fail(ROCL_EPEER,
+                "frame from %.*s: a rendezvous reply carries no body, not %" PRIu32
+                " bytes at offset %" PRIu64,
+                pl, p, h.fragment_length, h.fragment_offset);
+  }
   if (h.kind == Kind::kFragment && h.fragment_length == 0) {
     return fail(ROCL_EPEER,
                 "frame from %.*s: fragment_length 0 of a fragment frame carries nothing", pl, p);

@@ -87,6 +87,22 @@ TEST(Validate, RendezvousRequestCarriesExactlyItsBody) {
   expect_rejected(h, "at offset 8");
 }
 
+TEST(Validate, RendezvousReplyCarriesNoBody) {
+  MessageHeader h = fragment();
+  h.kind = Kind::kRendezvousReply;
+  h.fragment_offset = 0;
+  h.fragment_length = 0;
+  EXPECT_EQ(check(h), "");
+  h.total_length = 0;  // a "drop" reply
+  EXPECT_EQ(check(h), "");
+  h.total_length = 8192;
+  h.fragment_length = 16;
+  expect_rejected(h, "a rendezvous reply carries no body, not 16 bytes at offset 0");
+  h.fragment_length = 0;
+  h.fragment_offset = 8;
+  expect_rejected(h, "not 0 bytes at offset 8");
+}
+
 TEST(Validate, Magic) {
   MessageHeader h = fragment();
   h.magic = 0x524d;
@@ -113,7 +129,7 @@ TEST(Validate, KindMustBeKnown) {
   }
   for (unsigned k = 1; k <= 4; ++k) {
     h.kind = static_cast<Kind>(k);
-    h.fragment_length = k == 1 ? 8192 : k == 3 ? sizeof(RendezvousBody) : 1;
+    h.fragment_length = k == 1 ? 8192 : k == 3 ? sizeof(RendezvousBody) : k == 4 ? 0 : 1;
     h.fragment_offset = 0;
     EXPECT_EQ(check(h), "") << k;
   }

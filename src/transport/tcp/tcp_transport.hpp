@@ -6,9 +6,10 @@
 // Address: "tcp:<ipv4>:<port>" (the kernel picks the port). IPv4 only.
 //
 // Connections: one per peer context for sending, made lazily by the first
-// send() to it and kept (map peer gid -> connection). Frames only flow from
+// send() to it and kept (map peer gid -> connection). Messages only flow from
 // the connector to the acceptor; a peer's messages to us arrive on the
-// connection it made. The connect and the handshake run in the calling
+// connection it made. The only frames the acceptor sends back are rendezvous
+// replies (below). The connect and the handshake run in the calling
 // thread, blocking at most kHandshakeTimeoutMs (loopback/LAN: microseconds),
 // so that a refusal is reported by that very send() (ROCL_EPEER naming the
 // peer). Consequently send() must not be called from inside
@@ -39,10 +40,55 @@
 // connection dies with it still queued) the block is released to env.pool if
 // it is marked return_after_send (what the core always hands over; env.pool
 // must be the pool the block came from), otherwise its send_status is set to
-// kSent / kFailed and the block is left to its owner.
+// kSent / kFailed and the block is left to its owner. A rendezvous message's
+// block is finished likewise once its data is written, or at once when its
+// receiver discarded it (ok), or when the connection dies (failed).
 //
 // Receiving: a block of total_length bytes is allocated from env.pool and the
 // payload read straight into it, then handed to env.sink->deliver.
+//
+// Rendezvous (messages of at least env.rendezvous_threshold bytes, when it is
+// not 0, and of at least 16): receiver-driven, so that a large message waits
+// at its sender until a receive takes it and then lands straight in the
+// receiver's block.
+//  - sender: send() writes a kRendezvousRequest frame (message_id = body
+//    cookie = a fresh id from the same counter as message ids, body address
+//    0) and parks the message in the connection's table of unrequested sends,
+//    a generic::Communicator keyed by {connection id, cookie}
+//    (post_rendezvous_send). What is parked per connection, from send() until
+//    its data is written, is bounded by kMaxParkedMessages (64) and
+//    Options::max_parked_bytes (256 MiB; one larger message still goes
+//    alone). Beyond it the message goes eager (the default,
+//    Options::eager_when_parking_full): rocl_send never waits for a receive
+//    (rocl.h), and the eager queue's flow control still bounds memory; the
+//    receiver still gets the messages in order (the stubs hold their places
+//    in the mailbox). With the option off, send() waits instead until the
+//    receiving application pulls a parked message (ROCL_EPEER naming the
+//    peer if the connection dies meanwhile); a send() from inside deliver on
+//    a driver of this transport never waits.
+//  - receiver: the request becomes a stub (Message with rendezvous = true,
+//    length = total_length; its block holds the Transport*, the connection id,
+//    the cookie and the peer's name) delivered to the sink. pull() on the
+//    receiving thread allocates the real block, registers it for
+//    (connection, cookie), sends a kRendezvousReply (total_length = the
+//    length: "send it") back on the same connection and waits, driving the
+//    transport itself (poll_begin/progress/poll_end, then sleeping on a
+//    completion the driver signals; from inside deliver on a driver it
+//    drives re-entrantly) until the data frames (kFragment, message_id =
+//    cookie) have been read straight into that block. discard() sends a reply
+//    with total_length 0 ("drop": release the buffer). If the connection dies
+//    first, pull() fails with ROCL_EPEER naming the peer; if env.pool has no
+//    block for the message, with ROCL_ENOMEM (the sender is let go). A
+//    request for a message that can never fit env.pool is logged and
+//    answered "drop" at once, without a stub.
+//  - sender, on a reply: request_arrived() matches the parked send (an unknown
+//    cookie, or a reply whose fields do not answer the request, is logged and
+//    drops the connection); its payload is queued as kFragment frames with
+//    message_id = cookie and its block finished after the last byte (or at
+//    once for a drop reply).
+//  Every field of these frames is checked before use (docs/protocol.md, "TCP
+//  connections"): data is accepted only for a registered pull, with the
+//  request's length, source, destination, tag and domain.
 //
 // Flow control (a receiver slower than its sender loses nothing and neither
 // side's memory grows without bound):
@@ -67,6 +113,10 @@
 //    made from inside MessageSink::deliver on a thread driving this
 //    transport never waits (the bound is then exceeded), since waiting there
 //    would stop this end-point's own receiving.
+//  - rendezvous: a large message waits at its sender, parked, until the
+//    receiver pulls it; what is parked per connection is bounded (see
+//    "Rendezvous" above), so a receiver that takes nothing holds at most
+//    kMaxParkedMessages stubs (a small block each) per sender.
 //
 // Progress: all receiving, accepting and EPOLLOUT flushing ("driving") is
 // done under one receive lock, by whichever thread holds it: the
@@ -88,6 +138,15 @@
 //    events exactly as the thread does; returns the number handled. May
 //    call MessageSink::deliver on the calling thread, and may set the
 //    calling thread's last_error (e.g. a pool allocation that failed).
+//  - pull() called from inside deliver on a driver (a sink that pulls at
+//    once) already holds the receive lock: it drives re-entrantly (a nested
+//    drive; connections dropped meanwhile are freed only when the outermost
+//    drive ends, and a connection's receive turn stops once it is dropped).
+//    Messages read meanwhile are delivered before the pulled one.
+//
+// Source files: tcp_internal.hpp (shared declarations), tcp_transport.cpp,
+// tcp_connect.cpp, tcp_send.cpp, tcp_receive.cpp, tcp_progress.cpp,
+// tcp_rendezvous.cpp.
 #pragma once
 
 #include <cstddef>
@@ -112,12 +171,23 @@ inline constexpr const char *kAcceptLabel = "rocl-tcp-accept";
 inline constexpr std::size_t kDefaultMaxQueuedBytes = std::size_t{4} << 20;
 inline constexpr int kRetryMs = 1;  // a paused connection retries its allocation
 inline constexpr int kParkMs = 1;   // the thread re-checks the poller count
+// Rendezvous: messages parked per connection (waiting for their receiver's
+// reply, or being written) at most, and their default byte bound.
+inline constexpr std::size_t kMaxParkedMessages = 64;
+inline constexpr std::size_t kDefaultMaxParkedBytes = std::size_t{256} << 20;
 
 // Tunables of one transport.
 struct Options {
   // Bound on the bytes queued per peer connection before send() waits (see
   // "Flow control" above). Must be > 0.
   std::size_t max_queued_bytes = kDefaultMaxQueuedBytes;
+  // Bound on the bytes of rendezvous messages parked per connection (see
+  // "Rendezvous" above). 0: the default.
+  std::size_t max_parked_bytes = kDefaultMaxParkedBytes;
+  // When the parking bound is reached, send the message eagerly instead of
+  // waiting for the receiver to take parked ones (so that send() never waits
+  // for a receive; the eager bounds still apply).
+  bool eager_when_parking_full = true;
 };
 
 struct Hello {
@@ -139,6 +209,14 @@ struct Stats {
   std::uint64_t peak_queued_bytes = 0;    // most bytes ever queued on one connection
   std::uint64_t thread_events = 0;        // events handled by the transport's thread
   std::uint64_t caller_events = 0;        // events handled by callers' progress()
+  // Rendezvous.
+  std::uint64_t rendezvous_sends = 0;     // requests written (messages parked)
+  std::uint64_t rendezvous_waits = 0;     // send() calls that waited for parking room
+  std::uint64_t rendezvous_eager = 0;     // large messages sent eagerly (parking full)
+  std::uint64_t peak_parked = 0;          // most messages ever parked on one connection
+  std::uint64_t rendezvous_stubs = 0;     // stubs delivered to the sink
+  std::uint64_t rendezvous_pulls = 0;     // pulls completed (data read into the block)
+  std::uint64_t rendezvous_discards = 0;  // stubs dropped (drop replies sent)
 };
 
 using LogFn = std::function<void(const std::string &)>;

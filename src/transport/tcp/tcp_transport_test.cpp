@@ -1,6 +1,6 @@
 // The TCP transport between two end-points of one process: sizes, order,
 // concurrency, the job-secret handshake, hostile peers, a dying peer, caller
-// progress and flow control.
+// progress, flow control and rendezvous.
 #include "transport/tcp/tcp_transport.hpp"
 #include "transport/transport_test_util.hpp"
 
@@ -25,6 +25,7 @@
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
 #include "wire/message_header.hpp"
+#include "wire/validate.hpp"
 
 namespace rocl::impl {
 namespace {
@@ -62,10 +63,13 @@ struct LogSink {
 };
 
 struct Node {
-  Node(std::uint64_t instance, const JobSecret *secret, const tcp::Options &options = {})
+  // rndv: the rendezvous threshold (0: never).
+  Node(std::uint64_t instance, const JobSecret *secret, const tcp::Options &options = {},
+       std::size_t rndv = 0)
       : pool(PoolConfig{std::size_t{1} << 30, std::size_t{2} << 20}) {
     sink.pool = &pool;
     TransportEnv env{&sink, instance, &pool, secret, ""};
+    env.rendezvous_threshold = rndv;
     t = make_tcp_transport_with_log(env, log.fn(), options);
   }
   // A message of len bytes, filled from seed; block marked return_after_send.
@@ -642,6 +646,683 @@ TEST(TcpTransport, SendWaitingForRoomGetsEpeerWhenThePeerDies) {
   sender.join();
   EXPECT_EQ(rc, ROCL_EPEER);
   EXPECT_NE(why.find(addr.substr(4)), std::string::npos) << why;
+}
+
+// ---- Rendezvous ------------------------------------------------------------
+
+constexpr std::size_t kRndv = 32 * 1024;  // the threshold of the nodes below
+
+// Waits until pool's bytes in use are back to `baseline`.
+bool pool_back_to(BufferPool &pool, std::size_t baseline,
+                  std::chrono::milliseconds limit = 5000ms) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    pool.flush_thread_cache();
+    if (pool.stats().in_use_bytes <= baseline) return true;
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(2ms);
+  }
+}
+
+// Waits until pred() holds (5 s at most).
+template <class Pred>
+bool eventually(Pred pred) {
+  const auto end = std::chrono::steady_clock::now() + 5s;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// Waits until sink has seen n stubs.
+bool stubs_seen(RecordingSink &sink, int n, std::chrono::milliseconds limit = 5000ms) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (sink.stubs_seen.load() < n) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// The oldest kept stub (nullptr if none).
+Message *take_stub(RecordingSink &sink) {
+  std::lock_guard lock(sink.mu);
+  if (sink.stubs.empty()) return nullptr;
+  Message *m = sink.stubs.front();
+  sink.stubs.erase(sink.stubs.begin());
+  return m;
+}
+
+// Pulls stub; returns the message's seed (its first 4 bytes) and checksum.
+struct Pulled {
+  int rc;
+  std::uint32_t seed = 0;
+  std::uint64_t sum = 0;
+  std::size_t length = 0;
+};
+Pulled pull_and_free(Message *stub, BufferPool &pool) {
+  Message *real = nullptr;
+  Pulled r{rendezvous_transport(stub)->pull(stub, &real)};
+  if (r.rc != ROCL_OK) return r;
+  EXPECT_EQ(block_of(real)->state.load(), BlockState::kLibrary);
+  std::memcpy(&r.seed, real->data, 4);
+  r.sum = checksum(real->data, real->length);
+  r.length = real->length;
+  BlockHeader *b = block_of(real);
+  std::destroy_at(real);
+  pool.release(b, BlockState::kLibrary);
+  return r;
+}
+
+void discard_all(RecordingSink &sink) {
+  while (Message *m = take_stub(sink)) rendezvous_transport(m)->discard(m);
+}
+
+TEST(TcpRendezvous, LargeMessagesArePulledWithChecksums) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, {}, kRndv), b(2, &secret, {}, kRndv);
+  a.pool.flush_thread_cache();
+  const std::size_t baseline = a.pool.stats().in_use_bytes;
+  // Rendezvous from 32 KiB, up to 64 MiB (one data frame) and past it (two);
+  // below the threshold and empty: eager.
+  const std::size_t sizes[] = {kRndv,
+                               100000,
+                               std::size_t{1} << 20,
+                               std::size_t{8} << 20,
+                               std::size_t{64} << 20,
+                               kRndv - 1,
+                               (std::size_t{65} << 20) + 5,
+                               0};
+  constexpr int kStubs = 6;
+  std::vector<std::uint64_t> sums;
+  for (std::size_t i = 0; i < std::size(sizes); ++i) {
+    Message *m = a.make(sizes[i], static_cast<std::uint32_t>(i), static_cast<std::int32_t>(i));
+    sums.push_back(checksum(m->data, m->length));
+    ASSERT_EQ(a.t->send(2, b.t->address(), 100 + i, m), ROCL_OK) << last_error();
+  }
+  // The sink pulls each stub at once, inside deliver on b's driver.
+  ASSERT_TRUE(b.sink.wait_for(std::size(sizes), 30000ms));
+  EXPECT_EQ(b.sink.stubs_seen.load(), kStubs);
+  std::vector<int> seen(std::size(sizes), 0);
+  for (const Arrival &x : b.sink.snapshot()) {
+    ASSERT_GE(x.destination, 100u);
+    const std::size_t i = x.destination - 100;
+    ASSERT_LT(i, std::size(sizes));
+    ++seen[i];
+    EXPECT_EQ(x.length, sizes[i]) << i;
+    EXPECT_EQ(x.sum, sums[i]) << i;
+    EXPECT_EQ(x.tag, static_cast<int>(i));
+    EXPECT_EQ(x.source, 77u);
+    EXPECT_EQ(x.domain, 3u);
+  }
+  for (std::size_t i = 0; i < std::size(sizes); ++i) EXPECT_EQ(seen[i], 1) << i;
+  const tcp::Stats as = a.t->stats(), bs = b.t->stats();
+  EXPECT_EQ(as.rendezvous_sends, std::uint64_t{kStubs});
+  EXPECT_EQ(as.failed_sends, 0u);
+  EXPECT_EQ(bs.rendezvous_stubs, std::uint64_t{kStubs});
+  EXPECT_EQ(bs.rendezvous_pulls, std::uint64_t{kStubs});
+  EXPECT_EQ(bs.dropped_connections, 0u);
+  EXPECT_TRUE(pool_back_to(a.pool, baseline)) << "the sender never got its buffers back";
+  EXPECT_EQ(b.pool.stats().in_use_buffers, 0u);  // stubs and messages all released
+}
+
+TEST(TcpRendezvous, StubsPulledByReceivingThreadsInOrderAndConcurrently) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, {}, kRndv), b(2, &secret, {}, kRndv);
+  b.sink.keep_stubs = true;
+  constexpr std::uint32_t kN = 48, kInOrder = 16;
+  std::vector<std::uint64_t> sums(kN);
+  std::vector<std::size_t> lens(kN);
+  for (std::uint32_t i = 0; i < kN; ++i) {
+    lens[i] = kRndv + i * 40000;
+    Message *m = a.make(lens[i], i);
+    sums[i] = checksum(m->data, m->length);
+    ASSERT_EQ(a.t->send(2, b.t->address(), 5, m), ROCL_OK) << last_error();
+  }
+  ASSERT_TRUE(stubs_seen(b.sink, kN));
+  EXPECT_EQ(b.sink.count(), 0u) << "a message came without being pulled";
+  // The test thread pulls the first ones: stubs keep the order sent.
+  for (std::uint32_t i = 0; i < kInOrder; ++i) {
+    Message *stub = take_stub(b.sink);
+    ASSERT_NE(stub, nullptr);
+    EXPECT_TRUE(stub->rendezvous);
+    EXPECT_EQ(stub->length, lens[i]);
+    const Pulled p = pull_and_free(stub, b.pool);
+    ASSERT_EQ(p.rc, ROCL_OK) << last_error();
+    EXPECT_EQ(p.seed, i);
+    EXPECT_EQ(p.sum, sums[i]) << i;
+  }
+  // Four threads pull the rest at once.
+  std::mutex mu;
+  std::vector<int> seen(kN, 0);
+  std::vector<std::thread> pullers;
+  for (int t = 0; t < 4; ++t) {
+    pullers.emplace_back([&] {
+      while (Message *stub = take_stub(b.sink)) {
+        const Pulled p = pull_and_free(stub, b.pool);
+        ASSERT_EQ(p.rc, ROCL_OK) << last_error();
+        ASSERT_LT(p.seed, kN);
+        EXPECT_EQ(p.sum, sums[p.seed]) << p.seed;
+        std::lock_guard lock(mu);
+        ++seen[p.seed];
+      }
+    });
+  }
+  for (auto &t : pullers) t.join();
+  for (std::uint32_t i = kInOrder; i < kN; ++i) EXPECT_EQ(seen[i], 1) << i;
+  EXPECT_EQ(b.t->stats().rendezvous_pulls, std::uint64_t{kN});
+  EXPECT_EQ(a.t->stats().peak_parked, std::uint64_t{kN});
+  EXPECT_EQ(a.t->stats().rendezvous_waits, 0u);
+}
+
+TEST(TcpRendezvous, DiscardedStubGivesTheSenderItsBufferBack) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, {}, kRndv), b(2, &secret, {}, kRndv);
+  b.sink.keep_stubs = true;
+  a.pool.flush_thread_cache();
+  const std::size_t baseline = a.pool.stats().in_use_bytes;
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, a.make(std::size_t{1} << 20, 1)), ROCL_OK);
+  ASSERT_TRUE(stubs_seen(b.sink, 1));
+  EXPECT_GT(a.pool.stats().in_use_bytes, baseline) << "the payload must wait at the sender";
+  Message *stub = take_stub(b.sink);
+  ASSERT_NE(stub, nullptr);
+  EXPECT_EQ(stub->length, std::size_t{1} << 20);
+  rendezvous_transport(stub)->discard(stub);
+  EXPECT_TRUE(pool_back_to(a.pool, baseline)) << "a discard must release the sender's buffer";
+  EXPECT_EQ(b.t->stats().rendezvous_discards, 1u);
+  EXPECT_EQ(a.t->stats().failed_sends, 0u);
+  EXPECT_EQ(b.pool.stats().in_use_buffers, 0u);  // the stub's block too
+  EXPECT_EQ(b.sink.count(), 0u);
+  // The connection goes on.
+  b.sink.keep_stubs = false;
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, a.make(std::size_t{1} << 20, 2)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));
+  EXPECT_EQ(b.sink.snapshot()[0].length, std::size_t{1} << 20);
+}
+
+TEST(TcpRendezvous, UnknownDestinationIsLoggedAndTheSenderLetGo) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, {}, kRndv), b(2, &secret, {}, kRndv);
+  a.pool.flush_thread_cache();
+  const std::size_t baseline = a.pool.stats().in_use_bytes;
+  ASSERT_EQ(a.t->send(2, b.t->address(), kUnknown, a.make(kRndv, 1)), ROCL_OK);
+  EXPECT_TRUE(b.log.has("rendezvous message from 127.0.0.1:"));
+  EXPECT_TRUE(b.log.has("for unknown resource 0x0000000000000194"));
+  EXPECT_TRUE(pool_back_to(a.pool, baseline));
+  EXPECT_EQ(b.t->stats().unknown_destination, 1u);
+  EXPECT_EQ(b.t->stats().rendezvous_discards, 1u);
+}
+
+// Waiting instead of going eager (not the default: rocl_send never waits
+// for a receive): a receiver that pulls nothing holds at most 64 stubs of
+// one sender; the next send waits for a pull.
+const tcp::Options kWaitWhenParkingFull{tcp::kDefaultMaxQueuedBytes, 0, false};
+
+TEST(TcpRendezvous, DefaultGoesEagerWhenTheParkingIsFull) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, {}, kRndv), b(2, &secret, {}, kRndv);
+  b.sink.keep_stubs = true;
+  for (std::uint32_t i = 0; i <= tcp::kMaxParkedMessages; ++i) {
+    ASSERT_EQ(a.t->send(2, b.t->address(), 21, a.make(64 * 1024, i)), ROCL_OK);
+  }
+  ASSERT_TRUE(stubs_seen(b.sink, 64));
+  ASSERT_TRUE(b.sink.wait_for(1));  // the 65th came whole
+  EXPECT_EQ(a.t->stats().rendezvous_eager, 1u);
+  EXPECT_EQ(a.t->stats().rendezvous_waits, 0u);
+  discard_all(b.sink);
+}
+
+TEST(TcpRendezvous, SenderWaitsWhenTheReceiverPullsNothing) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, kWaitWhenParkingFull, kRndv), b(2, &secret, {}, kRndv);
+  b.sink.keep_stubs = true;
+  for (std::uint32_t i = 0; i < tcp::kMaxParkedMessages; ++i) {
+    ASSERT_EQ(a.t->send(2, b.t->address(), 21, a.make(64 * 1024, i)), ROCL_OK);
+  }
+  std::atomic<bool> sent{false};
+  std::thread late([&] {
+    EXPECT_EQ(a.t->send(2, b.t->address(), 21, a.make(64 * 1024, 64)), ROCL_OK);
+    sent = true;
+  });
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(sent.load()) << "65 messages parked at once: no flow control";
+  ASSERT_TRUE(stubs_seen(b.sink, 64));
+  EXPECT_EQ(a.t->stats().peak_parked, 64u);
+  EXPECT_EQ(a.t->stats().rendezvous_waits, 1u);
+  Message *first = take_stub(b.sink);
+  ASSERT_NE(first, nullptr);
+  const Pulled p = pull_and_free(first, b.pool);
+  ASSERT_EQ(p.rc, ROCL_OK) << last_error();
+  EXPECT_EQ(p.seed, 0u);  // the first one sent
+  late.join();
+  EXPECT_TRUE(sent.load());
+  ASSERT_TRUE(stubs_seen(b.sink, 65));
+  EXPECT_EQ(a.t->stats().peak_parked, 64u);
+  discard_all(b.sink);
+}
+
+// The byte bound, and the option to go eager instead of waiting.
+TEST(TcpRendezvous, ParkedBytesAreBoundedTooOrGoEagerWhenAsked) {
+  const JobSecret secret = JobSecret::generate();
+  constexpr std::size_t kLen = 256 * 1024;
+  for (const bool eager : {false, true}) {
+    SCOPED_TRACE(eager ? "eager when full" : "wait when full");
+    Node a(1, &secret, tcp::Options{tcp::kDefaultMaxQueuedBytes, 4 * kLen, eager}, kRndv);
+    Node b(2, &secret, {}, kRndv);
+    b.sink.keep_stubs = true;
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      ASSERT_EQ(a.t->send(2, b.t->address(), 21, a.make(kLen, i)), ROCL_OK);
+    }
+    std::atomic<bool> sent{false};
+    std::thread late([&] {
+      EXPECT_EQ(a.t->send(2, b.t->address(), 21, a.make(kLen, 4)), ROCL_OK);
+      sent = true;
+    });
+    ASSERT_TRUE(stubs_seen(b.sink, 4));
+    if (eager) {
+      late.join();
+      ASSERT_TRUE(b.sink.wait_for(1));  // a whole message, not a stub
+      EXPECT_EQ(b.sink.snapshot()[0].length, kLen);
+      EXPECT_EQ(a.t->stats().rendezvous_eager, 1u);
+      EXPECT_EQ(a.t->stats().rendezvous_waits, 0u);
+    } else {
+      std::this_thread::sleep_for(150ms);
+      EXPECT_FALSE(sent.load()) << "more than max_parked_bytes parked";
+      const Pulled p = pull_and_free(take_stub(b.sink), b.pool);
+      EXPECT_EQ(p.rc, ROCL_OK);
+      late.join();
+      ASSERT_TRUE(stubs_seen(b.sink, 5));
+      EXPECT_EQ(a.t->stats().rendezvous_waits, 1u);
+    }
+    EXPECT_EQ(a.t->stats().peak_parked, 4u);
+    discard_all(b.sink);
+  }
+}
+
+TEST(TcpRendezvous, SendWaitingForParkingGetsEpeerWhenThePeerDies) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, kWaitWhenParkingFull, kRndv);
+  auto b = std::make_unique<Node>(2, &secret, tcp::Options{}, kRndv);
+  b->sink.keep_stubs = true;
+  const std::string addr = b->t->address();
+  for (std::uint32_t i = 0; i < tcp::kMaxParkedMessages; ++i) {
+    ASSERT_EQ(a.t->send(2, addr, 21, a.make(kRndv, i)), ROCL_OK);
+  }
+  int rc = ROCL_OK;
+  std::string why;
+  Message *m = a.make(kRndv, 64);
+  std::thread late([&] {
+    rc = a.t->send(2, addr, 21, m);
+    if (rc != ROCL_OK) why = last_error();
+  });
+  ASSERT_TRUE(stubs_seen(b->sink, 64));
+  std::this_thread::sleep_for(50ms);
+  b.reset();
+  late.join();
+  EXPECT_EQ(rc, ROCL_EPEER);
+  EXPECT_NE(why.find(addr), std::string::npos) << why;
+  a.pool.release(block_of(m), BlockState::kLibrary);  // the caller kept it
+  EXPECT_TRUE(pool_back_to(a.pool, 0)) << "the parked messages must be failed and released";
+  EXPECT_TRUE(eventually([&] { return a.t->stats().failed_sends == 64; }));
+}
+
+// A request frame for a message of len bytes, as a peer's transport writes it.
+void raw_request(int fd, std::uint64_t len, std::uint64_t cookie, std::uint64_t address = 0) {
+  wire::MessageHeader h = good_header(0);
+  h.kind = wire::Kind::kRendezvousRequest;
+  h.message_id = cookie;
+  h.total_length = len;
+  h.fragment_length = sizeof(wire::RendezvousBody);
+  const wire::RendezvousBody body{address, cookie};
+  ASSERT_EQ(::send(fd, &h, sizeof h, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof h));
+  ASSERT_EQ(::send(fd, &body, sizeof body, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof body));
+}
+
+// The first data frame header of a pulled message (its payload follows).
+wire::MessageHeader data_header(std::uint64_t len, std::uint64_t cookie, std::uint32_t first) {
+  wire::MessageHeader h = good_header(0);
+  h.kind = wire::Kind::kFragment;
+  h.message_id = cookie;
+  h.total_length = len;
+  h.fragment_length = first;
+  return h;
+}
+
+TEST(TcpRendezvous, PullGetsEpeerNamingThePeerWhenItDiesMidway) {
+  const JobSecret secret = JobSecret::generate();
+  Node b(2, &secret, {}, kRndv);
+  b.sink.keep_stubs = true;
+  const std::size_t baseline = b.pool.stats().in_use_bytes;
+  const int fd = raw_connect(*b.t);
+  ASSERT_TRUE(raw_handshake(fd, secret));
+  sockaddr_in me{};
+  socklen_t mlen = sizeof me;
+  ::getsockname(fd, reinterpret_cast<sockaddr *>(&me), &mlen);
+  const std::string who = "127.0.0.1:" + std::to_string(ntohs(me.sin_port));
+  constexpr std::uint64_t kLen = 1 << 20, kCookie = 77;
+  raw_request(fd, kLen, kCookie);
+  ASSERT_TRUE(stubs_seen(b.sink, 1));
+  Message *stub = take_stub(b.sink);
+  ASSERT_NE(stub, nullptr);
+  Pulled p{ROCL_OK};
+  std::string why;
+  std::thread puller([&] {
+    p = pull_and_free(stub, b.pool);
+    why = last_error();
+  });
+  // The pull asks for the data with a reply naming the request.
+  wire::MessageHeader r{};
+  ASSERT_TRUE(raw_read(fd, &r, sizeof r));
+  EXPECT_EQ(r.kind, wire::Kind::kRendezvousReply);
+  EXPECT_EQ(r.message_id, kCookie);
+  EXPECT_EQ(r.total_length, kLen);
+  EXPECT_EQ(r.fragment_length, 0u);
+  EXPECT_EQ(r.source, 6u);  // the request's destination
+  EXPECT_EQ(r.destination, 5u);
+  EXPECT_EQ(wire::validate_header(r, wire::Limits{}, "test"), ROCL_OK) << last_error();
+  // Part of the data, then the peer dies.
+  const wire::MessageHeader d = data_header(kLen, kCookie, kLen);
+  ASSERT_EQ(::send(fd, &d, sizeof d, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof d));
+  std::vector<char> part(1000, 'x');
+  ASSERT_EQ(::send(fd, part.data(), part.size(), MSG_NOSIGNAL), 1000);
+  std::this_thread::sleep_for(50ms);
+  ::close(fd);
+  puller.join();
+  EXPECT_EQ(p.rc, ROCL_EPEER);
+  EXPECT_NE(why.find("tcp: peer " + who + " went away while its 1048576-byte rendezvous message"),
+            std::string::npos)
+      << why;
+  EXPECT_TRUE(pool_back_to(b.pool, baseline)) << "the pull's block must be released";
+}
+
+TEST(TcpRendezvous, PullOfAStubWhosePeerIsGoneFailsAtOnce) {
+  const JobSecret secret = JobSecret::generate();
+  Node b(2, &secret, {}, kRndv);
+  b.sink.keep_stubs = true;
+  const int fd = raw_connect(*b.t);
+  ASSERT_TRUE(raw_handshake(fd, secret));
+  raw_request(fd, 100000, 5);
+  ASSERT_TRUE(stubs_seen(b.sink, 1));
+  ::close(fd);
+  std::this_thread::sleep_for(50ms);  // the connection is dropped
+  const Pulled p = pull_and_free(take_stub(b.sink), b.pool);
+  EXPECT_EQ(p.rc, ROCL_EPEER);
+  EXPECT_NE(std::string(last_error()).find("went away before its 100000-byte rendezvous message"),
+            std::string::npos)
+      << last_error();
+  EXPECT_EQ(b.pool.stats().in_use_buffers, 0u);
+}
+
+TEST(TcpRendezvous, BadRendezvousFramesDropTheConnection) {
+  const JobSecret secret = JobSecret::generate();
+  Node b(2, &secret, {}, kRndv);
+  b.sink.keep_stubs = true;
+  const auto expect_dropped = [&](const std::string &words, auto &&send_frames) {
+    const int fd = raw_connect(*b.t);
+    ASSERT_TRUE(raw_handshake(fd, secret));
+    send_frames(fd);
+    EXPECT_TRUE(closed_by_peer(fd)) << words;
+    ::close(fd);
+    EXPECT_TRUE(b.log.has(words)) << words;
+  };
+  expect_dropped("rendezvous request address 0x0000000000000007 is not 0",
+                 [](int fd) { raw_request(fd, 100000, 1, 7); });
+  expect_dropped("rendezvous request cookie 3 differs from its message_id 4", [](int fd) {
+    wire::MessageHeader h = good_header(0);
+    h.kind = wire::Kind::kRendezvousRequest;
+    h.message_id = 4;
+    h.total_length = 100000;
+    h.fragment_length = sizeof(wire::RendezvousBody);
+    const wire::RendezvousBody body{0, 3};
+    ::send(fd, &h, sizeof h, MSG_NOSIGNAL);
+    ::send(fd, &body, sizeof body, MSG_NOSIGNAL);
+  });
+  // (wire validation: the 16-byte body does not fit a 0-byte message)
+  expect_dropped("fragment_offset 0 + fragment_length 16 exceeds total_length 0",
+                 [](int fd) { raw_request(fd, 0, 1); });
+  // Data before any pull asked for it (the stub is kept, not pulled).
+  expect_dropped("data for rendezvous cookie 9: no pull has asked for it", [&](int fd) {
+    raw_request(fd, 100000, 9);
+    ASSERT_TRUE(stubs_seen(b.sink, 1));
+    const wire::MessageHeader d = data_header(100000, 9, 100000);
+    ::send(fd, &d, sizeof d, MSG_NOSIGNAL);
+  });
+  // A second request with a cookie in use.
+  expect_dropped("cookie 11 is already in use", [&](int fd) {
+    raw_request(fd, 100000, 11);
+    raw_request(fd, 100000, 11);
+  });
+  // Replies only go to the side that connected.
+  expect_dropped("kind rendezvous reply is not sent by the side that connected", [](int fd) {
+    wire::MessageHeader h = good_header(0);
+    h.kind = wire::Kind::kRendezvousReply;
+    h.total_length = 100;
+    ::send(fd, &h, sizeof h, MSG_NOSIGNAL);
+  });
+  EXPECT_EQ(b.t->stats().dropped_connections, 6u);
+  // The stubs of dropped connections can only fail; the transport goes on.
+  while (Message *s = take_stub(b.sink)) EXPECT_EQ(pull_and_free(s, b.pool).rc, ROCL_EPEER);
+  Node a(1, &secret, {}, kRndv);
+  b.sink.keep_stubs = false;
+  ASSERT_EQ(a.t->send(2, b.t->address(), 9, a.make(kRndv, 1)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));
+}
+
+// A fake peer: a listening socket whose connections run the acceptor's side
+// of the handshake by hand, so that a test can answer a sender's
+// rendezvous requests itself.
+struct RawAcceptor {
+  int lfd = -1;
+  std::string address;
+  RawAcceptor() {
+    lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    EXPECT_EQ(::bind(lfd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(lfd, 8), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(lfd, reinterpret_cast<sockaddr *>(&a), &len);
+    address = "tcp:127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  }
+  ~RawAcceptor() { ::close(lfd); }
+
+  // Accepts one connection and answers its handshake: the fd, or -1.
+  int accept_one(const JobSecret &secret) {
+    const int fd = ::accept(lfd, nullptr, nullptr);
+    if (fd < 0) return -1;
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    tcp::Hello hello{};
+    const auto mine = JobSecret::random_challenge();
+    std::uint8_t answer[64];
+    if (!raw_read(fd, &hello, sizeof hello) || hello.magic != tcp::kHelloMagic ||
+        ::send(fd, mine.data(), mine.size(), MSG_NOSIGNAL) != 32 || !raw_read(fd, answer, 64)) {
+      ::close(fd);
+      return -1;
+    }
+    JobSecret::Digest proof;
+    JobSecret::Challenge theirs;
+    std::memcpy(proof.data(), answer, 32);
+    std::memcpy(theirs.data(), answer + 32, 32);
+    std::uint8_t verdict[33] = {};
+    const auto back = secret.prove(tcp::kAcceptLabel, theirs);
+    std::memcpy(verdict + 1, back.data(), 32);
+    if (!secret.verify(tcp::kConnectLabel, mine, proof) ||
+        ::send(fd, verdict, 33, MSG_NOSIGNAL) != 33) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+
+  // Lets t connect and send msg (blocks in the handshake, answered here), then
+  // reads the rendezvous request: the connection's fd, or -1.
+  int connect_and_request(Node &a, const JobSecret &secret, Message *msg, wire::MessageHeader *req,
+                          wire::RendezvousBody *body) {
+    int fd = -1;
+    std::thread acceptor([&] { fd = accept_one(secret); });
+    const int rc = a.t->send(9, address, 5, msg);
+    acceptor.join();
+    EXPECT_EQ(rc, ROCL_OK) << last_error();
+    if (fd < 0 || rc != ROCL_OK) return -1;
+    if (!raw_read(fd, req, sizeof *req) || !raw_read(fd, body, sizeof *body)) return -1;
+    return fd;
+  }
+};
+
+wire::MessageHeader reply_to(const wire::MessageHeader &req, std::uint64_t total) {
+  wire::MessageHeader h = req;
+  h.kind = wire::Kind::kRendezvousReply;
+  h.source = req.destination;
+  h.destination = req.source;
+  h.total_length = total;
+  h.fragment_offset = 0;
+  h.fragment_length = 0;
+  return h;
+}
+
+TEST(TcpRendezvous, TheSenderChecksEveryReply) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, {}, kRndv);
+  RawAcceptor peer;
+  a.pool.flush_thread_cache();
+  const std::size_t baseline = a.pool.stats().in_use_bytes;
+  wire::MessageHeader req{};
+  wire::RendezvousBody body{};
+
+  // The request: every field as documented.
+  int fd = peer.connect_and_request(a, secret, a.make(kRndv, 1, 4), &req, &body);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(wire::validate_header(req, wire::Limits{}, "test"), ROCL_OK) << last_error();
+  EXPECT_EQ(req.kind, wire::Kind::kRendezvousRequest);
+  EXPECT_EQ(req.total_length, kRndv);
+  EXPECT_EQ(req.source, 77u);
+  EXPECT_EQ(req.destination, 5u);
+  EXPECT_EQ(req.tag, 4);
+  EXPECT_EQ(req.domain, 3u);
+  EXPECT_EQ(body.address, 0u);
+  EXPECT_EQ(body.cookie, req.message_id);
+
+  // A forged reply for an unknown cookie: logged, the connection dropped, the
+  // parked message failed (its block back in the pool).
+  wire::MessageHeader forged = reply_to(req, kRndv);
+  forged.message_id = req.message_id + 1000;
+  ASSERT_EQ(::send(fd, &forged, sizeof forged, MSG_NOSIGNAL), 64);
+  EXPECT_TRUE(closed_by_peer(fd));
+  ::close(fd);
+  EXPECT_TRUE(a.log.has("tcp: rendezvous reply from " + peer.address.substr(4) + " for cookie " +
+                        std::to_string(forged.message_id) + ": message_id " +
+                        std::to_string(forged.message_id) +
+                        " names no rendezvous request waiting on this connection"));
+  EXPECT_TRUE(eventually([&] { return a.t->stats().failed_sends == 1; }));
+  EXPECT_EQ(a.t->stats().dropped_connections, 1u);
+  EXPECT_TRUE(pool_back_to(a.pool, baseline));
+
+  // A reply whose length answers nothing: dropped too.
+  fd = peer.connect_and_request(a, secret, a.make(kRndv, 2), &req, &body);
+  ASSERT_GE(fd, 0);
+  const wire::MessageHeader bad = reply_to(req, kRndv - 1);
+  ASSERT_EQ(::send(fd, &bad, sizeof bad, MSG_NOSIGNAL), 64);
+  EXPECT_TRUE(closed_by_peer(fd));
+  ::close(fd);
+  EXPECT_TRUE(a.log.has("total_length 32767 is neither 0 (drop) nor 32768"));
+  EXPECT_TRUE(eventually([&] { return a.t->stats().dropped_connections == 2; }));
+  EXPECT_TRUE(pool_back_to(a.pool, baseline));
+
+  // A drop reply: the block is released, the connection stays.
+  fd = peer.connect_and_request(a, secret, a.make(kRndv, 3), &req, &body);
+  ASSERT_GE(fd, 0);
+  const wire::MessageHeader drop = reply_to(req, 0);
+  ASSERT_EQ(::send(fd, &drop, sizeof drop, MSG_NOSIGNAL), 64);
+  EXPECT_TRUE(pool_back_to(a.pool, baseline));
+  EXPECT_EQ(a.t->stats().dropped_connections, 2u);
+
+  // A good reply: the data comes as one kFragment frame named by the cookie.
+  Message *m = a.make(100000, 4);
+  const std::uint64_t sum = checksum(m->data, m->length);
+  ASSERT_EQ(a.t->send(9, peer.address, 5, m), ROCL_OK);
+  ASSERT_TRUE(raw_read(fd, &req, sizeof req));
+  ASSERT_TRUE(raw_read(fd, &body, sizeof body));
+  const wire::MessageHeader go = reply_to(req, 100000);
+  ASSERT_EQ(::send(fd, &go, sizeof go, MSG_NOSIGNAL), 64);
+  wire::MessageHeader d{};
+  ASSERT_TRUE(raw_read(fd, &d, sizeof d));
+  EXPECT_EQ(wire::validate_header(d, wire::Limits{}, "test"), ROCL_OK) << last_error();
+  EXPECT_EQ(d.kind, wire::Kind::kFragment);
+  EXPECT_EQ(d.message_id, body.cookie);
+  EXPECT_EQ(d.total_length, 100000u);
+  EXPECT_EQ(d.fragment_offset, 0u);
+  ASSERT_EQ(d.fragment_length, 100000u);
+  std::vector<std::uint8_t> data(100000);
+  ASSERT_TRUE(raw_read(fd, data.data(), data.size()));
+  EXPECT_EQ(checksum(data.data(), data.size()), sum);
+  EXPECT_TRUE(pool_back_to(a.pool, baseline));
+  ::close(fd);
+
+  // The process carries on: a real peer still gets a large message.
+  Node b(2, &secret, {}, kRndv);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 9, a.make(std::size_t{2} << 20, 5)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));
+  EXPECT_EQ(b.sink.snapshot()[0].length, std::size_t{2} << 20);
+}
+
+// Senders mixing eager and rendezvous messages to a receiver whose sink pulls
+// inside deliver (nested drives) while callers and the thread drive it at
+// once: each message arrives exactly once, intact.
+TEST(TcpRendezvous, ConcurrentDriversAndNestedPullsDeliverEachMessageOnce) {
+  const JobSecret secret = JobSecret::generate();
+  Node a1(1, &secret, {}, kRndv), a2(3, &secret, {}, kRndv), b(2, &secret, {}, kRndv);
+  constexpr std::uint32_t kSenders = 4, kPerSender = 300;
+  std::vector<std::vector<std::uint64_t>> sums(kSenders, std::vector<std::uint64_t>(kPerSender));
+  Drivers drivers;
+  drivers.threads.emplace_back([&] {
+    while (!drivers.done) b.t->progress();
+  });
+  drivers.threads.emplace_back([&] {
+    for (unsigned cycle = 0; !drivers.done; ++cycle) {
+      b.t->poll_begin();
+      for (int i = 0; i < 200; ++i) b.t->progress();
+      b.t->poll_end(cycle % 2 == 0);
+    }
+  });
+  std::vector<std::thread> senders;
+  for (std::uint32_t s = 0; s < kSenders; ++s) {
+    senders.emplace_back([&, s] {
+      Node &a = s < 2 ? a1 : a2;
+      for (std::uint32_t i = 0; i < kPerSender; ++i) {
+        const std::size_t len = i % 3 == 0 ? kRndv + i * 1000 : 16 + i;
+        Message *m = a.make(len, s << 24 | i, static_cast<std::int32_t>(s));
+        sums[s][i] = checksum(m->data, m->length);
+        ASSERT_EQ(a.t->send(2, b.t->address(), 5, m), ROCL_OK);
+      }
+    });
+  }
+  for (auto &t : senders) t.join();
+  ASSERT_TRUE(b.sink.wait_for(kSenders * kPerSender, 30000ms));
+  std::this_thread::sleep_for(20ms);  // a duplicate would show up now
+  const auto got = b.sink.snapshot();
+  ASSERT_EQ(got.size(), kSenders * kPerSender);
+  std::vector<std::vector<int>> seen(kSenders, std::vector<int>(kPerSender));
+  for (const Arrival &x : got) {
+    const auto v = static_cast<std::uint32_t>(x.first8);
+    const std::uint32_t s = v >> 24, i = v & 0xffffff;
+    ASSERT_LT(s, kSenders);
+    ASSERT_LT(i, kPerSender);
+    ASSERT_EQ(x.tag, static_cast<std::int32_t>(s));
+    EXPECT_EQ(x.sum, sums[s][i]) << "sender " << s << " message " << i;
+    ++seen[s][i];
+  }
+  for (std::uint32_t s = 0; s < kSenders; ++s) {
+    for (std::uint32_t i = 0; i < kPerSender; ++i) ASSERT_EQ(seen[s][i], 1) << s << " " << i;
+  }
+  // Every large message was pulled, unless its sender's parking was full
+  // and it went eager (the default).
+  EXPECT_EQ(b.t->stats().rendezvous_pulls + a1.t->stats().rendezvous_eager +
+                a2.t->stats().rendezvous_eager,
+            std::uint64_t{kSenders * kPerSender / 3});
+  EXPECT_EQ(b.t->stats().dropped_connections, 0u);
 }
 
 }  // namespace

@@ -1,0 +1,149 @@
+// tcp_progress.cpp - driving the TCP transport: the transport's own thread
+// (epoll peek, parking while callers poll) and callers' progress() with
+// poll_begin()/poll_end(), all under the one receive lock (see "Progress" in
+// tcp_transport.hpp), and the dispatch of one epoll event.
+#include <linux/futex.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <ctime>
+
+#include "transport/tcp/tcp_internal.hpp"
+
+namespace rocl::impl::tcp::detail {
+
+void futex_wait(std::atomic<int> &word, int expected, int timeout_ms) {
+  timespec ts{0, timeout_ms * 1000000L};
+  ::syscall(SYS_futex, reinterpret_cast<int *>(&word), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr,
+            0);
+}
+void futex_wake_all(std::atomic<int> &word) {
+  ::syscall(SYS_futex, reinterpret_cast<int *>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+            nullptr, 0);
+}
+
+int TcpTransportImpl::progress() noexcept {
+  if (t_driving == this) return 0;  // from inside deliver: this thread is driving already
+  std::unique_lock lock(rx_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return 0;
+  const int n = drive_locked();
+  caller_events_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+  return n;
+}
+
+void TcpTransportImpl::poll_begin() noexcept {
+  // seq_cst, paired with wait_until_ready(): either the thread sees the
+  // count before its epoll_wait, or we see it inside and kick it out.
+  if (pollers_.fetch_add(1) == 0 && in_epoll_.load()) kick();
+}
+
+void TcpTransportImpl::poll_end(bool will_sleep) noexcept {
+  // Lazy hand-back: what already arrived is handled now rather than after
+  // the thread's next park timeout (kParkMs).
+  if (!will_sleep) progress();
+  // Prompt hand-back: the last poller wakes the thread, which then polls
+  // every descriptor (level-triggered: nothing ready is missed).
+  if (pollers_.fetch_sub(1) == 1 && will_sleep) futex_wake_all(pollers_);
+}
+
+void TcpTransportImpl::run() {
+  while (!stop_.load(std::memory_order_acquire)) {
+    if (pollers_.load() > 0) {
+      park();
+      continue;
+    }
+    if (!wait_until_ready()) continue;
+    std::lock_guard lock(rx_mu_);
+    thread_events_.fetch_add(static_cast<std::uint64_t>(drive_locked()), std::memory_order_relaxed);
+  }
+}
+
+// Sleeps while callers poll (they handle arrivals), re-checking every
+// kParkMs: poll_end(false) does not wake the thread.
+void TcpTransportImpl::park() {
+  const int n = pollers_.load();
+  if (n > 0) futex_wait(pollers_, n, tcp::kParkMs);
+}
+
+// Waits, without the receive lock, until a descriptor is ready or a paused
+// connection is due for a retry. False: do not drive now (callers began
+// polling; EINTR). The event returned is discarded: by the time the lock
+// is taken another driver may have handled it (or closed its connection),
+// so drive_locked() polls afresh; level-triggered, the peek consumes nothing.
+bool TcpTransportImpl::wait_until_ready() {
+  in_epoll_.store(true);  // seq_cst: see poll_begin() and pause_reading()
+  bool ready = false;
+  if (pollers_.load() == 0) {
+    const int timeout = paused_n_.load() > 0 ? tcp::kRetryMs : -1;
+    epoll_event ev;
+    const int n = ::epoll_wait(epoll_fd_, &ev, 1, timeout);
+    ready = n > 0 || (n == 0 && timeout >= 0);
+  }
+  in_epoll_.store(false);
+  return ready && pollers_.load() == 0;
+}
+
+void TcpTransportImpl::kick() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] auto r = ::write(wake_fd_, &one, sizeof one);
+}
+
+// Under rx_mu_: handles what is ready now, without blocking; returns the
+// number of events handled (counting a paused connection resumed as one).
+// Re-entrant: a pull inside deliver drives again from within a drive (a
+// nested drive); only the outermost one frees the connections dropped
+// meanwhile, since the drives below it on the stack may still hold them.
+int TcpTransportImpl::drive_locked() {
+  const DrivingScope scope(this);
+  const bool outermost = drive_depth_++ == 0;
+  if (outermost) resumed_ = 0;
+  std::array<epoll_event, kMaxEvents> evs;
+  const int n = ::epoll_wait(epoll_fd_, evs.data(), kMaxEvents, 0);
+  for (int i = 0; i < n; ++i) handle_event(evs[i]);
+  retry_paused_if_due();
+  if (outermost) graveyard_.clear();
+  --drive_depth_;
+  return std::max(n, 0) + resumed_;
+}
+
+void TcpTransportImpl::handle_event(const epoll_event &ev) {
+  void *p = ev.data.ptr;
+  if (p == &wake_fd_) {
+    std::uint64_t v;
+    [[maybe_unused]] auto r = ::read(wake_fd_, &v, sizeof v);
+  } else if (p == &listen_fd_) {
+    accept_all();
+  } else {
+    on_conn(static_cast<Conn *>(p), ev.events);
+  }
+}
+
+void TcpTransportImpl::on_conn(Conn *c, std::uint32_t events) {
+  if (!is_live(c)) return;  // dropped earlier in this batch
+  if (events & EPOLLOUT) {
+    bool ok;
+    {
+      std::lock_guard lock(c->mu);
+      ok = c->dead || flush(*c);
+    }
+    if (!ok) {
+      drop(c);
+      return;
+    }
+  }
+  if (c->rx == Rx::kNeedBlock) {
+    // Paused: only retry_paused_if_due() reads it. A hang-up is still
+    // reported (and would repeat, level-triggered): the peer reset the
+    // connection, so its unread bytes are gone anyway.
+    if (events & (EPOLLHUP | EPOLLERR)) drop(c);
+    return;
+  }
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+    if (!receive(*c)) drop(c);
+  }
+}
+
+}  // namespace rocl::impl::tcp::detail
