@@ -12,7 +12,7 @@
 // reaches(addr): boot id and pid namespace equal ours and the pid is alive
 // (kill(pid, 0) == 0 or EPERM).
 //
-// Segment layout (docs: see the structs in shm_transport.cpp):
+// Segment layout (docs: see the structs in shm_layout.hpp):
 //   SegHeader (magic, version, slot count, ring bytes, the receiver's 32-byte
 //   random challenge, a futex word + "receiver sleeps" flag), then kSlots
 //   SlotCtl (owner pid, verdict, head, tail: each on its own cache line,

@@ -1,0 +1,231 @@
+// shm_internal.hpp - what the shm transport's source files share (internal to
+// src/transport/shm/; the design is described in shm_transport.hpp, the
+// segment layout in shm_layout.hpp): the waiting primitives, a sender's
+// connection (Conn), a receiver's private slot state (RxSlot), the rendezvous
+// stub and mapped peer pool, and the declaration of ShmTransportImpl, whose
+// members are defined by responsibility:
+//   shm_transport.cpp   the counters and the factories
+//   shm_connect.cpp     the inbox's life (segment creation, teardown) and
+//                       connecting to a peer's inbox (the handshake)
+//   shm_send.cpp        send(), writing frames into a peer's ring, waking it
+//   shm_receive.cpp     the progress thread, callers' progress, reading and
+//                       validating the rings, reassembly and delivery
+//   shm_rendezvous.cpp  large messages copied straight out of the sender's
+//                       pool: requests, stubs, pull/discard, reaping
+#pragma once
+
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "buffer/buffer_pool.hpp"
+#include "security/job_secret.hpp"
+#include "status/status.hpp"
+#include "transport/shm/shm_layout.hpp"
+#include "transport/shm/shm_transport.hpp"
+#include "wire/message_header.hpp"
+#include "wire/validate.hpp"
+
+namespace rocl::impl::shm::detail {
+
+// ---- Waiting ----------------------------------------------------------------
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+inline long futex(std::atomic<std::uint32_t> *addr, int op, std::uint32_t val, const timespec *ts) {
+  return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(addr), op, val, ts, nullptr, 0);
+}
+
+// ---- Connections and slots -------------------------------------------------
+
+// Our side of a connection to a peer's inbox: a mapping and a claimed slot.
+struct Conn {
+  std::mutex mu;  // serialises the senders of this process to the peer
+  bool connected = false;
+  bool dead = false;
+  std::byte *seg = nullptr;
+  std::size_t seg_bytes = 0;
+  SegHeader *hdr = nullptr;
+  SlotCtl *ctl = nullptr;
+  std::byte *ring = nullptr;
+  std::uint64_t ring_bytes = 0;
+  std::uint64_t head = 0;       // our copy of ctl->head
+  std::uint64_t seen_tail = 0;  // the receiver's tail when we last read it
+  std::uint32_t slot = 0;
+  pid_t pid = 0;
+  std::uint64_t start_time = 0;
+  // Rendezvous (only if the receiver can read our memory): blocks whose
+  // payload the receiver will copy, by cookie, until it sets the bit.
+  bool rendezvous = false;  // the receiver mapped our pool
+  std::uint64_t pending_mask = 0;
+  std::uint64_t pending_bytes = 0;
+  BlockHeader *pending[64] = {};
+
+  ~Conn() {
+    if (seg != nullptr) ::munmap(seg, seg_bytes);
+  }
+};
+
+// The receiver's private state of one slot (never in shared memory).
+struct RxSlot {
+  enum State { kNew, kOk, kPoisoned } state = kNew;
+  std::uint64_t tail = 0;
+  std::uint32_t pid = 0;
+  bool pool_mapped = false;      // pools_[slot] maps the sender's pool
+  BlockHeader *block = nullptr;  // message being reassembled
+  wire::MessageHeader first{};
+  std::uint64_t done = 0;
+  std::string name;  // "shm slot N (pid P)", for error sentences
+};
+
+// ---- Rendezvous --------------------------------------------------------------
+
+// What a stub's payload holds. `transport` first: rendezvous_transport().
+struct Stub {
+  Transport *transport;
+  SlotCtl *ctl;
+  const std::byte *pool;     // the sender's pool, mapped read-only
+  std::uint64_t pool_bytes;  // its size
+  std::uint64_t offset;      // the payload's offset in it
+  std::uint64_t cookie;
+  std::uint32_t pid;
+  std::uint32_t slot;
+};
+
+// A sender's buffer pool as mapped here, once per slot, kept until we end.
+struct PeerPool {
+  const std::byte *base = nullptr;
+  std::size_t bytes = 0;
+};
+
+// ---- The transport -------------------------------------------------------------
+
+class ShmTransportImpl final : public ShmTransport {
+ public:
+  // shm_connect.cpp
+  ShmTransportImpl(const TransportEnv &env, const shm::Config &cfg, shm::LogFn log);
+  ~ShmTransportImpl() override;
+  int init();
+  bool reaches(std::string_view address) const noexcept override;
+
+  std::string_view name() const noexcept override { return "shm"; }
+  std::string address() const override { return address_; }
+  int register_memory(void *, std::size_t) noexcept override { return ROCL_OK; }
+
+  // shm_transport.cpp
+  shm::Stats stats() const noexcept override;
+
+  // shm_send.cpp
+  int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
+           Message *msg) noexcept override;
+
+  // shm_receive.cpp
+  int progress() noexcept override;
+  void poll_begin() noexcept override;
+  void poll_end(bool will_sleep) noexcept override;
+
+  // shm_rendezvous.cpp
+  int pull(Message *stub, Message **out) noexcept override;
+  void discard(Message *stub) noexcept override;
+
+ private:
+  void log(const std::string &s) {
+    try {
+      log_(s);
+    } catch (...) {
+    }
+  }
+
+  // ---- Connecting (shm_connect.cpp) -------------------------------------------
+  void forget(rocl_gid_t peer, const std::shared_ptr<Conn> &c);
+  static bool peer_alive(const Conn &c);
+  int connect(Conn &c, std::string_view peer_address);
+
+  // ---- Sending (shm_send.cpp) -------------------------------------------------
+  void publish(Conn &c, std::uint64_t head);
+  static void wake(SegHeader *h);
+  int wait_space(Conn &c, std::uint64_t need);
+  void copy_in(Conn &c, std::uint64_t pos, const std::byte *src, std::uint64_t n);
+  int write_message(Conn &c, rocl_gid_t destination, Message *msg);
+
+  // ---- Receiving (shm_receive.cpp; whoever holds rx_busy_: the thread or a
+  // polling caller) -------------------------------------------------------------
+  int poll_locked(bool wait) noexcept;
+  bool callers_poll() const noexcept { return hdr_->pollers.load(std::memory_order_relaxed) != 0; }
+  void run();
+  void refresh_active();
+  int poll_once();
+  void poison(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::string &why, bool refusal);
+  void drop_partial(RxSlot &s);
+  void copy_out(std::uint32_t i, std::uint64_t pos, std::byte *dst, std::uint64_t n);
+  void consume(RxSlot &s, SlotCtl *ctl, std::uint64_t bytes);
+  int poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
+
+  // ---- Rendezvous (shm_rendezvous.cpp) ------------------------------------------
+  bool in_pool(const Message *msg) const;
+  static Stub stub_of(Message *stub);
+  void release_stub(Message *stub);
+  static void hand_back(const Stub &st);
+  static int read_peer(const Stub &st, std::byte *dst, std::size_t len);
+  bool map_peer_pool(std::uint32_t slot, std::uint32_t pid, std::uint32_t fd, std::uint64_t bytes);
+  void reap(Conn &c);
+  void drop_pending(Conn &c);
+  void reap_all();
+  int wait_cookie(Conn &c, std::uint64_t len);
+  int write_rendezvous(Conn &c, rocl_gid_t destination, Message *msg);
+  int take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const wire::MessageHeader &h,
+                      std::uint64_t frame);
+
+  TransportEnv env_;
+  shm::Config cfg_;
+  shm::LogFn log_;
+  std::optional<JobSecret> own_secret_;
+  const JobSecret *secret_ = nullptr;
+  wire::Limits limits_;
+  std::string address_;
+
+  int fd_ = -1;
+  std::byte *seg_ = nullptr;
+  std::size_t seg_bytes_ = 0;
+  SegHeader *hdr_ = nullptr;
+  JobSecret::Challenge challenge_{};
+  std::vector<RxSlot> rx_;             // only by the holder of rx_busy_ (as the two below)
+  std::vector<std::uint32_t> active_;  // claimed slots, in index order
+  // Senders' pools by slot: written once at the handshake (before any stub
+  // of that slot exists), read by pull() on any thread, unmapped at the end.
+  std::vector<PeerPool> pools_;
+  std::uint32_t seen_claims_ = 0;
+  std::atomic_flag rx_busy_ = ATOMIC_FLAG_INIT;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+
+  std::mutex peers_mu_;
+  std::map<rocl_gid_t, std::shared_ptr<Conn>> peers_;
+  std::atomic<std::uint64_t> next_id_{1};
+  std::atomic<std::int64_t> pending_total_{0};  // rendezvous buffers not yet reaped
+
+  std::atomic<std::uint64_t> refused_{0}, poisoned_{0}, unknown_{0}, delivered_{0};
+};
+
+}  // namespace rocl::impl::shm::detail

@@ -1,0 +1,79 @@
+// shm_layout.hpp - the layout of an shm inbox segment, shared by the two
+// processes of a connection (the overview is in shm_transport.hpp): the magic
+// numbers and limits, SegHeader, the per-slot SlotCtl, the Verdict a receiver
+// gives a slot, the Hello a sender writes first, and the helpers that compute
+// offsets in the segment. It is the protocol between the two processes: a
+// change here wants a new kSegVersion.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace rocl::impl::shm::detail {
+
+inline constexpr std::uint64_t kSegMagic = 0x6d68536c636f5221ull;    // "!RoclShm"
+inline constexpr std::uint64_t kHelloMagic = 0x6f6c6c65486d6853ull;  // "ShmHello"
+inline constexpr std::uint32_t kSegVersion = 2;                      // 2: pollers word
+inline constexpr std::uint64_t kFrameAlign = 64;
+inline constexpr std::uint32_t kMaxSlots = 1024;
+
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+static_assert(sizeof(std::atomic<std::uint32_t>) == 4);
+
+struct SegHeader {
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::uint32_t slots;
+  std::uint64_t ring_bytes;
+  std::uint64_t header_bytes;  // offset of the first ring
+  std::uint8_t challenge[32];
+  alignas(64) std::atomic<std::uint32_t> wake_seq;  // futex word
+  std::atomic<std::uint32_t> sleeping;              // receiver's thread announced it sleeps
+  std::atomic<std::uint32_t> pollers;               // receiver's callers polling the rings
+  alignas(64) std::atomic<std::uint32_t> claims;    // slots claimed so far (senders add 1)
+};
+
+// Enum of what the receiver decided about a slot (informational for the
+// sender; the receiver trusts only its own local state).
+// kAcceptedPool: accepted, and the receiver mapped the sender's buffer pool
+// (read-only), so large messages may go by rendezvous.
+enum Verdict : std::uint32_t { kPending = 0, kAccepted = 1, kRefused = 2, kAcceptedPool = 3 };
+
+struct SlotCtl {
+  alignas(64) std::atomic<std::uint32_t> owner;  // sender pid, 0 = free
+  std::atomic<std::uint32_t> verdict;
+  alignas(64) std::atomic<std::uint64_t> head;  // written by the sender
+  alignas(64) std::atomic<std::uint64_t> tail;  // written by the receiver
+  // Rendezvous cookies the receiver is done with (bit i: cookie i); the
+  // receiver sets bits, the sender takes them.
+  alignas(64) std::atomic<std::uint64_t> pulled;
+};
+static_assert(sizeof(SlotCtl) == 256);
+
+struct Hello {
+  std::uint64_t magic;
+  std::uint32_t pid;
+  std::uint32_t slot;
+  std::uint8_t proof[32];
+  std::uint32_t pool_fd;  // the sender's pool memfd (/proc/<pid>/fd/<n>), ~0u: none
+  std::uint32_t pad;
+  std::uint64_t pool_bytes;  // its size
+};
+static_assert(sizeof(Hello) == 64);
+
+constexpr std::uint64_t header_bytes_for(std::uint32_t slots) {
+  const std::uint64_t raw = 4096 + std::uint64_t{slots} * sizeof(SlotCtl);
+  return (raw + 4095) & ~std::uint64_t{4095};
+}
+
+inline SlotCtl *slot_ctl(std::byte *seg, std::uint32_t i) {
+  return reinterpret_cast<SlotCtl *>(seg + 4096) + i;
+}
+
+inline std::uint64_t pad64(std::uint64_t n) {
+  return (n + kFrameAlign - 1) & ~(kFrameAlign - 1);
+}
+
+}  // namespace rocl::impl::shm::detail

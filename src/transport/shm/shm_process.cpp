@@ -1,0 +1,89 @@
+// shm_process.cpp - process helpers of the shm transport (see
+// shm_process.hpp): reading /proc for the host tag and start times, kill(pid,
+// 0) for liveness, and the address parser.
+#include "transport/shm/shm_process.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace rocl::impl::shm::detail {
+namespace {
+
+std::string read_small_file(const char *path) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  char buf[512];
+  ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return {};
+  std::string s(buf, static_cast<std::size_t>(n));
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+std::string host_tag() {
+  std::string boot = read_small_file("/proc/sys/kernel/random/boot_id");
+  struct stat st {};
+  std::uint64_t ns = 0;
+  if (::stat("/proc/self/ns/pid", &st) == 0) ns = st.st_ino;
+  if (boot.empty()) boot = "noboot";
+  return boot + ":" + std::to_string(ns);
+}
+
+std::uint64_t process_start(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  std::string s = read_small_file(path);
+  const auto rp = s.rfind(')');
+  if (rp == std::string::npos || rp + 2 >= s.size()) return 0;
+  const char state = s[rp + 2];
+  if (state == 'Z' || state == 'X' || state == 'x') return 0;
+  // Fields after ')' start at field 3 (state); starttime is field 22.
+  const char *p = s.c_str() + rp + 2;
+  for (int field = 3; field < 22 && *p; ++field) {
+    p = std::strchr(p, ' ');
+    if (p == nullptr) return 0;
+    ++p;
+  }
+  return std::strtoull(p, nullptr, 10);
+}
+
+bool pid_alive(pid_t pid) {
+  if (pid <= 0) return false;
+  if (::kill(pid, 0) == 0) return true;
+  return errno == EPERM;
+}
+
+std::optional<ParsedAddress> parse_address(std::string_view a) {
+  if (a.substr(0, 4) != "shm:") return std::nullopt;
+  a.remove_prefix(4);
+  ParsedAddress out;
+  std::uint64_t v[3];
+  for (auto &x : v) {
+    const auto colon = a.find(':');
+    if (colon == std::string_view::npos || colon == 0 || colon > 20) return std::nullopt;
+    x = 0;
+    for (char c : a.substr(0, colon)) {
+      if (c < '0' || c > '9') return std::nullopt;
+      x = x * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    a.remove_prefix(colon + 1);
+  }
+  if (v[0] == 0 || v[0] > 0x7fffffff || v[1] > 0x7fffffff) return std::nullopt;
+  out.pid = static_cast<pid_t>(v[0]);
+  out.fd = static_cast<int>(v[1]);
+  out.size = v[2];
+  out.host = std::string(a);
+  return out;
+}
+
+}  // namespace rocl::impl::shm::detail

@@ -1,0 +1,262 @@
+// shm_receive.cpp - the receive side of the shm transport, run by whoever
+// holds rx_busy_ (the progress thread or a polling caller): callers' progress
+// (progress, poll_begin/poll_end), the thread's poll-spin-sleep loop, the
+// poll of the claimed slots, and poll_slot: checking a slot's Hello, decoding
+// and validating each frame, reassembling fragments and delivering messages.
+// Anything wrong in a slot poisons that slot only (design: shm_transport.hpp).
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "transport/shm/shm_internal.hpp"
+
+namespace rocl::impl::shm::detail {
+
+// Caller progress (contract in transport.hpp). The receive state (rx_) is
+// guarded by rx_busy_, a try-lock: whoever holds it polls the rings.
+int ShmTransportImpl::progress() noexcept {
+  reap_all();
+  return poll_locked(false);
+}
+
+void ShmTransportImpl::poll_begin() noexcept {
+  hdr_->pollers.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void ShmTransportImpl::poll_end(bool will_sleep) noexcept {
+  hdr_->pollers.fetch_sub(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (will_sleep) {
+    wake(hdr_);  // the thread takes over at once
+  } else {
+    poll_locked(true);  // a sender that saw us polling published before this
+  }
+}
+
+// Polls the rings if nobody else does (or, with wait, once the current
+// poller is done). Returns the frames handled.
+int ShmTransportImpl::poll_locked(bool wait) noexcept {
+  // Test before test-and-set: many spinning callers must not keep
+  // writing the flag's cache line while one of them polls.
+  while (rx_busy_.test(std::memory_order_relaxed) ||
+         rx_busy_.test_and_set(std::memory_order_acquire)) {
+    if (!wait) return 0;
+    cpu_relax();
+  }
+  const int n = poll_once();
+  rx_busy_.clear(std::memory_order_release);
+  return n;
+}
+
+// The progress thread: polls while nobody else does, spins a little when
+// idle, then sleeps until a sender wakes it. While callers poll it sleeps
+// at once and senders leave it alone.
+void ShmTransportImpl::run() {
+  int idle = 0;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    if (!callers_poll()) {
+      if (poll_locked(true) != 0) {
+        idle = 0;
+        continue;
+      }
+      if (++idle < 2000) {
+        cpu_relax();
+        continue;
+      }
+    }
+    hdr_->sleeping.store(1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    const std::uint32_t seq = hdr_->wake_seq.load(std::memory_order_acquire);
+    reap_all();
+    if ((callers_poll() || poll_locked(true) == 0) && !stop_.load()) {
+      // Sleep long, unless senders' buffers wait to be reaped.
+      const long ms = pending_total_.load(std::memory_order_relaxed) != 0 ? 1 : 50;
+      timespec ts{0, ms * 1000 * 1000};
+      futex(&hdr_->wake_seq, FUTEX_WAIT, seq, &ts);
+    }
+    hdr_->sleeping.store(0, std::memory_order_relaxed);
+    idle = 0;
+  }
+}
+
+// Rebuilds the list of claimed slots when a sender claimed one since we
+// last looked, so that a poll reads only the slots in use.
+void ShmTransportImpl::refresh_active() {
+  const std::uint32_t claims = hdr_->claims.load(std::memory_order_acquire);
+  if (claims == seen_claims_) return;
+  seen_claims_ = claims;
+  active_.clear();
+  for (std::uint32_t i = 0; i < cfg_.slots; ++i) {
+    if (rx_[i].state == RxSlot::kPoisoned) continue;
+    if (rx_[i].state != RxSlot::kNew ||
+        slot_ctl(seg_, i)->owner.load(std::memory_order_acquire) != 0) {
+      active_.push_back(i);
+    }
+  }
+}
+
+int ShmTransportImpl::poll_once() {
+  int n = 0;
+  refresh_active();
+  for (const std::uint32_t i : active_) {
+    RxSlot &s = rx_[i];
+    if (s.state == RxSlot::kPoisoned) continue;
+    SlotCtl *ctl = slot_ctl(seg_, i);
+    // Drain a bounded number of frames per slot per round for fairness.
+    for (int k = 0; k < 16; ++k) {
+      const int r = poll_slot(i, s, ctl);
+      if (r <= 0) break;
+      n += r;
+    }
+  }
+  return n;
+}
+
+void ShmTransportImpl::poison(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::string &why,
+                              bool refusal) {
+  s.state = RxSlot::kPoisoned;
+  drop_partial(s);
+  ctl->verdict.store(kRefused, std::memory_order_release);
+  (refusal ? refused_ : poisoned_).fetch_add(1);
+  log("shm: slot " + std::to_string(i) + " (pid " + std::to_string(s.pid) + ") " +
+      (refusal ? "refused: " : "dropped: ") + why);
+}
+
+void ShmTransportImpl::drop_partial(RxSlot &s) {
+  if (s.block != nullptr && env_.pool != nullptr) {
+    env_.pool->release(s.block, BlockState::kLibrary);
+  }
+  s.block = nullptr;
+  s.done = 0;
+}
+
+void ShmTransportImpl::copy_out(std::uint32_t i, std::uint64_t pos, std::byte *dst,
+                                std::uint64_t n) {
+  std::byte *ring = seg_ + hdr_->header_bytes + std::uint64_t{i} * cfg_.ring_bytes;
+  const std::uint64_t off = pos & (cfg_.ring_bytes - 1);
+  const std::uint64_t first = std::min(n, cfg_.ring_bytes - off);
+  std::memcpy(dst, ring + off, first);
+  if (n > first) std::memcpy(dst + first, ring, n - first);
+}
+
+void ShmTransportImpl::consume(RxSlot &s, SlotCtl *ctl, std::uint64_t bytes) {
+  s.tail += bytes;
+  ctl->tail.store(s.tail, std::memory_order_release);
+}
+
+// 1: handled a frame, 0: nothing there, -1: slot poisoned.
+int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
+  const std::uint64_t head = ctl->head.load(std::memory_order_acquire);
+  if (head == s.tail) return 0;
+  const std::uint64_t avail = head - s.tail;
+  if (head < s.tail || avail > cfg_.ring_bytes || (avail % kFrameAlign) != 0) {
+    if (s.state == RxSlot::kNew) s.pid = ctl->owner.load(std::memory_order_relaxed);
+    char why[128];
+    std::snprintf(why, sizeof why, "head %" PRIu64 " is not a valid ring index (tail %" PRIu64 ")",
+                  head, s.tail);
+    poison(i, s, ctl, why, false);
+    return -1;
+  }
+  if (s.state == RxSlot::kNew) {
+    s.pid = ctl->owner.load(std::memory_order_relaxed);
+    Hello h;
+    copy_out(i, s.tail, reinterpret_cast<std::byte *>(&h), sizeof h);
+    JobSecret::Digest proof;
+    std::memcpy(proof.data(), h.proof, 32);
+    if (h.magic != kHelloMagic || h.slot != i ||
+        !secret_->verify(shm::kProofLabel, challenge_, proof)) {
+      poison(i, s, ctl, "job secret proof did not verify", true);
+      return -1;
+    }
+    s.state = RxSlot::kOk;
+    try {
+      s.name = "shm slot " + std::to_string(i) + " (pid " + std::to_string(s.pid) + ")";
+    } catch (...) {  // only the sentences of later errors get poorer
+    }
+    s.pool_mapped = map_peer_pool(i, s.pid, h.pool_fd, h.pool_bytes);
+    consume(s, ctl, sizeof h);
+    ctl->verdict.store(s.pool_mapped ? kAcceptedPool : kAccepted, std::memory_order_release);
+    return 1;
+  }
+  wire::MessageHeader h;
+  std::byte raw[sizeof h];
+  copy_out(i, s.tail, raw, sizeof raw);
+  if (wire::decode_header(raw, limits_, s.name, &h) != ROCL_OK) {
+    poison(i, s, ctl, last_error(), false);
+    return -1;
+  }
+  const std::uint64_t frame = sizeof h + pad64(h.fragment_length);
+  if (frame > avail) return 0;  // the sender publishes whole frames; wait for it
+  if (h.kind == wire::Kind::kRendezvousRequest) return take_rendezvous(i, s, ctl, h, frame);
+  if (h.kind != wire::Kind::kEager && h.kind != wire::Kind::kFragment) {
+    poison(i, s, ctl, std::string("frame kind ") + wire::kind_name(h.kind) + " is not used by shm",
+           false);
+    return -1;
+  }
+  if (s.block == nullptr) {
+    if (h.fragment_offset != 0) {
+      poison(i, s, ctl,
+             "fragment_offset " + std::to_string(h.fragment_offset) + " does not start a message",
+             false);
+      return -1;
+    }
+    if (env_.pool == nullptr) {
+      poison(i, s, ctl, "no buffer pool to receive into", false);
+      return -1;
+    }
+    BlockHeader *b = env_.pool->allocate(h.total_length);
+    if (b == nullptr) {
+      poison(i, s, ctl,
+             "no pool block for a message of " + std::to_string(h.total_length) +
+                 " bytes: " + last_error(),
+             false);
+      return -1;
+    }
+    b->state.store(BlockState::kLibrary, std::memory_order_relaxed);
+    s.block = b;
+    s.first = h;
+    s.done = 0;
+  } else {
+    const auto &f = s.first;
+    if (h.kind != wire::Kind::kFragment || h.message_id != f.message_id ||
+        h.total_length != f.total_length || h.fragment_offset != s.done || h.source != f.source ||
+        h.destination != f.destination || h.tag != f.tag || h.domain != f.domain) {
+      poison(i, s, ctl,
+             "fragment of message " + std::to_string(h.message_id) + " at offset " +
+                 std::to_string(h.fragment_offset) + " does not continue message " +
+                 std::to_string(f.message_id) + " at offset " + std::to_string(s.done),
+             false);
+      return -1;
+    }
+  }
+  if (h.fragment_length != 0) {
+    copy_out(i, s.tail + sizeof h, payload_of(s.block) + h.fragment_offset, h.fragment_length);
+  }
+  s.done += h.fragment_length;
+  consume(s, ctl, frame);
+  if (s.done < s.first.total_length) return 1;
+  BlockHeader *b = s.block;
+  s.block = nullptr;
+  s.done = 0;
+  Message *m = message_in(b);
+  m->header = CoreHeader{s.first.source, s.first.tag, s.first.domain};
+  m->data = payload_of(b);
+  m->length = s.first.total_length;
+  b->state.store(BlockState::kLibrary, std::memory_order_release);
+  if (env_.sink->deliver(s.first.destination, m) != ROCL_OK) {
+    unknown_.fetch_add(1);
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "shm: message from slot %u (pid %u) for unknown resource 0x%016" PRIx64, i, s.pid,
+                  s.first.destination);
+    log(line);
+    std::destroy_at(m);
+    env_.pool->release(b, BlockState::kLibrary);
+  } else {
+    delivered_.fetch_add(1);
+  }
+  return 1;
+}
+
+}  // namespace rocl::impl::shm::detail

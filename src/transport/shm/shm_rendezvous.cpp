@@ -1,0 +1,254 @@
+// shm_rendezvous.cpp - large messages by rendezvous: the sender writes only
+// a request naming the payload's offset in its buffer pool, which the receiver
+// has mapped read-only at the handshake; the receiver delivers a stub, and the
+// copy happens once a receive matches it (pull), straight into a block of
+// ours. Here: the sender's side (write_rendezvous, waiting for a free cookie,
+// reaping the buffers copied), the receiver's side (map_peer_pool,
+// take_rendezvous, pull, discard) and the stub helpers.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "transport/shm/shm_internal.hpp"
+
+namespace rocl::impl::shm::detail {
+
+// Rendezvous, receiver side (contract in transport.hpp): one copy from
+// the sender's buffer straight into a block of ours, on the receiving
+// thread, then the cookie goes back so the sender can free its buffer.
+int ShmTransportImpl::pull(Message *stub, Message **out) noexcept {
+  const Stub st = stub_of(stub);
+  const CoreHeader header = stub->header;
+  const std::size_t len = stub->length;
+  release_stub(stub);
+  BlockHeader *b = env_.pool->allocate(len);
+  if (b == nullptr) {
+    hand_back(st);
+    return fail(ROCL_ENOMEM, "shm: no pool block for a %zu-byte message from pid %u: %s", len,
+                st.pid, last_error());
+  }
+  const int rc = read_peer(st, payload_of(b), len);
+  hand_back(st);
+  if (rc != ROCL_OK) {
+    env_.pool->release(b, BlockState::kLibrary);
+    return rc;
+  }
+  b->state.store(BlockState::kLibrary, std::memory_order_relaxed);
+  Message *m = message_in(b);
+  m->header = header;
+  m->data = payload_of(b);
+  m->length = len;
+  *out = m;
+  return ROCL_OK;
+}
+
+void ShmTransportImpl::discard(Message *stub) noexcept {
+  const Stub st = stub_of(stub);
+  release_stub(stub);
+  hand_back(st);
+}
+
+bool ShmTransportImpl::in_pool(const Message *msg) const {
+  const auto *base = static_cast<const std::byte *>(env_.pool->region_base());
+  const auto *p = static_cast<const std::byte *>(msg->data);
+  return p >= base && msg->length <= env_.pool->region_bytes() &&
+         static_cast<std::size_t>(p - base) <= env_.pool->region_bytes() - msg->length;
+}
+
+Stub ShmTransportImpl::stub_of(Message *stub) {
+  Stub st;
+  std::memcpy(&st, payload_of(block_of(stub)), sizeof st);
+  return st;
+}
+
+void ShmTransportImpl::release_stub(Message *stub) {
+  BlockHeader *b = block_of(stub);
+  std::destroy_at(stub);
+  env_.pool->release(b, BlockState::kLibrary);
+}
+
+// Tells the sender it may free the buffer behind the cookie.
+void ShmTransportImpl::hand_back(const Stub &st) {
+  st.ctl->pulled.fetch_or(std::uint64_t{1} << st.cookie, std::memory_order_release);
+}
+
+// Copies the payload out of the sender's pool into dst: the one copy.
+// The offset comes from the other process: checked against the mapping.
+int ShmTransportImpl::read_peer(const Stub &st, std::byte *dst, std::size_t len) {
+  if (st.offset > st.pool_bytes || len > st.pool_bytes - st.offset) {
+    return fail(ROCL_EPEER,
+                "shm: rendezvous from pid %u (slot %u) names bytes %" PRIu64
+                "+%zu outside its "
+                "%" PRIu64 "-byte pool",
+                st.pid, st.slot, st.offset, len, st.pool_bytes);
+  }
+  std::memcpy(dst, st.pool + st.offset, len);
+  return ROCL_OK;
+}
+
+// Maps the sender's pool read-only (its memfd, sealed against shrinking so
+// that it cannot make us fault). False if anything does not check out:
+// the slot then works without rendezvous.
+bool ShmTransportImpl::map_peer_pool(std::uint32_t slot, std::uint32_t pid, std::uint32_t fd,
+                                     std::uint64_t bytes) {
+  if (fd == ~0u || bytes == 0 || env_.pool == nullptr) return false;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%u/fd/%u", pid, fd);
+  const int f = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (f < 0) return false;
+  struct stat st {};
+  const int seals = ::fcntl(f, F_GET_SEALS);
+  void *p = MAP_FAILED;
+  if (::fstat(f, &st) == 0 && static_cast<std::uint64_t>(st.st_size) == bytes && seals >= 0 &&
+      (seals & F_SEAL_SHRINK) != 0) {
+    p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED | MAP_NORESERVE, f, 0);
+  }
+  ::close(f);
+  if (p == MAP_FAILED) return false;
+  pools_[slot] = PeerPool{static_cast<const std::byte *>(p), bytes};
+  return true;
+}
+
+// Sender: frees the buffers the receiver has copied. c.mu held.
+void ShmTransportImpl::reap(Conn &c) {
+  if (c.pending_mask == 0) return;
+  const std::uint64_t done = c.ctl->pulled.exchange(0, std::memory_order_acq_rel) & c.pending_mask;
+  for (std::uint64_t bits = done; bits != 0; bits &= bits - 1) {
+    const int i = __builtin_ctzll(bits);
+    BlockHeader *b = c.pending[i];
+    c.pending[i] = nullptr;
+    c.pending_bytes -= reinterpret_cast<Message *>(owner_area_of(b))->length;
+    finish_sent_block(env_, b, true);
+  }
+  c.pending_mask &= ~done;
+  pending_total_.fetch_sub(__builtin_popcountll(done), std::memory_order_relaxed);
+}
+
+// Sender: the peer is gone; its copies will never come. c.mu held.
+void ShmTransportImpl::drop_pending(Conn &c) {
+  for (std::uint64_t bits = c.pending_mask; bits != 0; bits &= bits - 1) {
+    const int i = __builtin_ctzll(bits);
+    finish_sent_block(env_, c.pending[i], false);
+    c.pending[i] = nullptr;
+  }
+  pending_total_.fetch_sub(__builtin_popcountll(c.pending_mask), std::memory_order_relaxed);
+  c.pending_mask = 0;
+  c.pending_bytes = 0;
+}
+
+// Frees copied buffers of every connection (progress, never blocks).
+void ShmTransportImpl::reap_all() {
+  if (pending_total_.load(std::memory_order_relaxed) == 0) return;
+  std::unique_lock<std::mutex> g(peers_mu_, std::try_to_lock);
+  if (!g.owns_lock()) return;
+  for (auto &[peer, c] : peers_) {
+    std::unique_lock<std::mutex> lk(c->mu, std::try_to_lock);
+    if (lk.owns_lock()) reap(*c);
+  }
+}
+
+// Waits for a free cookie within the pending bound (flow control: the
+// receiver copies when its user receives). ROCL_OK or ROCL_EPEER.
+int ShmTransportImpl::wait_cookie(Conn &c, std::uint64_t len) {
+  int sleep_us = 20;
+  auto next_check = std::chrono::steady_clock::now();
+  for (int spins = 0;; ++spins) {
+    reap(c);
+    if (c.pending_mask != ~std::uint64_t{0} &&
+        (c.pending_mask == 0 || c.pending_bytes + len <= shm::kMaxPendingBytes)) {
+      return ROCL_OK;
+    }
+    if (spins < 500) {
+      cpu_relax();
+      continue;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_check) {
+      if (!peer_alive(c)) {
+        return fail(ROCL_EPEER, "shm: peer process %d died holding rendezvous messages", c.pid);
+      }
+      next_check = now + std::chrono::milliseconds(20);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+    sleep_us = std::min(sleep_us * 2, 1000);
+  }
+}
+
+// Sends a rendezvous request for msg; its block waits in c.pending.
+int ShmTransportImpl::write_rendezvous(Conn &c, rocl_gid_t destination, Message *msg) {
+  if (const int rc = wait_cookie(c, msg->length); rc != ROCL_OK) return rc;
+  const int cookie = __builtin_ctzll(~c.pending_mask);
+  wire::MessageHeader h{};
+  h.magic = wire::kMagic;
+  h.version = wire::kVersion;
+  h.kind = wire::Kind::kRendezvousRequest;
+  h.source = msg->header.source;
+  h.destination = destination;
+  h.tag = msg->header.tag;
+  h.domain = msg->header.domain;
+  h.message_id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  h.total_length = msg->length;
+  h.fragment_length = sizeof(wire::RendezvousBody);
+  const auto *base = static_cast<const std::byte *>(env_.pool->region_base());
+  const auto offset = static_cast<std::uint64_t>(static_cast<const std::byte *>(msg->data) - base);
+  const wire::RendezvousBody body{offset, static_cast<std::uint64_t>(cookie)};
+  const std::uint64_t frame = sizeof h + pad64(sizeof body);
+  if (const int rc = wait_space(c, frame); rc != ROCL_OK) return rc;
+  c.pending[cookie] = block_of(msg);
+  c.pending_mask |= std::uint64_t{1} << cookie;
+  c.pending_bytes += msg->length;
+  pending_total_.fetch_add(1, std::memory_order_relaxed);
+  std::memcpy(c.ring + (c.head & (c.ring_bytes - 1)), &h, sizeof h);
+  copy_in(c, c.head + sizeof h, reinterpret_cast<const std::byte *>(&body), sizeof body);
+  publish(c, c.head + frame);
+  return ROCL_OK;
+}
+
+// Receiver: a rendezvous request becomes a stub in the destination's
+// mailbox; the copy happens when a receive matches it (pull).
+int ShmTransportImpl::take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
+                                      const wire::MessageHeader &h, std::uint64_t frame) {
+  if (!s.pool_mapped || s.block != nullptr) {
+    poison(i, s, ctl,
+           s.pool_mapped ? "rendezvous request in the middle of a fragmented message"
+                         : "rendezvous request, but the sender's pool is not mapped here",
+           false);
+    return -1;
+  }
+  wire::RendezvousBody body;
+  copy_out(i, s.tail + sizeof h, reinterpret_cast<std::byte *>(&body), sizeof body);
+  consume(s, ctl, frame);
+  if (body.cookie >= 64) {
+    poison(i, s, ctl, "rendezvous cookie " + std::to_string(body.cookie) + " is not 0..63", false);
+    return -1;
+  }
+  const Stub st{this, ctl, pools_[i].base, pools_[i].bytes, body.address, body.cookie, s.pid, i};
+  BlockHeader *b = env_.pool->allocate(sizeof st);
+  if (b == nullptr) {
+    hand_back(st);
+    log("shm: no pool block for a rendezvous stub from pid " + std::to_string(s.pid) +
+        "; message dropped: " + last_error());
+    return 1;
+  }
+  std::memcpy(payload_of(b), &st, sizeof st);
+  Message *m = message_in(b);
+  m->header = CoreHeader{h.source, h.tag, h.domain};
+  m->length = h.total_length;
+  m->rendezvous = true;
+  b->state.store(BlockState::kLibrary, std::memory_order_release);
+  if (env_.sink->deliver(h.destination, m) != ROCL_OK) {
+    unknown_.fetch_add(1);
+    log("shm: rendezvous message from pid " + std::to_string(s.pid) + " for an unknown resource");
+    discard(m);
+  } else {
+    delivered_.fetch_add(1);
+  }
+  return 1;
+}
+
+}  // namespace rocl::impl::shm::detail
