@@ -192,7 +192,7 @@ class ShmTransportImpl final : public ShmTransport {
   void reap(Conn &c);
   void drop_pending(Conn &c);
   void reap_all();
-  int wait_cookie(Conn &c, std::uint64_t len);
+  bool can_lend(Conn &c, std::uint64_t len);
   int write_rendezvous(Conn &c, rocl_gid_t destination, Message *msg);
   int take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const wire::MessageHeader &h,
                       std::uint64_t frame);
@@ -226,6 +226,7 @@ class ShmTransportImpl final : public ShmTransport {
   std::atomic<std::int64_t> pending_total_{0};  // rendezvous buffers not yet reaped
 
   std::atomic<std::uint64_t> refused_{0}, poisoned_{0}, unknown_{0}, delivered_{0};
+  std::atomic<std::uint64_t> lend_refused_{0};
 };
 
 }  // namespace rocl::impl::shm::detail

@@ -152,36 +152,18 @@ void ShmTransportImpl::reap_all() {
   }
 }
 
-// Waits for a free cookie within the pending bound (flow control: the
-// receiver copies when its user receives). ROCL_OK or ROCL_EPEER.
-int ShmTransportImpl::wait_cookie(Conn &c, std::uint64_t len) {
-  int sleep_us = 20;
-  auto next_check = std::chrono::steady_clock::now();
-  for (int spins = 0;; ++spins) {
-    reap(c);
-    if (c.pending_mask != ~std::uint64_t{0} &&
-        (c.pending_mask == 0 || c.pending_bytes + len <= shm::kMaxPendingBytes)) {
-      return ROCL_OK;
-    }
-    if (spins < 500) {
-      cpu_relax();
-      continue;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= next_check) {
-      if (!peer_alive(c)) {
-        return fail(ROCL_EPEER, "shm: peer process %d died holding rendezvous messages", c.pid);
-      }
-      next_check = now + std::chrono::milliseconds(20);
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-    sleep_us = std::min(sleep_us * 2, 1000);
-  }
+// Whether a message of len bytes may be lent now: a free cookie, within the
+// pending bound. When not, it goes eager through the ring: rocl_send never
+// waits for a receive (rocl.h), and the ring's back-pressure (which waits
+// only for the receiver's progress, not its application) bounds memory.
+bool ShmTransportImpl::can_lend(Conn &c, std::uint64_t len) {
+  reap(c);
+  return c.pending_mask != ~std::uint64_t{0} &&
+         (c.pending_mask == 0 || c.pending_bytes + len <= shm::kMaxPendingBytes);
 }
 
 // Sends a rendezvous request for msg; its block waits in c.pending.
 int ShmTransportImpl::write_rendezvous(Conn &c, rocl_gid_t destination, Message *msg) {
-  if (const int rc = wait_cookie(c, msg->length); rc != ROCL_OK) return rc;
   const int cookie = __builtin_ctzll(~c.pending_mask);
   wire::MessageHeader h{};
   h.magic = wire::kMagic;

@@ -42,8 +42,12 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
       return rc;
     }
   }
-  const bool rendezvous = c->rendezvous && env_.rendezvous_threshold != 0 &&
-                          msg->length >= env_.rendezvous_threshold && in_pool(msg);
+  bool rendezvous = c->rendezvous && env_.rendezvous_threshold != 0 &&
+                    msg->length >= env_.rendezvous_threshold && in_pool(msg);
+  if (rendezvous && !can_lend(*c, msg->length)) {
+    rendezvous = false;  // lent enough to this receiver: copy it through the ring
+    lend_refused_.fetch_add(1, std::memory_order_relaxed);
+  }
   const int rc =
       rendezvous ? write_rendezvous(*c, destination, msg) : write_message(*c, destination, msg);
   if (rc != ROCL_OK) {

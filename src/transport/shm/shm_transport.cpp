@@ -14,6 +14,7 @@ shm::Stats ShmTransportImpl::stats() const noexcept {
   s.poisoned = poisoned_.load();
   s.unknown_destination = unknown_.load();
   s.delivered = delivered_.load();
+  s.lend_refused = lend_refused_.load();
   return s;
 }
 

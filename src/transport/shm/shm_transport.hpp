@@ -88,8 +88,9 @@ namespace shm {
 
 inline constexpr const char *kProofLabel = "rocl-shm";
 inline constexpr int kHandshakeTimeoutMs = 5000;
-// Bytes of rendezvous messages one sender keeps waiting for one receiver to
-// copy (beyond one message); above it send() waits: flow control.
+// Bytes of rendezvous messages one sender lends one receiver (beyond one
+// message; and at most 64 messages); above it a large message is copied
+// through the ring like a small one, so send() never waits for a receive.
 inline constexpr std::uint64_t kMaxPendingBytes = std::uint64_t{256} << 20;
 
 struct Config {
@@ -102,6 +103,7 @@ struct Stats {
   std::uint64_t poisoned = 0;             // slots dropped for a protocol error
   std::uint64_t unknown_destination = 0;  // arrivals the sink refused with ROCL_EBADGID
   std::uint64_t delivered = 0;            // messages handed to the sink
+  std::uint64_t lend_refused = 0;         // large sends copied eagerly: enough lent already
 };
 
 using LogFn = std::function<void(const std::string &)>;

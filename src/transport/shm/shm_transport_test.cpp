@@ -321,40 +321,37 @@ TEST_F(ShmRendezvous, DiscardedStubGivesTheSenderItsBufferBack) {
   EXPECT_TRUE(sender_blocks_back(baseline));
 }
 
-// Flow control: a receiver that pulls nothing holds at most 64 messages (or
-// kMaxPendingBytes) of one sender; the next send waits for a pull.
-TEST_F(ShmRendezvous, SenderWaitsWhenTheReceiverPullsNothing) {
+// A receiver that pulls nothing is lent at most 64 messages of one sender;
+// the next large send does not wait for a receive: it is copied through the
+// ring, and arrives whole, after the stubs (their places in order).
+TEST_F(ShmRendezvous, BeyondTheLendingBoundLargeMessagesGoThroughTheRing) {
   b.sink.keep_stubs = true;
-  for (int i = 0; i < 64; ++i) {
+  for (int i = 0; i <= 64; ++i) {
     ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 64 * 1024, i, 11, 1)), ROCL_OK);
   }
-  std::atomic<bool> sent{false};
-  std::thread late([&] {
-    EXPECT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 64 * 1024, 64, 11, 1)),
-              ROCL_OK);
-    sent = true;
-  });
-  std::this_thread::sleep_for(200ms);
-  EXPECT_FALSE(sent.load()) << "65 messages lent at once: no flow control";
   for (int i = 0; i < 400 && b.sink.stubs_seen.load() < 64; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(b.sink.wait_for(1));  // the 65th, whole
+  EXPECT_EQ(b.sink.stubs_seen.load(), 64);
+  EXPECT_EQ(b.sink.snapshot()[0].first8, 64u);
+  EXPECT_EQ(a.t->stats().lend_refused, 1u);
+  // Once the receiver pulls, lending resumes.
   Message *first = nullptr;
   {
     std::lock_guard<std::mutex> g(b.sink.mu);
-    ASSERT_EQ(b.sink.stubs.size(), 64u);
     first = b.sink.stubs.front();
     b.sink.stubs.erase(b.sink.stubs.begin());
   }
   Message *real = nullptr;
   ASSERT_EQ(rendezvous_transport(first)->pull(first, &real), ROCL_OK);
-  std::uint64_t seed = 0;
+  std::uint64_t seed = 1;
   std::memcpy(&seed, real->data, 8);
   EXPECT_EQ(seed, 0u);  // the first one sent
   BlockHeader *rb = block_of(real);
   std::destroy_at(real);
   b.pool.release(rb, BlockState::kLibrary);
-  late.join();
-  EXPECT_TRUE(sent.load());
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 64 * 1024, 65, 11, 1)), ROCL_OK);
   for (int i = 0; i < 400 && b.sink.stubs_seen.load() < 65; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(b.sink.stubs_seen.load(), 65);
   std::lock_guard<std::mutex> g(b.sink.mu);
   for (Message *s : b.sink.stubs) rendezvous_transport(s)->discard(s);
   b.sink.stubs.clear();
