@@ -397,17 +397,18 @@ TEST(BufferPool, WorksWithoutThreadCache) {
 
 TEST(BufferPool, BigBlocksAreWritableAndGoBack) {
   BufferPool pool(config(std::size_t{1} << 30));
-  const std::size_t len = 64 * kMiB;
+  const std::size_t len = 256 * kMiB;  // a 512 MiB block: more than kKeepLargeBytes
+  static_assert(BufferPool::kKeepLargeBytes < 512 * kMiB);
   BlockHeader *b = pool.allocate(len);
   ASSERT_NE(b, nullptr) << last_error();
-  EXPECT_EQ(block_size(b), 128 * kMiB);
-  EXPECT_EQ(addr(b) % (128 * kMiB), 0u);
+  EXPECT_EQ(block_size(b), 512 * kMiB);
+  EXPECT_EQ(addr(b) % (512 * kMiB), 0u);
   std::byte *p = payload_of(b);
   std::memset(p, 0x5a, len);
   EXPECT_EQ(p[0], std::byte{0x5a});
   EXPECT_EQ(p[len / 2], std::byte{0x5a});
   EXPECT_EQ(p[len - 1], std::byte{0x5a});
-  EXPECT_EQ(pool.stats().in_use_bytes, 128 * kMiB);
+  EXPECT_EQ(pool.stats().in_use_bytes, 512 * kMiB);
   ASSERT_TRUE(pool.release(b, BlockState::kUser));
   // Too big to keep in a free list: back to the buddy allocator.
   EXPECT_EQ(pool.stats().reserved_bytes, 0u);
