@@ -2,9 +2,9 @@
 // a request naming the payload's offset in its buffer pool, which the receiver
 // has mapped read-only at the handshake; the receiver delivers a stub, and the
 // copy happens once a receive matches it (pull), straight into a block of
-// ours. Here: the sender's side (write_rendezvous, waiting for a free cookie,
-// reaping the buffers copied), the receiver's side (map_peer_pool,
-// take_rendezvous, pull, discard) and the stub helpers.
+// ours. Here: the sender's side (can_lend: whether the lending bound leaves
+// room, write_rendezvous, reaping the buffers copied), the receiver's side
+// (map_peer_pool, take_rendezvous, pull, discard) and the stub helpers.
 #include <fcntl.h>
 #include <sys/stat.h>
 

@@ -218,7 +218,7 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
       static_cast<std::uint8_t *>(::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   ::close(fd);
   ASSERT_NE(seg, MAP_FAILED);
-  // Layout (shm_transport.cpp): challenge at byte 32, claims u32 at 128, SlotCtl[] of 256 B at
+  // Layout (shm_layout.hpp): challenge at byte 32, claims u32 at 128, SlotCtl[] of 256 B at
   // 4096 (owner u32 at 0, verdict u32 at 4, head u64 at 64), rings after
   // header_bytes (u64 at 24), ring_bytes at 16.
   std::uint64_t ring_bytes, header_bytes;
