@@ -315,7 +315,12 @@ TEST_F(ShmRendezvous, DiscardedStubGivesTheSenderItsBufferBack) {
   ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 1 << 20, 1, 11, 1)), ROCL_OK);
   for (int i = 0; i < 400 && b.sink.stubs_seen.load() == 0; ++i) std::this_thread::sleep_for(5ms);
   ASSERT_EQ(b.sink.stubs_seen.load(), 1);
-  Message *stub = b.sink.stubs.front();
+  Message *stub = nullptr;
+  {
+    std::lock_guard<std::mutex> g(b.sink.mu);
+    stub = b.sink.stubs.front();
+    b.sink.stubs.clear();
+  }
   EXPECT_EQ(stub->length, std::size_t{1} << 20);
   rendezvous_transport(stub)->discard(stub);
   EXPECT_TRUE(sender_blocks_back(baseline));
