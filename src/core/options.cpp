@@ -37,10 +37,11 @@ const OptionRow kOptions[] = {
      "Microseconds a waiting receiver spins before it sleeps. Waking a sleeping thread "
      "costs tens of microseconds; spinning costs a core.",
      Type::kUint, field_of<&Options::spin_us>},
-    {"ROCL_RNDV_THRESHOLD", "32K",
+    {"ROCL_RNDV_THRESHOLD", "4M",
      "Messages of at least this many bytes between processes go by rendezvous where the "
-     "transport can copy straight from the sender's buffer into the receiver's (shm with "
-     "cross-memory attach): the payload waits at the sender until a receive matches, then "
+     "transport can copy straight from the sender's buffer into the receiver's (shm: from "
+     "the sender's pool, mapped read-only): the payload waits at the sender until a receive "
+     "matches, then "
      "is copied once. Smaller ones are copied through the transport's rings (0: never).",
      Type::kSize, field_of<&Options::rndv_threshold>},
     {"ROCL_PEER_CHECK_MS", "500",
