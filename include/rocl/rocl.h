@@ -86,6 +86,13 @@ int64_t rocl_init(void);
 /* Drops one reference; the last one deletes every resource of the context
  * (waiting receives fail with ROCL_EDELETED), frees undelivered messages and
  * tears the context down once the woken receivers have left their calls.
+ * Messages this context's rocl_send already accepted (returned ROCL_OK for)
+ * but its transports still hold are delivered before the last rocl_exit
+ * returns: it waits until their receivers' processes have them (a large
+ * message waits until a receive there takes it, or its receiver deletes the
+ * destination or exits), for at most about ROCL_LINGER_MS (default 10 s, see
+ * docs/options.md); what is left then is dropped with a sentence on stderr
+ * naming the peer. So a process may exit right after a rocl_send.
  * Buffers the user still holds and immediate requests still pending become
  * invalid (complete or cancel requests first).
  * Returns ROCL_OK or ROCL_ENOINIT. */

@@ -119,6 +119,7 @@ Context::Context(const Options &options) : options_(options) {
 void Context::start_transports() {
   TransportEnv env{this, new_instance_id(), pool_.get(), secret_ ? &*secret_ : nullptr, ""};
   env.rendezvous_threshold = options_.rndv_threshold;
+  env.linger_ms = options_.linger_ms;
   std::string list = options_.transports;
   if (list == "auto") {
     // Without a node directory no other process can find this context, so
@@ -167,6 +168,12 @@ Context::~Context() {
                  "tearing down anyway\n");
   }
   directory_->remove_context(gid_);  // and the context's own entry
+  // Each transport first delivers what its send() accepted, for up to
+  // ROCL_LINGER_MS (TransportEnv::linger_ms): rocl_send returned ROCL_OK for
+  // those messages, so exiting right after it must not lose them. Our
+  // resources are gone by now: the stubs of peers' messages that waited in
+  // their mailboxes were discarded (those senders were told to let go), so
+  // no peer lingers on a pull of ours while we linger on theirs.
   transports_.clear();
 }
 

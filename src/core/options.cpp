@@ -44,6 +44,12 @@ const OptionRow kOptions[] = {
      "matches, then "
      "is copied once. Smaller ones are copied through the transport's rings (0: never).",
      Type::kSize, field_of<&Options::rndv_threshold>},
+    {"ROCL_LINGER_MS", "10000",
+     "The last rocl_exit waits at most this long for messages rocl_send already accepted but "
+     "the transport still holds (tcp: bytes not yet written, rendezvous messages not yet "
+     "pulled) to reach their receivers, as SO_LINGER does; what is left then is dropped with "
+     "a sentence on stderr naming the peer (0: drop at once).",
+     Type::kUint, field_of<&Options::linger_ms>},
     {"ROCL_PEER_CHECK_MS", "500",
      "A receive waiting for one origin checks this often that the origin still exists, and "
      "fails with ROCL_EPEER naming it once its process has exited or died (0: never).",

@@ -15,6 +15,7 @@ struct Options {
   std::uint32_t spin_us;          // ROCL_SPIN_US
   std::uint32_t peer_check_ms;    // ROCL_PEER_CHECK_MS
   std::size_t rndv_threshold;     // ROCL_RNDV_THRESHOLD
+  std::uint32_t linger_ms;        // ROCL_LINGER_MS
   std::string transports;         // ROCL_TRANSPORTS
   std::string directory;          // ROCL_DIRECTORY
   std::string secret_file;        // ROCL_SECRET_FILE

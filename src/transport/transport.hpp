@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -42,10 +43,22 @@ struct TransportEnv {
   // Messages of at least this many bytes go by rendezvous where the
   // transport has a single-copy path (0: never). ROCL_RNDV_THRESHOLD.
   std::size_t rendezvous_threshold = 0;
+  // Linger at shutdown (ROCL_LINGER_MS; the core passes it, 0 here so that
+  // a bare transport closes at once): a transport whose accepted messages
+  // may still be at the sender when it is destroyed (queued bytes, parked
+  // rendezvous messages) keeps delivering them from its destructor until
+  // its peers have them, are gone, or this many milliseconds have passed;
+  // then it drops what is left and says so on its log (one sentence per
+  // peer naming it, the messages and the bytes). 0: drop at once.
+  std::uint32_t linger_ms = 0;
 };
 
 class Transport {
  public:
+  // Closes the end-point. Messages send() accepted are delivered first if
+  // they can be (see TransportEnv::linger_ms): the destructor may block for
+  // up to about linger_ms. The core destroys transports only after every
+  // caller has left (no send/progress/pull runs concurrently).
   virtual ~Transport() = default;
 
   // Short name as in ROCL_TRANSPORTS ("inproc", "shm", "tcp", "ucx").

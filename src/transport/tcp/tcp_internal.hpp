@@ -3,7 +3,7 @@
 // helpers, the per-connection state (Conn, OutMsg, the receive state machine's
 // enums) and the declaration of TcpTransportImpl, whose members are defined by
 // responsibility:
-//   tcp_transport.cpp  construction, teardown, counters, the factories
+//   tcp_transport.cpp  construction, teardown (linger), counters, the factories
 //   tcp_connect.cpp    listening, connecting, accepting, the handshake, closing
 //   tcp_send.cpp       queueing, flushing, flow control on the send side
 //   tcp_receive.cpp    reading, validation, reassembly, delivery, pausing
@@ -254,6 +254,11 @@ class TcpTransportImpl final : public TcpTransport {
 
  private:
   void log(const std::string &s) { log_(s); }
+
+  // ---- Teardown (tcp_transport.cpp) -----------------------------------------
+  bool holds_accepted();
+  void report_dropped();
+  void close_gracefully(Clock::time_point deadline);
 
   // ---- Connections (tcp_connect.cpp) ----------------------------------------
   std::shared_ptr<Conn> find_peer(rocl_gid_t peer);

@@ -1,9 +1,15 @@
 // tcp_transport.cpp - the TCP transport object (design: tcp_transport.hpp;
 // shared declarations: tcp_internal.hpp): construction, teardown, the
 // counters, and the factories.
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cinttypes>
 #include <cstdio>
+#include <vector>
 
 #include "transport/tcp/tcp_internal.hpp"
 
@@ -26,20 +32,121 @@ TcpTransportImpl::TcpTransportImpl(const TransportEnv &env, tcp::LogFn log,
   if (options_.max_parked_bytes == 0) options_.max_parked_bytes = tcp::kDefaultMaxParkedBytes;
 }
 
+// Linger first, then close (see "Shutdown" in tcp_transport.hpp).
 TcpTransportImpl::~TcpTransportImpl() {
+  const auto linger = std::chrono::milliseconds(env_.linger_ms);
+  const auto deadline = Clock::now() + linger;
   if (thread_.joinable()) {
+    // The thread drives meanwhile: it writes the queues on EPOLLOUT, queues
+    // a parked message's data when its reply comes, and drops a connection
+    // whose peer went away.
+    for (unsigned round = 0; linger.count() > 0 && holds_accepted() && Clock::now() < deadline;
+         ++round) {
+      back_off(round);
+    }
     stop_.store(true);
     kick();
     futex_wake_all(pollers_);
     thread_.join();
   }
   std::lock_guard lock(mu_);
+  report_dropped();
+  if (linger.count() > 0) {
+    const auto floor = std::min(linger, std::chrono::milliseconds(tcp::kCloseMs));
+    close_gracefully(std::max(deadline, Clock::now() + floor));
+  }
   for (auto &[c, sp] : all_) close_conn(*sp, false);
   all_.clear();
   peers_.clear();
   paused_.clear();
   for (int fd : {listen_fd_, epoll_fd_, wake_fd_}) {
     if (fd >= 0) ::close(fd);
+  }
+}
+
+// Whether a live connection still holds something send() accepted: bytes
+// queued (a message's, or a rendezvous request's or reply's, which a peer
+// waits for) or a parked rendezvous message.
+bool TcpTransportImpl::holds_accepted() {
+  std::lock_guard lock(mu_);
+  for (auto &[c, sp] : all_) {
+    std::lock_guard conn_lock(sp->mu);
+    if (!sp->dead && (!sp->q.empty() || sp->parked_n > 0)) return true;
+  }
+  return false;
+}
+
+// Under mu_, no driver left: one sentence per peer whose messages are still
+// here (queued, or parked until their receiver takes them); they are dropped
+// with the connection.
+void TcpTransportImpl::report_dropped() {
+  for (auto &[c, sp] : all_) {
+    Conn &conn = *sp;
+    std::lock_guard conn_lock(conn.mu);
+    if (conn.dead) continue;
+    // A parked message is counted once: by its slot, whether its request or
+    // its data is queued or it waits for the reply.
+    std::uint64_t messages = conn.parked_n, bytes = conn.parked_bytes, requested = 0;
+    for (const OutMsg &m : conn.q) {
+      if (m.parked != nullptr) {
+        ++requested;
+      } else if (m.block != nullptr) {
+        ++messages;
+        bytes += m.total;
+      }
+    }
+    if (messages == 0) continue;
+    const std::uint64_t waiting = conn.parked_n - requested;
+    const std::string why =
+        waiting == 0 ? "" : " (" + std::to_string(waiting) + " waiting for a receive at the peer)";
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "tcp: dropped %" PRIu64 " message%s (%" PRIu64
+                  " bytes) for peer %s (context 0x%016" PRIx64
+                  ") at shutdown: not delivered within ROCL_LINGER_MS=%" PRIu32 " ms%s",
+                  messages, messages == 1 ? "" : "s", bytes, conn.peer_name.c_str(), conn.peer,
+                  env_.linger_ms, why.c_str());
+    log(line);
+  }
+}
+
+// Under mu_, no driver left: shuts down the sending side of every live
+// connection (the peer reads all we wrote, then EOF), then reads and
+// discards until each peer closes too, or until deadline: closing with
+// unread input would send a RST, and a RST may destroy bytes the peer has
+// not read yet.
+void TcpTransportImpl::close_gracefully(Clock::time_point deadline) {
+  std::vector<pollfd> open;
+  for (auto &[c, sp] : all_) {
+    std::lock_guard conn_lock(sp->mu);
+    if (sp->dead) continue;
+    ::shutdown(sp->fd, SHUT_WR);
+    open.push_back(pollfd{sp->fd, POLLIN, 0});
+  }
+  std::vector<std::byte> scratch(std::size_t{64} << 10);
+  while (!open.empty()) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return;
+    const int n =
+        ::poll(open.data(), open.size(), static_cast<int>(std::min<long long>(left, 1000)));
+    if (n < 0 && errno != EINTR) return;
+    if (n <= 0) continue;
+    std::size_t kept = 0;
+    for (pollfd &p : open) {
+      bool closed = false;
+      if (p.revents != 0) {
+        for (;;) {
+          const ssize_t r = ::recv(p.fd, scratch.data(), scratch.size(), MSG_DONTWAIT);
+          if (r > 0 && Clock::now() < deadline) continue;
+          if (r < 0 && errno == EINTR) continue;
+          closed = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+          break;
+        }
+      }
+      if (!closed) open[kept++] = pollfd{p.fd, POLLIN, 0};
+    }
+    open.resize(kept);
   }
 }
 

@@ -144,6 +144,25 @@
 //    drive ends, and a connection's receive turn stops once it is dropped).
 //    Messages read meanwhile are delivered before the pulled one.
 //
+// Shutdown (linger, like SO_LINGER; env.linger_ms: ROCL_LINGER_MS from the
+// core, 0 for a bare transport): send() returning ROCL_OK promises delivery,
+// so the destructor does not just close connections that still hold
+// accepted messages. While the transport's thread keeps driving (flushing
+// on EPOLLOUT, queueing a parked message's data when its reply comes), the
+// destructor waits until no live connection has bytes queued or rendezvous
+// messages parked (each pulled or dropped by its receiver), or its peer is
+// gone (the connection was dropped), or linger_ms has passed. Then it stops
+// the thread and logs one sentence per peer for what is left ("tcp: dropped
+// N messages (B bytes) for peer ip:port ... at shutdown"), which is
+// dropped. Unless linger_ms is 0, each connection is then closed
+// gracefully: shutdown(SHUT_WR) (the peer reads every byte, then EOF, and
+// its driver drops and closes the connection), then read (discarding) until
+// the peer's EOF, so that close() with unread input does not send a RST
+// that could destroy bytes the peer has not read yet; bounded by the same
+// deadline, but given at least min(linger_ms, kCloseMs). The receiving side
+// needs nothing: a receiver's deleted resources discard their stubs (drop
+// replies, written during its own linger).
+//
 // Source files: tcp_internal.hpp (shared declarations), tcp_transport.cpp,
 // tcp_connect.cpp, tcp_send.cpp, tcp_receive.cpp, tcp_progress.cpp,
 // tcp_rendezvous.cpp.
@@ -171,6 +190,9 @@ inline constexpr const char *kAcceptLabel = "rocl-tcp-accept";
 inline constexpr std::size_t kDefaultMaxQueuedBytes = std::size_t{4} << 20;
 inline constexpr int kRetryMs = 1;  // a paused connection retries its allocation
 inline constexpr int kParkMs = 1;   // the thread re-checks the poller count
+// Shutdown: the graceful close waits at least min(linger_ms, kCloseMs) for
+// the peers' EOF, even when the linger itself used up linger_ms.
+inline constexpr int kCloseMs = 100;
 // Rendezvous: messages parked per connection (waiting for their receiver's
 // reply, or being written) at most, and their default byte bound.
 inline constexpr std::size_t kMaxParkedMessages = 64;

@@ -1,6 +1,6 @@
 // The TCP transport between two end-points of one process: sizes, order,
 // concurrency, the job-secret handshake, hostile peers, a dying peer, caller
-// progress, flow control and rendezvous.
+// progress, flow control, rendezvous and the linger at shutdown.
 #include "transport/tcp/tcp_transport.hpp"
 #include "transport/transport_test_util.hpp"
 
@@ -63,13 +63,14 @@ struct LogSink {
 };
 
 struct Node {
-  // rndv: the rendezvous threshold (0: never).
+  // rndv: the rendezvous threshold (0: never). linger: TransportEnv::linger_ms.
   Node(std::uint64_t instance, const JobSecret *secret, const tcp::Options &options = {},
-       std::size_t rndv = 0)
+       std::size_t rndv = 0, std::uint32_t linger = 0)
       : pool(PoolConfig{std::size_t{1} << 30, std::size_t{2} << 20}) {
     sink.pool = &pool;
     TransportEnv env{&sink, instance, &pool, secret, ""};
     env.rendezvous_threshold = rndv;
+    env.linger_ms = linger;
     t = make_tcp_transport_with_log(env, log.fn(), options);
   }
   // A message of len bytes, filled from seed; block marked return_after_send.
@@ -1323,6 +1324,156 @@ TEST(TcpRendezvous, ConcurrentDriversAndNestedPullsDeliverEachMessageOnce) {
                 a2.t->stats().rendezvous_eager,
             std::uint64_t{kSenders * kPerSender / 3});
   EXPECT_EQ(b.t->stats().dropped_connections, 0u);
+}
+
+// ---- Shutdown (linger) -------------------------------------------------------
+
+// The linger tests' nodes: 32 MiB goes eager (most of it still queued when
+// send() returns: far more than the sockets' buffers), 33 MiB by rendezvous.
+constexpr std::size_t kExitEager = std::size_t{32} << 20;
+constexpr std::size_t kExitParked = std::size_t{33} << 20;
+constexpr std::size_t kExitRndv = kExitEager + 1;
+
+// a sends b (which keeps stubs) a rendezvous message, waits until b has its
+// stub (the message is parked at a), then a 32 MiB eager one; returns their
+// checksums.
+std::pair<std::uint64_t, std::uint64_t> send_parked_then_eager(Node &a, Node &b) {
+  b.sink.keep_stubs = true;
+  Message *parked = a.make(kExitParked, 1, 1);
+  const std::uint64_t parked_sum = checksum(parked->data, parked->length);
+  EXPECT_EQ(a.t->send(2, b.t->address(), 5, parked), ROCL_OK) << last_error();
+  EXPECT_TRUE(stubs_seen(b.sink, 1));
+  Message *eager = a.make(kExitEager, 2, 2);
+  const std::uint64_t eager_sum = checksum(eager->data, eager->length);
+  EXPECT_EQ(a.t->send(2, b.t->address(), 6, eager), ROCL_OK) << last_error();
+  return {parked_sum, eager_sum};
+}
+
+// Releases a kept stub's block without its transport (which may be gone).
+void free_stub(Node &n, Message *stub) {
+  BlockHeader *b = block_of(stub);
+  std::destroy_at(stub);
+  n.pool.release(b, BlockState::kLibrary);
+}
+
+TEST(TcpLinger, ASenderDestroyedRightAfterSendingDeliversQueuedAndParkedMessages) {
+  const JobSecret secret = JobSecret::generate();
+  auto a = std::make_unique<Node>(1, &secret, tcp::Options{}, kExitRndv, 10000);
+  Node b(2, &secret, {}, kExitRndv);
+  a->pool.flush_thread_cache();
+  const std::size_t baseline = a->pool.stats().in_use_bytes;
+  const auto [parked_sum, eager_sum] = send_parked_then_eager(*a, b);
+  // a's owner exits now: rocl_send returned ROCL_OK for both.
+  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<bool> destroyed{false};
+  std::thread exiting([&] {
+    a->t.reset();
+    destroyed = true;
+  });
+  // The receiving application takes its time, then receives the large one.
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(destroyed.load()) << "the destructor did not wait for the parked message";
+  Message *stub = take_stub(b.sink);
+  ASSERT_NE(stub, nullptr);
+  const Pulled p = pull_and_free(stub, b.pool);
+  exiting.join();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_EQ(p.rc, ROCL_OK) << last_error();
+  EXPECT_EQ(p.length, kExitParked);
+  EXPECT_EQ(p.seed, 1u);
+  EXPECT_EQ(p.sum, parked_sum);
+  ASSERT_TRUE(b.sink.wait_for(1));
+  const auto got = b.sink.snapshot();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].destination, 6u);
+  EXPECT_EQ(got[0].length, kExitEager);
+  EXPECT_EQ(got[0].sum, eager_sum);
+  // Done once delivered, not after the whole linger.
+  EXPECT_LT(took, 5s);
+  EXPECT_FALSE(a->log.has("dropped", 0ms));
+  EXPECT_FALSE(b.log.has("closed in the middle", 0ms));
+  EXPECT_EQ(b.t->stats().dropped_connections, 0u);
+  EXPECT_TRUE(pool_back_to(a->pool, baseline)) << "the sender's blocks were not released";
+}
+
+TEST(TcpLinger, WithLingerZeroTheMessagesAreDroppedAndSaidSo) {
+  const JobSecret secret = JobSecret::generate();
+  auto a = std::make_unique<Node>(1, &secret, tcp::Options{}, kExitRndv, 0);
+  Node b(2, &secret, {}, kExitRndv);
+  a->pool.flush_thread_cache();
+  const std::size_t baseline = a->pool.stats().in_use_bytes;
+  send_parked_then_eager(*a, b);
+  const auto t0 = std::chrono::steady_clock::now();
+  a->t.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "linger 0 must not wait";
+  const std::string sentence = "tcp: dropped 2 messages (" +
+                               std::to_string(kExitParked + kExitEager) + " bytes) for peer " +
+                               b.t->address().substr(4) + " (context 0x0000000000000002)";
+  EXPECT_TRUE(a->log.has(sentence, 0ms)) << sentence;
+  EXPECT_TRUE(a->log.has("ROCL_LINGER_MS=0 ms (1 waiting for a receive at the peer)", 0ms));
+  Message *stub = take_stub(b.sink);
+  ASSERT_NE(stub, nullptr);
+  const Pulled p = pull_and_free(stub, b.pool);
+  EXPECT_EQ(p.rc, ROCL_EPEER);
+  EXPECT_NE(std::string(last_error()).find("went away"), std::string::npos) << last_error();
+  EXPECT_TRUE(b.log.has("closed in the middle of a frame"));
+  EXPECT_EQ(b.sink.count(), 0u) << "a message came whole although it was dropped";
+  EXPECT_TRUE(pool_back_to(a->pool, baseline)) << "the dropped messages' blocks were not released";
+}
+
+TEST(TcpLinger, TheWaitIsBoundedWhenTheReceiverNeverTakesTheMessage) {
+  const JobSecret secret = JobSecret::generate();
+  auto a = std::make_unique<Node>(1, &secret, tcp::Options{}, kRndv, 300);
+  Node b(2, &secret, {}, kRndv);
+  b.sink.keep_stubs = true;
+  ASSERT_EQ(a->t->send(2, b.t->address(), 5, a->make(std::size_t{1} << 20, 1)), ROCL_OK);
+  ASSERT_TRUE(stubs_seen(b.sink, 1));
+  const auto t0 = std::chrono::steady_clock::now();
+  a->t.reset();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(took, 300ms);
+  EXPECT_LT(took, 3s);
+  EXPECT_TRUE(a->log.has(
+      "tcp: dropped 1 message (1048576 bytes) for peer " + b.t->address().substr(4), 0ms));
+  EXPECT_TRUE(a->log.has("ROCL_LINGER_MS=300 ms (1 waiting for a receive at the peer)", 0ms));
+  Message *stub = take_stub(b.sink);
+  ASSERT_NE(stub, nullptr);
+  EXPECT_EQ(pull_and_free(stub, b.pool).rc, ROCL_EPEER);
+}
+
+TEST(TcpLinger, EndsWhenTheReceiverDiscardsOrGoesAway) {
+  const JobSecret secret = JobSecret::generate();
+  // A discarded stub lets the sender go at once.
+  {
+    auto a = std::make_unique<Node>(1, &secret, tcp::Options{}, kRndv, 10000);
+    Node b(2, &secret, {}, kRndv);
+    b.sink.keep_stubs = true;
+    ASSERT_EQ(a->t->send(2, b.t->address(), 5, a->make(std::size_t{1} << 20, 1)), ROCL_OK);
+    ASSERT_TRUE(stubs_seen(b.sink, 1));
+    const auto t0 = std::chrono::steady_clock::now();
+    std::thread exiting([&] { a->t.reset(); });
+    std::this_thread::sleep_for(50ms);
+    discard_all(b.sink);
+    exiting.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+    EXPECT_FALSE(a->log.has("dropped", 0ms));
+  }
+  // A receiver that goes away lets it go too (what it held is dropped).
+  {
+    auto a = std::make_unique<Node>(1, &secret, tcp::Options{}, kRndv, 10000);
+    auto b = std::make_unique<Node>(2, &secret, tcp::Options{}, kRndv);
+    b->sink.keep_stubs = true;
+    ASSERT_EQ(a->t->send(2, b->t->address(), 5, a->make(std::size_t{1} << 20, 1)), ROCL_OK);
+    ASSERT_TRUE(stubs_seen(b->sink, 1));
+    const auto t0 = std::chrono::steady_clock::now();
+    std::thread exiting([&] { a->t.reset(); });
+    std::this_thread::sleep_for(50ms);
+    Message *stub = take_stub(b->sink);
+    b->t.reset();
+    free_stub(*b, stub);
+    exiting.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  }
 }
 
 }  // namespace

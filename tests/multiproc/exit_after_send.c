@@ -1,0 +1,98 @@
+/* exit_after_send: run under roclrun -n 2 (with ROCL_TRANSPORTS naming a
+ * transport between processes). Rank 0 sends rank 1 a 32 MiB message and a
+ * small one, then calls rocl_exit and exits at once: rocl_send returned
+ * ROCL_OK, so both must arrive intact although the sender is gone (tcp:
+ * rocl_exit lingers until they are delivered, ROCL_LINGER_MS; shm: they are
+ * in the receiver's ring or readable through its mapping). Rank 1 waits a
+ * little before receiving, so that rank 0 is exiting while its messages are
+ * still queued or parked. Exit 0 on success. */
+#include <rocl/rocl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BIG ((size_t)32 << 20)
+
+#define CHECK(cond, what)                                                                         \
+  do {                                                                                            \
+    if (!(cond)) {                                                                                \
+      fprintf(stderr, "exit_after_send rank %d: %s failed: %s\n", rank, what, rocl_last_error()); \
+      exit(1);                                                                                    \
+    }                                                                                             \
+  } while (0)
+
+static int rank;
+
+static void fill(unsigned char *p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; ++i) p[i] = (unsigned char)(seed * 131u + i * 7u + (i >> 12));
+}
+
+static rocl_gid_t find_peer(int peer_rank) {
+  char rank_text[16];
+  snprintf(rank_text, sizeof rank_text, "%d", peer_rank);
+  for (int i = 0; i < 1000; ++i) {
+    rocl_attrl_t *q = rocl_new_attrl(0);
+    rocl_add_attr(q, "type", "exit_after_send", 15);
+    rocl_add_attr(q, "rank", rank_text, (int)strlen(rank_text));
+    rocl_gid_t gid = ROCL_NULL_GID;
+    int rc = rocl_query(&gid, q);
+    rocl_kill_attrl(q);
+    if (rc == ROCL_OK) return gid;
+    usleep(10000);
+  }
+  fprintf(stderr, "exit_after_send: rank %d never registered\n", peer_rank);
+  exit(1);
+}
+
+int main(void) {
+  const char *rank_env = getenv("ROCL_RANK");
+  rank = rank_env ? atoi(rank_env) : 0;
+  CHECK(rocl_init() > 0, "rocl_init");
+  rocl_attrl_t *a = rocl_new_attrl(0);
+  char rank_text[16];
+  snprintf(rank_text, sizeof rank_text, "%d", rank);
+  rocl_add_attr(a, "type", "exit_after_send", 15);
+  rocl_add_attr(a, "rank", rank_text, (int)strlen(rank_text));
+  int64_t me = rocl_register(a);
+  rocl_kill_attrl(a);
+  CHECK(me > 0, "rocl_register");
+  rocl_gid_t peer = find_peer(1 - rank);
+  void *p = NULL;
+  size_t len = 0;
+
+  if (rank == 0) {
+    /* Rank 1 is ready once it says hello. */
+    CHECK(rocl_recv((rocl_gid_t)me, peer, 1, &p, NULL, NULL, NULL, 30000) == ROCL_OK,
+          "rocl_recv hello");
+    CHECK(rocl_bfret(p) == ROCL_OK, "rocl_bfret");
+    unsigned char *b = rocl_bfget(BIG);
+    CHECK(b != NULL, "rocl_bfget");
+    fill(b, BIG, 1);
+    CHECK(rocl_bftoret(b) == ROCL_OK, "rocl_bftoret");
+    CHECK(rocl_send((rocl_gid_t)me, peer, 2, b, BIG) == ROCL_OK, "rocl_send 32 MiB");
+    CHECK(rocl_send((rocl_gid_t)me, peer, 3, "bye", 3) == ROCL_OK, "rocl_send bye");
+    CHECK(rocl_exit() == ROCL_OK, "rocl_exit");
+    return 0;
+  }
+
+  CHECK(rocl_send((rocl_gid_t)me, peer, 1, "hi", 2) == ROCL_OK, "rocl_send hello");
+  usleep(200000); /* rank 0 is in rocl_exit by now */
+  CHECK(rocl_recv((rocl_gid_t)me, peer, 2, &p, NULL, NULL, &len, 30000) == ROCL_OK,
+        "rocl_recv of the 32 MiB message sent just before its sender exited");
+  CHECK(len == BIG, "the 32 MiB message's length");
+  unsigned char *want = malloc(BIG);
+  CHECK(want != NULL, "malloc");
+  fill(want, BIG, 1);
+  CHECK(memcmp(p, want, BIG) == 0, "the 32 MiB message's content");
+  free(want);
+  CHECK(rocl_bfret(p) == ROCL_OK, "rocl_bfret");
+  CHECK(rocl_recv((rocl_gid_t)me, peer, 3, &p, NULL, NULL, &len, 30000) == ROCL_OK,
+        "rocl_recv of the last message sent before its sender exited");
+  CHECK(len == 3 && memcmp(p, "bye", 3) == 0, "the last message's content");
+  CHECK(rocl_bfret(p) == ROCL_OK, "rocl_bfret");
+  printf("exit_after_send: rank 1 received both messages intact after rank 0 exited\n");
+  CHECK(rocl_exit() == ROCL_OK, "rocl_exit");
+  return 0;
+}
