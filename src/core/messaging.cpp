@@ -217,6 +217,13 @@ int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::siz
 
 int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
   Resource *r = resources_.get(destination);
+  if (r == nullptr) {
+    // A peer may have found the resource in the directory before its
+    // registration reached our table: wait for registrations in progress
+    // (a directory round trip at most), then look once more.
+    { std::shared_lock wait_for_registration(registering_); }
+    r = resources_.get(destination);
+  }
   if (r == nullptr) return ROCL_EBADGID;
   generic::Delivery d;
   try {

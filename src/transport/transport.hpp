@@ -27,7 +27,10 @@ class MessageSink {
   // msg->length set, header filled) for the local resource `destination`.
   // Returns ROCL_OK: ownership moved to the core. ROCL_EBADGID: no such live
   // resource here; the caller keeps the message.
-  // Thread safe; takes only the destination mailbox's lock; never blocks.
+  // Thread safe; takes only the destination mailbox's lock; never blocks,
+  // except for an unknown destination while a registration of this process
+  // is in progress (at most one directory round trip), so that a message
+  // for a resource a peer has just found in the directory is not refused.
   virtual int deliver(rocl_gid_t destination, Message *msg) noexcept = 0;
 };
 
