@@ -15,6 +15,8 @@
 
 #define BIG ((size_t)32 << 20)
 
+#include "find_rank.h"
+
 #define CHECK(cond, what)                                                                         \
   do {                                                                                            \
     if (!(cond)) {                                                                                \
@@ -29,23 +31,6 @@ static void fill(unsigned char *p, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; ++i) p[i] = (unsigned char)(seed * 131u + i * 7u + (i >> 12));
 }
 
-static rocl_gid_t find_peer(int peer_rank) {
-  char rank_text[16];
-  snprintf(rank_text, sizeof rank_text, "%d", peer_rank);
-  for (int i = 0; i < 1000; ++i) {
-    rocl_attrl_t *q = rocl_new_attrl(0);
-    rocl_add_attr(q, "type", "exit_after_send", 15);
-    rocl_add_attr(q, "rank", rank_text, (int)strlen(rank_text));
-    rocl_gid_t gid = ROCL_NULL_GID;
-    int rc = rocl_query(&gid, q);
-    rocl_kill_attrl(q);
-    if (rc == ROCL_OK) return gid;
-    usleep(10000);
-  }
-  fprintf(stderr, "exit_after_send: rank %d never registered\n", peer_rank);
-  exit(1);
-}
-
 int main(void) {
   const char *rank_env = getenv("ROCL_RANK");
   rank = rank_env ? atoi(rank_env) : 0;
@@ -58,7 +43,7 @@ int main(void) {
   int64_t me = rocl_register(a);
   rocl_kill_attrl(a);
   CHECK(me > 0, "rocl_register");
-  rocl_gid_t peer = find_peer(1 - rank);
+  rocl_gid_t peer = find_rank("exit_after_send", 1 - rank);
   void *p = NULL;
   size_t len = 0;
 

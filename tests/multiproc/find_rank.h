@@ -1,0 +1,27 @@
+/* find_rank.h - for the small C programs run under roclrun: waits (up to
+ * 10 s) until the resource {type=<type>, rank=<rank>} of another process is
+ * in the job's directory and returns its gid; exits 1 naming the program
+ * and the rank otherwise. */
+#pragma once
+#include <rocl/rocl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static rocl_gid_t find_rank(const char *type, int rank) {
+  char rank_text[16];
+  snprintf(rank_text, sizeof rank_text, "%d", rank);
+  for (int i = 0; i < 1000; ++i) {
+    rocl_attrl_t *q = rocl_new_attrl(0);
+    rocl_add_attr(q, "type", type, (int)strlen(type));
+    rocl_add_attr(q, "rank", rank_text, (int)strlen(rank_text));
+    rocl_gid_t gid = ROCL_NULL_GID;
+    int rc = rocl_query(&gid, q);
+    rocl_kill_attrl(q);
+    if (rc == ROCL_OK) return gid;
+    usleep(10000);
+  }
+  fprintf(stderr, "%s: rank %d never registered\n", type, rank);
+  exit(1);
+}
