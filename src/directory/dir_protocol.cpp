@@ -1,6 +1,7 @@
 // dir_protocol.cpp - the directory wire protocol (see dir_protocol.hpp).
 #include "directory/dir_protocol.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -123,8 +124,10 @@ int decode_header(std::span<const std::byte> bytes, Header *out, std::string *wh
     *what = format("unknown op %llu", h.op);
     return ROCL_EINVAL;
   }
-  if (h.body_len > kMaxBody) {
-    *what = format("a body of %llu bytes (limit %llu)", h.body_len, kMaxBody);
+  const std::size_t limit =
+      h.op == static_cast<std::uint16_t>(Op::kReply) ? kMaxReplyBody : kMaxBody;
+  if (h.body_len > limit) {
+    *what = format("a body of %llu bytes (limit %llu)", h.body_len, limit);
     return ROCL_EINVAL;
   }
   *out = h;
@@ -172,16 +175,39 @@ int parse_message(std::span<const std::byte> buf, Message *out, std::size_t *con
   return 1;
 }
 
-int check_request(const Message &m, AttrList *attrs, std::string *what) {
+int check_request(const Message &m, AttrList *attrs, std::string *what, std::uint32_t *most) {
   const char *name = op_name(m.header.op);
   switch (static_cast<Op>(m.header.op)) {
     case Op::kProve:
       return expect_len(name, m.body, kProofBytes + kChallengeBytes, what);
     case Op::kRegister:
     case Op::kQuery:
-    case Op::kQueryStart:
-    case Op::kQueryNext:
       return decode_list(name, m.body, attrs, what);
+    case Op::kQueryStart:
+      if (m.header.aux < 1 || m.header.aux > kMaxBatchAnswers) {
+        *what = format("QUERY_START asking for %llu answers at most (must be 1..%llu)",
+                       m.header.aux, kMaxBatchAnswers);
+        return ROCL_EINVAL;
+      }
+      if (most != nullptr) {
+        *most = static_cast<std::uint32_t>(m.header.aux);
+      }
+      return decode_list(name, m.body, attrs, what);
+    case Op::kQueryNext: {
+      if (expect_len(name, m.body, 4, what) != ROCL_OK) {
+        return ROCL_EINVAL;
+      }
+      const std::uint32_t n = get<std::uint32_t>(m.body.data());
+      if (n < 1 || n > kMaxBatchAnswers) {
+        *what = format("QUERY_NEXT asking for %llu answers at most (must be 1..%llu)", n,
+                       kMaxBatchAnswers);
+        return ROCL_EINVAL;
+      }
+      if (most != nullptr) {
+        *most = n;
+      }
+      return ROCL_OK;
+    }
     case Op::kRemove:
     case Op::kQueryStop:
     case Op::kRemoveContext:
@@ -227,11 +253,117 @@ int check_reply(Op request, const Message &m, AttrList *attrs, std::string *sent
       }
       return expect_len("REPLY to PROVE", m.body, kProofBytes, what);
     case Op::kQuery:
-    case Op::kQueryNext:
       return decode_list("REPLY", m.body, attrs, what);
+    case Op::kQueryStart:
+    case Op::kQueryNext:
+      return ROCL_OK;  // a batch: decode_batch checks it
     default:
       return expect_len("REPLY", m.body, 0, what);
   }
+}
+
+std::vector<std::byte> encode_most(std::uint32_t most) {
+  std::vector<std::byte> body(4);
+  put<std::uint32_t>(body.data(), most);
+  return body;
+}
+
+BatchWriter::BatchWriter(std::uint32_t most) : most_(most), body_(kBatchHeaderBytes) {}
+
+bool BatchWriter::add(std::uint64_t gid, std::span<const std::byte> list) {
+  const std::size_t entry = kBatchEntryBytes + list.size();
+  if (count_ >= most_ || (count_ > 0 && body_.size() + entry > kBatchBytes)) {
+    return false;
+  }
+  const std::size_t at = body_.size();
+  body_.resize(at + entry);  // zero filled: the u32 zero is written
+  put<std::uint64_t>(body_.data() + at, gid);
+  put<std::uint32_t>(body_.data() + at + 8, static_cast<std::uint32_t>(list.size()));
+  if (!list.empty()) {
+    std::memcpy(body_.data() + at + kBatchEntryBytes, list.data(), list.size());
+  }
+  count_ += 1;
+  return true;
+}
+
+std::vector<std::byte> BatchWriter::finish(bool more) {
+  put<std::uint32_t>(body_.data(), count_);
+  put<std::uint32_t>(body_.data() + 4, more && count_ > 0 ? kBatchMore : 0);
+  return std::move(body_);
+}
+
+int decode_batch(std::span<const std::byte> body, std::uint32_t most, std::uint64_t after,
+                 Batch *out, std::string *what) {
+  if (body.size() < kBatchHeaderBytes) {
+    *what =
+        format("a batch of %llu bytes (its header alone is %llu)", body.size(), kBatchHeaderBytes);
+    return ROCL_EINVAL;
+  }
+  const std::uint32_t count = get<std::uint32_t>(body.data());
+  const std::uint32_t flags = get<std::uint32_t>(body.data() + 4);
+  if (count > most) {
+    *what = format("a batch 'count' of %llu answers (%llu were asked for at most)", count, most);
+    return ROCL_EINVAL;
+  }
+  if ((flags & ~kBatchMore) != 0) {
+    *what = format("a batch with unknown 'flags' 0x%llx", flags);
+    return ROCL_EINVAL;
+  }
+  const bool more = (flags & kBatchMore) != 0;
+  if (more && count == 0) {
+    *what = "a batch of 0 answers whose 'flags' say more follow";
+    return ROCL_EINVAL;
+  }
+  Batch batch;
+  batch.more = more;
+  batch.answers.reserve(count);
+  std::uint64_t prev = after;
+  std::size_t off = kBatchHeaderBytes;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::size_t left = body.size() - off;
+    if (left < kBatchEntryBytes) {
+      *what =
+          format("a batch cut short: answer %llu of %llu has no room for its header", i + 1, count);
+      return ROCL_EINVAL;
+    }
+    const std::byte *p = body.data() + off;
+    const std::uint64_t gid = get<std::uint64_t>(p);
+    const std::uint32_t len = get<std::uint32_t>(p + 8);
+    const std::uint32_t zero = get<std::uint32_t>(p + 12);
+    if (gid <= prev || gid > static_cast<std::uint64_t>(INT64_MAX)) {
+      *what = format(
+          "a batch answer 'gid' 0x%llx not above 0x%llx (answers must be in "
+          "increasing gid order, after the one asked from, and > 0 as int64)",
+          gid, prev);
+      return ROCL_EINVAL;
+    }
+    if (zero != 0) {
+      *what =
+          format("a batch answer (gid 0x%llx) whose reserved field is 0x%llx, not 0", gid, zero);
+      return ROCL_EINVAL;
+    }
+    if (len > left - kBatchEntryBytes || len % 8 != 0) {
+      *what =
+          format("a batch answer (gid 0x%llx) with a list 'len' of %llu bytes", gid, len) +
+          format(" (%llu bytes left in the body; a multiple of 8 is due)", left - kBatchEntryBytes);
+      return ROCL_EINVAL;
+    }
+    BatchAnswer a;
+    a.gid = gid;
+    if (AttrList::decode(body.subspan(off + kBatchEntryBytes, len), a.attrs) != ROCL_OK) {
+      *what = format("a batch answer (gid 0x%llx) with a bad attribute list: ", gid) + last_error();
+      return ROCL_EINVAL;
+    }
+    batch.answers.push_back(std::move(a));
+    prev = gid;
+    off += kBatchEntryBytes + len;
+  }
+  if (off != body.size()) {
+    *what = format("a batch with %llu bytes after its %llu answers", body.size() - off, count);
+    return ROCL_EINVAL;
+  }
+  *out = std::move(batch);
+  return ROCL_OK;
 }
 
 }  // namespace rocl::impl::dirproto

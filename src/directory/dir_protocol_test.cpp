@@ -31,7 +31,7 @@ TEST(DirProtocol, HeaderRoundTripIsLittleEndian) {
   encode_header(h, raw);
   EXPECT_EQ(std::memcmp(raw, "RDIR", 4), 0);
   EXPECT_EQ(raw[4], std::byte{kVersion});
-  EXPECT_EQ(kVersion, 2) << "version 2: the removal epoch page comes with the handshake";
+  EXPECT_EQ(kVersion, 3) << "version 3: multi-answer queries answer in batches";
   Header back;
   std::string what;
   ASSERT_EQ(decode_header(raw, &back, &what), ROCL_OK) << what;
@@ -81,10 +81,14 @@ TEST(DirProtocol, BadHeadersAreRejectedBeforeTheBody) {
   bad = msg;
   bad[4] = std::byte{1};  // version 1: no removal epoch page
   EXPECT_EQ(parse_message(bad, &m, &used, &what), ROCL_EINVAL);
-  EXPECT_NE(what.find("version 1, but this side speaks version 2"), std::string::npos) << what;
-  bad[4] = std::byte{3};
+  EXPECT_NE(what.find("version 1, but this side speaks version 3"), std::string::npos) << what;
+  bad[4] = std::byte{2};  // version 2: one answer per QUERY_NEXT
   EXPECT_EQ(parse_message(bad, &m, &used, &what), ROCL_EINVAL);
-  EXPECT_NE(what.find("version 3"), std::string::npos) << what;
+  EXPECT_NE(what.find("version 2, but this side speaks version 3"), std::string::npos) << what;
+  EXPECT_NE(what.find("same rocl release"), std::string::npos) << what;
+  bad[4] = std::byte{4};
+  EXPECT_EQ(parse_message(bad, &m, &used, &what), ROCL_EINVAL);
+  EXPECT_NE(what.find("version 4"), std::string::npos) << what;
 
   for (std::uint16_t op : {0, 11, 0xffff}) {
     bad = msg;
@@ -159,7 +163,7 @@ TEST(DirProtocol, RepliesAreChecked) {
   const AttrList l = sample_list();
   msg = encode_message(Op::kReply, 0, 5, 0, l.bytes());
   ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
-  ASSERT_EQ(check_reply(Op::kQueryNext, m, &attrs, &sentence, &what), ROCL_OK) << what;
+  ASSERT_EQ(check_reply(Op::kQuery, m, &attrs, &sentence, &what), ROCL_OK) << what;
   EXPECT_EQ(attrs.count(), 2u);
   // The same body is wrong for a REMOVE reply; a positive status is no code.
   EXPECT_EQ(check_reply(Op::kRemove, m, &attrs, &sentence, &what), ROCL_EINVAL);
@@ -214,6 +218,191 @@ TEST(DirProtocol, RandomBytesNeverCrashAndAreMostlyRejected) {
   }
   // Only empty-bodied ops (REMOVE, QUERY_STOP, ...) with an empty random body pass.
   EXPECT_LT(accepted, 2000);
+}
+
+// ---- batches (version 3) ----------------------------------------------------------
+
+AttrList numbered(int i, std::size_t extra = 0) {
+  AttrList l(static_cast<int>(256 + extra));
+  EXPECT_EQ(l.add("type", std::string_view("w")), ROCL_OK);
+  EXPECT_EQ(l.add("i", std::string_view(std::to_string(i))), ROCL_OK);
+  if (extra > 0) {
+    EXPECT_EQ(l.add("blob", std::string(extra, 'x')), ROCL_OK);
+  }
+  return l;
+}
+
+std::vector<std::byte> sample_batch(int n, bool more) {
+  BatchWriter w(kMaxBatchAnswers);
+  for (int i = 0; i < n; ++i) {
+    EXPECT_TRUE(w.add(static_cast<std::uint64_t>(10 + 3 * i), numbered(i).bytes()));
+  }
+  return w.finish(more);
+}
+
+TEST(DirProtocol, BatchRoundTrip) {
+  const auto body = sample_batch(5, true);
+  Batch b;
+  std::string what;
+  ASSERT_EQ(decode_batch(body, kMaxBatchAnswers, 0, &b, &what), ROCL_OK) << what;
+  ASSERT_EQ(b.answers.size(), 5u);
+  EXPECT_TRUE(b.more);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(b.answers[i].gid, static_cast<std::uint64_t>(10 + 3 * i));
+    std::size_t len = 0;
+    const std::byte *v = b.answers[i].attrs.get("i", &len);
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(std::string(reinterpret_cast<const char *>(v), len), std::to_string(i));
+  }
+  // An empty batch ends the query; "more" is dropped when nothing came.
+  const auto empty = BatchWriter(1).finish(true);
+  ASSERT_EQ(decode_batch(empty, 1, 0, &b, &what), ROCL_OK) << what;
+  EXPECT_TRUE(b.answers.empty());
+  EXPECT_FALSE(b.more);
+}
+
+TEST(DirProtocol, BatchWriterStopsAtCountAndBytes) {
+  BatchWriter by_count(3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(by_count.add(static_cast<std::uint64_t>(i + 1), numbered(i).bytes()));
+  }
+  EXPECT_FALSE(by_count.add(4, numbered(4).bytes()));
+  EXPECT_EQ(by_count.count(), 3u);
+  // 20 KiB answers: three fit 64 KiB; a fourth does not.
+  BatchWriter by_bytes(kMaxBatchAnswers);
+  int taken = 0;
+  while (by_bytes.add(static_cast<std::uint64_t>(taken + 1), numbered(taken, 20000).bytes())) {
+    ++taken;
+  }
+  EXPECT_EQ(taken, 3);
+  EXPECT_LE(by_bytes.finish(true).size(), kBatchBytes);
+  // One answer larger than the bound still goes, alone.
+  BatchWriter big(kMaxBatchAnswers);
+  EXPECT_TRUE(big.add(1, numbered(0, 100000).bytes()));
+  EXPECT_FALSE(big.add(2, numbered(1).bytes()));
+}
+
+TEST(DirProtocol, BadBatchesNameTheirField) {
+  const auto good = sample_batch(3, false);
+  auto expect_bad = [](std::vector<std::byte> body, std::uint32_t most, std::uint64_t after,
+                       const char *needle) {
+    Batch b;
+    b.more = true;
+    std::string what;
+    EXPECT_EQ(decode_batch(body, most, after, &b, &what), ROCL_EINVAL) << needle;
+    EXPECT_NE(what.find(needle), std::string::npos) << what;
+    EXPECT_TRUE(b.more) << "*out changed";
+  };
+  auto set32 = [](std::vector<std::byte> &v, std::size_t at, std::uint32_t x) {
+    for (int i = 0; i < 4; ++i) {
+      v[at + i] = static_cast<std::byte>(x >> (8 * i));
+    }
+  };
+  expect_bad(std::vector<std::byte>(good.begin(), good.begin() + 5), 64, 0, "its header alone");
+  expect_bad(good, 2, 0, "'count' of 3 answers (2 were asked");
+  auto v = good;
+  set32(v, 4, 2);
+  expect_bad(v, 64, 0, "unknown 'flags' 0x2");
+  v = BatchWriter(4).finish(false);
+  set32(v, 4, kBatchMore);
+  expect_bad(v, 64, 0, "0 answers whose 'flags' say more");
+  expect_bad(good, 64, 10, "'gid' 0xa not above 0xa");  // not after `after`
+  v = good;
+  set32(v, kBatchHeaderBytes, 0);  // first gid 0
+  set32(v, kBatchHeaderBytes + 4, 0);
+  expect_bad(v, 64, 0, "'gid' 0x0 not above");
+  v = good;
+  set32(v, kBatchHeaderBytes + 12, 7);
+  expect_bad(v, 64, 0, "reserved field is 0x7");
+  v = good;
+  set32(v, kBatchHeaderBytes + 8, 0x7ffffff8);
+  expect_bad(v, 64, 0, "list 'len' of 2147483640 bytes");
+  v = good;
+  set32(v, kBatchHeaderBytes + 8, 12);
+  expect_bad(v, 64, 0, "a multiple of 8");
+  v = good;
+  v[kBatchHeaderBytes + kBatchEntryBytes] = std::byte{0};  // the list's magic
+  expect_bad(v, 64, 0, "bad attribute list: attribute list: bad magic");
+  v = good;
+  set32(v, 0, 4);
+  expect_bad(v, 64, 0, "answer 4 of 4 has no room");
+  v = good;
+  v.resize(v.size() + 8);
+  expect_bad(v, 64, 0, "8 bytes after its 3 answers");
+}
+
+TEST(DirProtocol, MangledBatchesNeverCrash) {
+  const auto good = sample_batch(4, true);
+  std::string what;
+  // Every truncation is rejected.
+  for (std::size_t n = 0; n < good.size(); ++n) {
+    Batch b;
+    EXPECT_EQ(decode_batch(std::span(good).first(n), 64, 0, &b, &what), ROCL_EINVAL) << n;
+  }
+  // Random byte changes: never a crash, never a read outside the body (ASan
+  // builds), and whatever passes is still an ordered batch within bounds.
+  std::mt19937 rng(99);
+  for (int round = 0; round < 20000; ++round) {
+    auto v = good;
+    const int changes = 1 + static_cast<int>(rng() % 4);
+    for (int c = 0; c < changes; ++c) {
+      v[rng() % v.size()] = static_cast<std::byte>(rng());
+    }
+    if (round % 3 == 0) {
+      v.resize(rng() % (v.size() + 16));
+    }
+    Batch b;
+    if (decode_batch(v, 64, 0, &b, &what) == ROCL_OK) {
+      std::uint64_t prev = 0;
+      for (const auto &a : b.answers) {
+        EXPECT_GT(a.gid, prev);
+        prev = a.gid;
+      }
+    }
+  }
+}
+
+TEST(DirProtocol, QueryRequestsCarryTheirMost) {
+  Message m;
+  std::size_t used = 0;
+  std::string what;
+  AttrList attrs(1);
+  std::uint32_t most = 0;
+  const AttrList l = sample_list();
+  for (std::uint64_t aux : {std::uint64_t{0}, std::uint64_t{kMaxBatchAnswers + 1}}) {
+    auto msg = encode_message(Op::kQueryStart, 0, 0, aux, l.bytes());
+    ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+    EXPECT_EQ(check_request(m, &attrs, &what, &most), ROCL_EINVAL);
+    EXPECT_NE(what.find("QUERY_START asking for"), std::string::npos) << what;
+  }
+  auto msg = encode_message(Op::kQueryStart, 0, 7, 5, l.bytes());
+  ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+  ASSERT_EQ(check_request(m, &attrs, &what, &most), ROCL_OK) << what;
+  EXPECT_EQ(most, 5u);
+  EXPECT_EQ(attrs.count(), 2u);
+  msg = encode_message(Op::kQueryNext, 0, 7, 1, encode_most(64));
+  ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+  ASSERT_EQ(check_request(m, &attrs, &what, &most), ROCL_OK) << what;
+  EXPECT_EQ(most, 64u);
+  for (std::uint32_t bad : {0u, 65u}) {
+    msg = encode_message(Op::kQueryNext, 0, 7, 1, encode_most(bad));
+    ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+    EXPECT_EQ(check_request(m, &attrs, &what, &most), ROCL_EINVAL);
+    EXPECT_NE(what.find("QUERY_NEXT asking for"), std::string::npos) << what;
+  }
+  msg = encode_message(Op::kQueryNext, 0, 7, 1, l.bytes());  // a version 2 body
+  ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+  EXPECT_EQ(check_request(m, &attrs, &what, &most), ROCL_EINVAL);
+  // A REPLY may be a little longer than a request (one whole resource).
+  Header h;
+  h.op = static_cast<std::uint16_t>(Op::kReply);
+  h.body_len = static_cast<std::uint32_t>(kMaxBody + 64);
+  std::byte raw[kHeaderBytes];
+  encode_header(h, raw);
+  EXPECT_EQ(decode_header(raw, &h, &what), ROCL_OK) << what;
+  h.op = static_cast<std::uint16_t>(Op::kRegister);
+  encode_header(h, raw);
+  EXPECT_EQ(decode_header(raw, &h, &what), ROCL_EINVAL);
 }
 
 }  // namespace

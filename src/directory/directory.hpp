@@ -71,9 +71,11 @@ class QueryCursor {
   // matching resource (increasing gid) and returns its gid (> 0); or
   // ROCL_EEND when there is none, ROCL_ENOSPC if an answer does not fit
   // (attrs is unchanged and the cursor does NOT advance: a retry with more
-  // space gets the same resource). Resources deleted meanwhile are skipped;
-  // resources registered meanwhile are seen if their gid is larger than the
-  // last one returned.
+  // space gets the same resource). Resources deleted before the call are
+  // skipped. Resources registered meanwhile with a gid larger than the last
+  // one returned: the in-process cursor sees them; the node server's
+  // (remote_directory.cpp, batched) sees those registered before it fetched
+  // the batch that ended the query.
   virtual std::int64_t next(AttrList &attrs) = 0;
 };
 

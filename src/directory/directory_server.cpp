@@ -36,6 +36,7 @@ constexpr std::size_t kMaxOutput = std::size_t{4} << 20;
 constexpr std::size_t kMaxCursors = 256;
 constexpr std::size_t kMaxConnections = 1024;
 constexpr std::size_t kNoFd = static_cast<std::size_t>(-1);
+static_assert(dirproto::kMaxOp < 16, "DirectoryServer::requests_ has a counter per op");
 
 // send() of buf with fd attached as SCM_RIGHTS (to the first byte).
 ssize_t send_with_fd(int sock, const std::byte *buf, std::size_t len, int fd) {
@@ -64,7 +65,9 @@ struct Conn {
   std::size_t out_off = 0;
   std::uint32_t events = 0;
   std::set<rocl_gid_t> contexts;  // registered through this connection
-  std::map<std::uint64_t, std::unique_ptr<QueryCursor>> cursors;
+  // Multi-answer queries in progress: cursor id -> pattern. A cursor is
+  // kept only while its last batch said more follow (dir_protocol.hpp).
+  std::map<std::uint64_t, AttrList> cursors;
   std::uint64_t next_cursor = 1;
   // Offset in out of the message that carries the epoch page's descriptor
   // (the reply to PROVE), until it went out; kNoFd otherwise.
@@ -259,6 +262,23 @@ struct DirectoryServer::Loop {
     }
   }
 
+  // The batch body answering `pattern` after gid `after`, at most `most`
+  // answers (dir_protocol.hpp). false + fail() if it would not fit a reply.
+  bool batch(const AttrList &pattern, std::uint64_t after, std::uint32_t most, bool *more,
+             std::vector<std::byte> *body) {
+    dirproto::BatchWriter w(most);
+    *more = srv->dir_->scan(pattern, after, [&](rocl_gid_t gid, const AttrList &list) {
+      return w.add(gid, list.bytes());
+    });
+    *body = w.finish(*more);
+    if (body->size() > dirproto::kMaxReplyBody) {
+      fail(ROCL_EINTERNAL, "rocl_query_next: an answer of %zu bytes does not fit a reply",
+           body->size());
+      return false;
+    }
+    return true;
+  }
+
   // Handles one checked-header message. false if the connection was closed.
   bool handle(Conn &c, const dirproto::Message &m) {
     const Op op = static_cast<Op>(m.header.op);
@@ -294,10 +314,12 @@ struct DirectoryServer::Loop {
     }
     AttrList attrs(1);
     std::string what;
-    if (dirproto::check_request(m, &attrs, &what) != ROCL_OK) {
+    std::uint32_t most = 0;
+    if (dirproto::check_request(m, &attrs, &what, &most) != ROCL_OK) {
       drop(c, what);
       return false;
     }
+    srv->requests_[m.header.op].fetch_add(1, std::memory_order_relaxed);
     Directory &dir = *srv->dir_;
     clear_error();
     switch (op) {
@@ -342,20 +364,24 @@ struct DirectoryServer::Loop {
         break;
       }
       case Op::kQueryStart: {
-        if (c.cursors.size() >= kMaxCursors) {
-          fail(ROCL_EBUSY, "rocl_query_start: %zu queries are in progress on this connection",
-               c.cursors.size());
-          reply_error(c, ROCL_EBUSY);
-          break;
-        }
-        std::unique_ptr<QueryCursor> cur = dir.query_start(attrs);
-        if (!cur) {
+        bool more = false;
+        std::vector<std::byte> body;
+        if (!batch(attrs, m.header.gid, most, &more, &body)) {
           reply_error(c, ROCL_EINTERNAL);
           break;
         }
-        const std::uint64_t id = c.next_cursor++;
-        c.cursors.emplace(id, std::move(cur));
-        reply(c, ROCL_OK, 0, id);
+        std::uint64_t id = 0;
+        if (more) {
+          if (c.cursors.size() >= kMaxCursors) {
+            fail(ROCL_EBUSY, "rocl_query_start: %zu queries are in progress on this connection",
+                 c.cursors.size());
+            reply_error(c, ROCL_EBUSY);
+            break;
+          }
+          id = c.next_cursor++;
+          c.cursors.emplace(id, std::move(attrs));
+        }
+        reply(c, ROCL_OK, 0, id, body);
         break;
       }
       case Op::kQueryNext: {
@@ -366,9 +392,16 @@ struct DirectoryServer::Loop {
           reply_error(c, ROCL_EINVAL);
           break;
         }
-        const std::int64_t r = it->second->next(attrs);
-        r < 0 ? reply_error(c, static_cast<int>(r))
-              : reply(c, ROCL_OK, static_cast<std::uint64_t>(r), m.header.aux, attrs.bytes());
+        bool more = false;
+        std::vector<std::byte> body;
+        if (!batch(it->second, m.header.gid, most, &more, &body)) {
+          reply_error(c, ROCL_EINTERNAL);
+          break;
+        }
+        if (!more) {
+          c.cursors.erase(it);  // the client knows it is done
+        }
+        reply(c, ROCL_OK, 0, m.header.aux, body);
         break;
       }
       case Op::kQueryStop: {
@@ -470,6 +503,10 @@ DirectoryServer::~DirectoryServer() {
 
 void DirectoryServer::set_log(LogFn log) {
   log_ = std::move(log);
+}
+
+std::uint64_t DirectoryServer::requests(std::uint16_t op) const {
+  return op < requests_.size() ? requests_[op].load(std::memory_order_relaxed) : 0;
 }
 
 std::size_t DirectoryServer::resources() const {

@@ -19,6 +19,7 @@
 //    and clients are told there is none.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +59,10 @@ class DirectoryServer {
 
   // Number of resources registered now.
   std::size_t resources() const;
+  // Requests of op (dirproto::Op) served so far (well-formed ones, from
+  // proven clients): QUERY_START + QUERY_NEXT count a multi-answer query's
+  // round trips.
+  std::uint64_t requests(std::uint16_t op) const;
   // The removal counter clients see, nullptr before start() or when the
   // page could not be made.
   const std::atomic<std::uint64_t> *removal_epoch() const noexcept;
@@ -80,6 +85,7 @@ class DirectoryServer {
   int wake_fd_ = -1;
   unsigned long long socket_ino_ = 0;
   bool started_ = false;
+  std::array<std::atomic<std::uint64_t>, 16> requests_{};  // by op
 };
 
 }  // namespace rocl::impl

@@ -404,7 +404,7 @@ TEST_F(ServerTest, AnotherProtocolVersionIsNamed) {
   ASSERT_EQ(write(fd, msg.data(), msg.size()), static_cast<ssize_t>(msg.size()));
   EXPECT_TRUE(server_hangs_up(fd));
   close(fd);
-  EXPECT_TRUE(wait_for_log("sent directory protocol version 1, but this side speaks version 2"))
+  EXPECT_TRUE(wait_for_log("sent directory protocol version 1, but this side speaks version 3"))
       << log_text();
 }
 

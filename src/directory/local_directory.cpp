@@ -332,6 +332,41 @@ int LocalDirectory::query(rocl_gid_t *gid, AttrList &attrs) {
   return ROCL_OK;
 }
 
+bool LocalDirectory::scan(const AttrList &pattern, rocl_gid_t after,
+                          const std::function<bool(rocl_gid_t, const AttrList &)> &take) const {
+  const Pattern p = make_pattern(pattern);
+  const State &s = *state_;
+  std::shared_lock lock(s.mu);
+  if (p.keys.empty()) {
+    for (auto it = s.resources.upper_bound(after); it != s.resources.end(); ++it) {
+      if (!take(it->first, it->second.attrs)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  std::vector<const std::set<rocl_gid_t> *> sets;
+  sets.reserve(p.keys.size());
+  for (const std::string &key : p.keys) {
+    auto f = s.index.find(key);
+    if (f == s.index.end()) {
+      return false;  // no resource has this attribute
+    }
+    sets.push_back(&f->second);
+  }
+  const std::set<rocl_gid_t> *smallest = *std::min_element(
+      sets.begin(), sets.end(), [](const auto *a, const auto *b) { return a->size() < b->size(); });
+  for (auto it = smallest->upper_bound(after); it != smallest->end(); ++it) {
+    const bool all = std::all_of(sets.begin(), sets.end(), [&](const auto *set) {
+      return set == smallest || set->contains(*it);
+    });
+    if (all && !take(*it, s.resources.at(*it).attrs)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::unique_ptr<QueryCursor> LocalDirectory::query_start(const AttrList &pattern) {
   return std::make_unique<LocalCursor>(state_, make_pattern(pattern));
 }

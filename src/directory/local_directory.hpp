@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "directory/directory.hpp"
@@ -41,6 +42,18 @@ class LocalDirectory final : public Directory {
   int query(rocl_gid_t *gid, AttrList &attrs) override;
   std::unique_ptr<QueryCursor> query_start(const AttrList &pattern) override;
   int remove_context(rocl_gid_t context) override;
+
+  // For the node server's batched answers (dir_protocol.hpp): calls
+  // take(gid, list) for each resource matching `pattern` (its attributes
+  // added with a value, as query_start takes them) whose gid is larger than
+  // `after`, in increasing gid order, `list` being the resource's whole
+  // attribute list ("context" included), until take returns false. Returns
+  // true if take declined one (so some matching resource follows those
+  // taken), false if take saw every match. One shared lock for the whole
+  // scan: what take sees is one state of the directory; take must not call
+  // into this directory.
+  bool scan(const AttrList &pattern, rocl_gid_t after,
+            const std::function<bool(rocl_gid_t, const AttrList &)> &take) const;
 
   std::uint16_t server_id() const;
   // Number of registered resources.

@@ -148,6 +148,12 @@ class Connection {
     return ROCL_OK;
   }
 
+  // The server broke the protocol in a reply call() let through (a batch
+  // decode_batch rejected): the connection is lost, as for any bad reply.
+  int broken(const char *what, const std::string &bad) {
+    return lose(what, "the server sent " + bad);
+  }
+
   std::mutex mu;
 
  private:
@@ -204,16 +210,87 @@ bool same_shape(const AttrList &sent, const AttrList &got) {
   return sent.count() == got.count() && sent.capacity() == got.capacity();
 }
 
+std::string describe_gid(rocl_gid_t gid) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "gid %llu (server %u, serial %llu)",
+                static_cast<unsigned long long>(gid), static_cast<unsigned>(gid_server(gid)),
+                static_cast<unsigned long long>(gid_serial(gid)));
+  return buf;
+}
+
+// Most answers a cursor asks for per batch: a whole batch when the removal
+// epoch tells it whether an answer it holds may have left the directory
+// since; otherwise one (each answer fresh from the server, as before
+// batching).
+std::uint32_t batch_most(const EpochPage *epoch) {
+  return epoch != nullptr ? dirproto::kMaxBatchAnswers : 1;
+}
+
+// One batched request (QUERY_START when cursor == 0, else QUERY_NEXT) for the
+// answers after `after`, the caller holding conn.mu. ROCL_OK with *batch and
+// *cursor (the server's cursor id, 0 once it kept none), or the failure.
+int fetch_batch(Connection &conn, const char *what, const AttrList &pattern, std::uint64_t after,
+                std::uint32_t most, std::uint64_t *cursor, dirproto::Batch *batch) {
+  dirproto::Header h;
+  std::vector<std::byte> body;
+  int rc;
+  if (*cursor == 0) {
+    rc = conn.call(what, Op::kQueryStart, after, most, pattern.bytes(), &h, nullptr, &body);
+  } else {
+    rc = conn.call(what, Op::kQueryNext, after, *cursor, dirproto::encode_most(most), &h, nullptr,
+                   &body);
+  }
+  if (rc != ROCL_OK) {
+    return rc;
+  }
+  std::string bad;
+  dirproto::Batch got;
+  if (dirproto::decode_batch(body, most, after, &got, &bad) != ROCL_OK) {
+    return conn.broken(what, bad);
+  }
+  // The server keeps a cursor exactly while more answers follow.
+  if (*cursor == 0 ? (h.aux != 0) != got.more : h.aux != *cursor) {
+    return conn.broken(what, "a batch with cursor id " + std::to_string(h.aux) + " (" +
+                                 (got.more ? "with" : "without") + " more answers)");
+  }
+  *batch = std::move(got);
+  *cursor = batch->more ? h.aux : 0;
+  return ROCL_OK;
+}
+
+// A multi-answer query served from batches of answers (dir_protocol.hpp):
+// next() takes answers from the batch it holds and asks the server for the
+// next batch only when that one is used up. Same results as asking the
+// server for each answer:
+//  - a resource removed before next() is called is not returned: every
+//    removal moves the server's removal epoch before its call returns, so a
+//    batch is only used while the epoch still has the value read before
+//    asking for it; otherwise the rest of it is dropped and asked for again
+//    (after the last gid returned). Without an epoch page the cursor asks
+//    for one answer at a time, served by the call that asked.
+//  - answers are filled here from the resource's whole list, as the server
+//    would (AttrList::fill_from); ENOSPC does not advance.
+//  - resources registered after the batch that ended the query was fetched
+//    are not seen (rocl.h: "may or may not be seen").
 class RemoteCursor final : public QueryCursor {
  public:
-  RemoteCursor(std::shared_ptr<Connection> conn, std::uint64_t id)
-      : conn_(std::move(conn)), id_(id) {}
+  RemoteCursor(std::shared_ptr<Connection> conn, std::shared_ptr<EpochPage> epoch, AttrList pattern,
+               std::uint64_t cursor, std::uint64_t epoch_at_fetch, dirproto::Batch first)
+      : conn_(std::move(conn)),
+        epoch_(std::move(epoch)),
+        pattern_(std::move(pattern)),
+        cursor_(cursor),
+        epoch_at_fetch_(epoch_at_fetch),
+        batch_(std::move(first)) {}
 
   ~RemoteCursor() override {
+    if (cursor_ == 0) {
+      return;  // the server kept no cursor
+    }
     const std::string saved = last_error();  // a destructor reports nothing
     std::lock_guard lock(conn_->mu);
     dirproto::Header h;
-    conn_->call("rocl_query_stop", Op::kQueryStop, 0, id_, {}, &h, nullptr);
+    conn_->call("rocl_query_stop", Op::kQueryStop, 0, cursor_, {}, &h, nullptr);
     if (saved.empty()) {
       clear_error();
     } else {
@@ -222,24 +299,62 @@ class RemoteCursor final : public QueryCursor {
   }
 
   std::int64_t next(AttrList &attrs) override {
-    std::lock_guard lock(conn_->mu);
-    dirproto::Header h;
-    AttrList got(1);
-    const int rc = conn_->call("rocl_query_next", Op::kQueryNext, 0, id_, attrs.bytes(), &h, &got);
-    if (rc != ROCL_OK) {
-      return rc;
+    std::lock_guard cursor_lock(mu_);
+    bool fetched_now = false;  // batch_ came during this call
+    for (;;) {
+      if (pos_ < batch_.answers.size()) {
+        if (fetched_now || still_valid()) {
+          const dirproto::BatchAnswer &a = batch_.answers[pos_];
+          if (attrs.fill_from(a.attrs) != ROCL_OK) {  // does not advance
+            const std::string why = last_error();
+            return fail(ROCL_ENOSPC, "rocl_query_next: resource %s: %s",
+                        describe_gid(a.gid).c_str(), why.c_str());
+          }
+          last_ = a.gid;
+          pos_ += 1;
+          answers_ += 1;
+          return static_cast<std::int64_t>(a.gid);
+        }
+        // Something left the directory since this batch came: ask again.
+        batch_.answers.clear();
+        batch_.more = true;
+        pos_ = 0;
+      }
+      if (!batch_.more) {
+        return fail(ROCL_EEND, "rocl_query_next: no more resources match (%zu answers given)",
+                    answers_);
+      }
+      std::lock_guard lock(conn_->mu);
+      const std::uint64_t epoch = epoch_ ? epoch_->counter().load(std::memory_order_acquire) : 0;
+      dirproto::Batch got;
+      const int rc = fetch_batch(*conn_, "rocl_query_next", pattern_, last_,
+                                 batch_most(epoch_.get()), &cursor_, &got);
+      if (rc != ROCL_OK) {
+        return rc;
+      }
+      batch_ = std::move(got);
+      pos_ = 0;
+      epoch_at_fetch_ = epoch;
+      fetched_now = true;
     }
-    if (!same_shape(attrs, got) || h.gid == 0 || h.gid > static_cast<std::uint64_t>(INT64_MAX)) {
-      return fail(ROCL_EPEER, "rocl_query_next: directory server at %s answered with a bad reply",
-                  conn_->path().c_str());
-    }
-    attrs = std::move(got);
-    return static_cast<std::int64_t>(h.gid);
   }
 
  private:
+  // Whether nothing left the directory since the batch was asked for.
+  bool still_valid() const {
+    return epoch_ && epoch_->counter().load(std::memory_order_acquire) == epoch_at_fetch_;
+  }
+
   std::shared_ptr<Connection> conn_;
-  std::uint64_t id_;
+  std::shared_ptr<EpochPage> epoch_;  // nullptr: the server shares none
+  const AttrList pattern_;            // to ask again once the server's cursor is gone
+  std::mutex mu_;                     // next() calls on one cursor are serialised
+  std::uint64_t cursor_;              // the server's cursor id, 0: none kept
+  std::uint64_t epoch_at_fetch_;      // the removal epoch read before asking for batch_
+  dirproto::Batch batch_;
+  std::size_t pos_ = 0;      // next answer of batch_ to give
+  rocl_gid_t last_ = 0;      // the last gid returned
+  std::size_t answers_ = 0;  // for messages
 };
 
 class RemoteDirectory final : public Directory {
@@ -293,13 +408,17 @@ class RemoteDirectory final : public Directory {
   }
 
   std::unique_ptr<QueryCursor> query_start(const AttrList &pattern) override {
+    AttrList copy = pattern;  // the cursor may have to start over with it
     std::lock_guard lock(conn_->mu);
-    dirproto::Header h;
-    if (conn_->call("rocl_query_start", Op::kQueryStart, 0, 0, pattern.bytes(), &h, nullptr) !=
-        ROCL_OK) {
+    const std::uint64_t epoch = epoch_ ? epoch_->counter().load(std::memory_order_acquire) : 0;
+    std::uint64_t cursor = 0;
+    dirproto::Batch first;
+    if (fetch_batch(*conn_, "rocl_query_start", copy, 0, batch_most(epoch_.get()), &cursor,
+                    &first) != ROCL_OK) {
       return nullptr;
     }
-    return std::make_unique<RemoteCursor>(conn_, h.aux);
+    return std::make_unique<RemoteCursor>(conn_, epoch_, std::move(copy), cursor, epoch,
+                                          std::move(first));
   }
 
   int remove_context(rocl_gid_t context) override {
@@ -314,7 +433,8 @@ class RemoteDirectory final : public Directory {
 
  private:
   std::shared_ptr<Connection> conn_;
-  std::unique_ptr<EpochPage> epoch_;  // the server's removal epoch, mapped read-only
+  // The server's removal epoch, mapped read-only; shared with the cursors.
+  std::shared_ptr<EpochPage> epoch_;
 };
 
 // The removal epoch page the server passed with its reply to PROVE, mapped;

@@ -2,7 +2,10 @@
 // (directory_server.hpp), reached over its Unix socket (dir_protocol.hpp).
 //
 // Thread safe: one blocking connection behind a mutex, one request at a time.
-// Cursors share the connection (a QueryCursor may outlive the Directory).
+// Cursors share the connection (a QueryCursor may outlive the Directory) and
+// fetch answers in batches (dir_protocol.hpp, version 3): most next() calls
+// are served from the batch held, without a round trip or the connection's
+// mutex; the removal epoch tells when a held answer may be stale.
 // Once the connection is lost (server gone, protocol broken, reply timeout),
 // every later call fails with ROCL_EPEER and a sentence saying so.
 #pragma once

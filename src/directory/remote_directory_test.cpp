@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -372,7 +373,7 @@ TEST_F(ServerFixture, RemovalEpochAdvancesWhenAConnectionCloses) {
 class FakeServer {
  public:
   FakeServer(const std::string &path, const JobSecret &secret, std::uint64_t reply_aux,
-             std::uint16_t version)
+             std::uint16_t version, std::vector<std::byte> request_reply = {})
       : path_(path) {
     listen_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_un sa{};
@@ -380,7 +381,7 @@ class FakeServer {
     std::memcpy(sa.sun_path, path.data(), path.size());
     EXPECT_EQ(bind(listen_, reinterpret_cast<sockaddr *>(&sa), sizeof sa), 0);
     EXPECT_EQ(listen(listen_, 4), 0);
-    thread_ = std::thread([this, secret, reply_aux, version] {
+    thread_ = std::thread([this, secret, reply_aux, version, request_reply] {
       const int fd = accept(listen_, nullptr, nullptr);
       if (fd < 0) {
         return;
@@ -409,6 +410,19 @@ class FakeServer {
           const auto reply = dirproto::encode_message(dirproto::Op::kReply, 0, 0, reply_aux,
                                                       std::as_bytes(std::span(proof)));
           [[maybe_unused]] ssize_t w = write(fd, reply.data(), reply.size());
+          if (!request_reply.empty()) {  // the next request gets request_reply
+            std::byte h[dirproto::kHeaderBytes];
+            dirproto::Header hdr;
+            std::string what;
+            if (read_exactly(fd, h, sizeof h) &&
+                dirproto::decode_header(h, &hdr, &what) == ROCL_OK) {
+              last_aux_ = hdr.aux;
+              std::vector<std::byte> body(hdr.body_len);
+              if (read_exactly(fd, body.data(), body.size())) {
+                w = write(fd, request_reply.data(), request_reply.size());
+              }
+            }
+          }
         }
       }
       char c;
@@ -417,6 +431,18 @@ class FakeServer {
       close(fd);
     });
   }
+  static bool read_exactly(int fd, std::byte *p, std::size_t n) {
+    while (n > 0) {
+      const ssize_t r = read(fd, p, n);
+      if (r <= 0) {
+        return false;
+      }
+      p += r;
+      n -= static_cast<std::size_t>(r);
+    }
+    return true;
+  }
+  std::atomic<std::uint64_t> last_aux_{0};  // aux of the request answered
   ~FakeServer() {
     thread_.join();
     close(listen_);
@@ -458,10 +484,331 @@ TEST_F(ServerFixture, AnotherProtocolVersionIsNamed) {
   FakeServer server(fake, secret_, 0, 1);
   EXPECT_EQ(connect_directory(fake, secret_), nullptr);
   const std::string err = last_error();
-  EXPECT_NE(err.find("directory protocol version 1, but this side speaks version 2"),
+  EXPECT_NE(err.find("directory protocol version 1, but this side speaks version 3"),
             std::string::npos)
       << err;
   EXPECT_NE(err.find("same rocl release"), std::string::npos) << err;
+}
+
+// ---- batched multi-answer queries (protocol version 3) ------------------------------
+
+// A fixture with one client that registered kMany workers ("i" = 0..kMany-1).
+class BatchFixture : public ServerFixture {
+ protected:
+  static constexpr int kMany = 200;
+  void SetUp() override {
+    ServerFixture::SetUp();
+    owner_ = connect_directory(path_, secret_);
+    ASSERT_NE(owner_, nullptr) << last_error();
+    ctx_ = owner_->register_resource(named("context", "owner"), ROCL_NULL_GID);
+    ASSERT_GT(ctx_, 0) << last_error();
+    for (int i = 0; i < kMany; ++i) {
+      AttrList l(256);
+      ASSERT_EQ(l.add("type", std::string_view("probe")), ROCL_OK);
+      ASSERT_EQ(l.add("i", std::string_view(std::to_string(i))), ROCL_OK);
+      const std::int64_t g = owner_->register_resource(l, static_cast<rocl_gid_t>(ctx_));
+      ASSERT_GT(g, 0) << last_error();
+      gids_.push_back(g);
+    }
+  }
+  static AttrList probe_pattern() {
+    AttrList p(64);
+    EXPECT_EQ(p.add("type", std::string_view("probe")), ROCL_OK);
+    return p;
+  }
+  static AttrList ask() {
+    AttrList a(128);
+    EXPECT_EQ(a.add_unspecified("i", 8), ROCL_OK);
+    EXPECT_EQ(a.add_unspecified("context", 8), ROCL_OK);
+    EXPECT_EQ(a.add_unspecified("absent", 8), ROCL_OK);
+    return a;
+  }
+  // QUERY_START + QUERY_NEXT round trips served so far.
+  std::uint64_t batches() const {
+    return server_->requests(static_cast<std::uint16_t>(dirproto::Op::kQueryStart)) +
+           server_->requests(static_cast<std::uint16_t>(dirproto::Op::kQueryNext));
+  }
+  std::uint64_t stops() const {
+    return server_->requests(static_cast<std::uint16_t>(dirproto::Op::kQueryStop));
+  }
+  // Runs the probe query to its end through d; the indexes ("i") answered,
+  // checking order, attributes and that the answers are the registered ones.
+  std::vector<int> drain(Directory &d) {
+    std::vector<int> got;
+    auto cur = d.query_start(probe_pattern());
+    EXPECT_NE(cur, nullptr) << last_error();
+    if (!cur) {
+      return got;
+    }
+    AttrList a = ask();
+    std::int64_t last = 0;
+    for (;;) {
+      const std::int64_t g = cur->next(a);
+      if (g == ROCL_EEND) {
+        break;
+      }
+      EXPECT_GT(g, last) << last_error();
+      if (g <= last) {
+        break;
+      }
+      last = g;
+      const int i = std::stoi(value_of(a, "i"));
+      EXPECT_EQ(gids_.at(static_cast<std::size_t>(i)), g);
+      std::size_t len = 0;
+      const std::byte *c = a.get("context", &len);
+      std::int64_t owner = 0;
+      EXPECT_EQ(len, sizeof owner);
+      if (c != nullptr && len == sizeof owner) {
+        std::memcpy(&owner, c, sizeof owner);
+      }
+      EXPECT_EQ(owner, ctx_);
+      EXPECT_EQ(a.get("absent"), nullptr);
+      got.push_back(i);
+    }
+    return got;
+  }
+
+  std::unique_ptr<Directory> owner_;
+  std::int64_t ctx_ = 0;
+  std::vector<std::int64_t> gids_;
+};
+
+TEST_F(BatchFixture, ManyAnswersInFewRoundTrips) {
+  auto d = connect_directory(path_, secret_);
+  ASSERT_NE(d, nullptr) << last_error();
+  const std::uint64_t b0 = batches();
+  const std::uint64_t s0 = stops();
+  const std::vector<int> got = drain(*d);
+  ASSERT_EQ(got.size(), std::size_t{kMany});
+  for (int i = 0; i < kMany; ++i) {
+    EXPECT_EQ(got[static_cast<std::size_t>(i)], i);
+  }
+  constexpr int kN = static_cast<int>(dirproto::kMaxBatchAnswers);
+  EXPECT_EQ(batches() - b0, std::uint64_t{(kMany + kN - 1) / kN});  // ceil(200 / 64) = 4
+  // The last batch freed the server's cursor: no QUERY_STOP.
+  EXPECT_EQ(stops() - s0, 0u);
+  // A query whose answers all fit one batch is one round trip.
+  AttrList one(64);
+  ASSERT_EQ(one.add("i", std::string_view("7")), ROCL_OK);
+  const std::uint64_t b1 = batches();
+  auto cur = d->query_start(one);
+  ASSERT_NE(cur, nullptr) << last_error();
+  AttrList a = ask();
+  EXPECT_EQ(cur->next(a), gids_[7]);
+  EXPECT_EQ(cur->next(a), ROCL_EEND);
+  EXPECT_NE(std::string(last_error()).find("1 answers given"), std::string::npos) << last_error();
+  cur.reset();
+  EXPECT_EQ(batches() - b1, 1u);
+}
+
+TEST_F(BatchFixture, LargeAnswersAreBatchedByBytes) {
+  // 10 resources of ~20 KiB: three fit a 64 KiB batch; one of ~100 KiB comes alone.
+  std::vector<std::int64_t> big;
+  for (int i = 0; i < 11; ++i) {
+    AttrList l(200 * 1024);
+    ASSERT_EQ(l.add("type", std::string_view("big")), ROCL_OK);
+    ASSERT_EQ(l.add("blob", std::string(i == 5 ? 100000 : 20000, static_cast<char>('a' + i))),
+              ROCL_OK);
+    big.push_back(owner_->register_resource(l, static_cast<rocl_gid_t>(ctx_)));
+    ASSERT_GT(big.back(), 0) << last_error();
+  }
+  AttrList pattern(64);
+  ASSERT_EQ(pattern.add("type", std::string_view("big")), ROCL_OK);
+  const std::uint64_t b0 = batches();
+  auto cur = owner_->query_start(pattern);
+  ASSERT_NE(cur, nullptr) << last_error();
+  AttrList a(200 * 1024);
+  ASSERT_EQ(a.add_unspecified("blob", 100000), ROCL_OK);
+  for (int i = 0; i < 11; ++i) {
+    ASSERT_EQ(cur->next(a), big[static_cast<std::size_t>(i)]) << last_error();
+    const std::string v = value_of(a, "blob");
+    EXPECT_EQ(v.size(), i == 5 ? 100000u : 20000u);
+    EXPECT_EQ(v[0], static_cast<char>('a' + i));
+  }
+  EXPECT_EQ(cur->next(a), ROCL_EEND);
+  // [0 1 2] [3 4] [5] [6 7 8] [9 10]
+  EXPECT_EQ(batches() - b0, 5u);
+}
+
+TEST_F(BatchFixture, ThreadsQueryAtOnce) {
+  auto other = connect_directory(path_, secret_);
+  ASSERT_NE(other, nullptr) << last_error();
+  std::atomic<int> complete{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      Directory &d = t % 2 == 0 ? *owner_ : *other;  // three threads per connection
+      for (int r = 0; r < 15; ++r) {
+        const std::vector<int> got = drain(d);
+        bool in_order = got.size() == std::size_t{kMany};
+        for (std::size_t i = 0; in_order && i < got.size(); ++i) {
+          in_order = got[i] == static_cast<int>(i);
+        }
+        complete += in_order ? 1 : 0;
+      }
+    });
+  }
+  // One cursor shared by two threads: every answer exactly once, in total.
+  auto shared = other->query_start(probe_pattern());
+  ASSERT_NE(shared, nullptr) << last_error();
+  std::vector<std::int64_t> seen[2];
+  std::thread a([&] {
+    AttrList l = ask();
+    for (std::int64_t g; (g = shared->next(l)) > 0;) {
+      seen[0].push_back(g);
+    }
+  });
+  std::thread b([&] {
+    AttrList l = ask();
+    for (std::int64_t g; (g = shared->next(l)) > 0;) {
+      seen[1].push_back(g);
+    }
+  });
+  a.join();
+  b.join();
+  for (auto &t : threads) {
+    t.join();
+  }
+  EXPECT_EQ(complete.load(), 6 * 15);
+  std::set<std::int64_t> all(seen[0].begin(), seen[0].end());
+  all.insert(seen[1].begin(), seen[1].end());
+  EXPECT_EQ(all.size(), std::size_t{kMany});
+  EXPECT_EQ(seen[0].size() + seen[1].size(), std::size_t{kMany});
+  EXPECT_TRUE(std::is_sorted(seen[0].begin(), seen[0].end()));
+  EXPECT_TRUE(std::is_sorted(seen[1].begin(), seen[1].end()));
+}
+
+TEST_F(BatchFixture, CursorStoppedEarly) {
+  auto d = connect_directory(path_, secret_);
+  ASSERT_NE(d, nullptr) << last_error();
+  const std::uint64_t s0 = stops();
+  {
+    auto cur = d->query_start(probe_pattern());
+    ASSERT_NE(cur, nullptr) << last_error();
+    AttrList a = ask();
+    for (int i = 0; i < 10; ++i) {
+      EXPECT_EQ(cur->next(a), gids_[static_cast<std::size_t>(i)]);
+    }
+    clear_error();
+  }  // stopped with answers left: the server's cursor goes with QUERY_STOP
+  EXPECT_EQ(stops() - s0, 1u);
+  EXPECT_EQ(std::string(last_error()), "");  // the stop reported nothing
+  // Unfinished cursors count against the connection's limit (256) ...
+  std::vector<std::unique_ptr<QueryCursor>> open;
+  for (int i = 0; i < 256; ++i) {
+    open.push_back(d->query_start(probe_pattern()));
+    ASSERT_NE(open.back(), nullptr) << i << ": " << last_error();
+  }
+  EXPECT_EQ(d->query_start(probe_pattern()), nullptr);
+  EXPECT_NE(std::string(last_error()).find("queries are in progress"), std::string::npos)
+      << last_error();
+  // ... a query answered in one batch keeps no cursor, so it still works ...
+  AttrList one(64);
+  ASSERT_EQ(one.add("i", std::string_view("3")), ROCL_OK);
+  auto small = d->query_start(one);
+  ASSERT_NE(small, nullptr) << last_error();
+  AttrList a = ask();
+  EXPECT_EQ(small->next(a), gids_[3]);
+  // ... and stopping them frees the slots.
+  open.clear();
+  EXPECT_EQ(drain(*d).size(), std::size_t{kMany});
+}
+
+TEST_F(BatchFixture, AnswerDeletedMidQueryIsSkipped) {
+  // Documented behaviour (rocl.h, directory.hpp): a resource deleted before
+  // the next() that would return it is skipped, even when the cursor holds
+  // it in a batch already; resources of the batch that are still there
+  // come in order.
+  auto other = connect_directory(path_, secret_);
+  ASSERT_NE(other, nullptr) << last_error();
+  auto cur = other->query_start(probe_pattern());
+  ASSERT_NE(cur, nullptr) << last_error();
+  AttrList a = ask();
+  ASSERT_EQ(cur->next(a), gids_[0]);
+  ASSERT_EQ(cur->next(a), gids_[1]);
+  const std::uint64_t b0 = batches();
+  // Deleted by the owner's connection: 2 (the next answer, in the batch
+  // held), 40 (later in it), 150 (a later batch).
+  for (int i : {2, 40, 150}) {
+    ASSERT_EQ(owner_->remove(static_cast<rocl_gid_t>(gids_[static_cast<std::size_t>(i)])), ROCL_OK);
+  }
+  std::vector<std::int64_t> rest;
+  for (std::int64_t g; (g = cur->next(a)) > 0;) {
+    rest.push_back(g);
+    if (rest.size() == 10) {  // and one deleted through the cursor's own connection
+      ASSERT_EQ(other->remove(static_cast<rocl_gid_t>(gids_[20])), ROCL_OK);
+    }
+  }
+  EXPECT_EQ(cur->next(a), ROCL_EEND);
+  std::vector<std::int64_t> want;
+  for (int i = 2; i < kMany; ++i) {
+    if (i != 2 && i != 20 && i != 40 && i != 150) {
+      want.push_back(gids_[static_cast<std::size_t>(i)]);
+    }
+  }
+  EXPECT_EQ(rest, want);
+  // Each deletion made the cursor ask again at most once.
+  EXPECT_LE(batches() - b0, 3u + 2u);
+}
+
+TEST_F(BatchFixture, DeletedThroughTheSameConnectionIsSkipped) {
+  auto cur = owner_->query_start(probe_pattern());
+  ASSERT_NE(cur, nullptr) << last_error();
+  AttrList a = ask();
+  std::vector<std::int64_t> got;
+  for (std::int64_t g; (g = cur->next(a)) > 0;) {
+    got.push_back(g);
+    if (got.size() == 5) {
+      ASSERT_EQ(owner_->remove(static_cast<rocl_gid_t>(gids_[5])), ROCL_OK);
+      ASSERT_EQ(owner_->remove(static_cast<rocl_gid_t>(gids_[6])), ROCL_OK);
+    }
+  }
+  ASSERT_EQ(got.size(), std::size_t{kMany - 2});
+  EXPECT_EQ(got[4], gids_[4]);
+  EXPECT_EQ(got[5], gids_[7]);
+  // A resource deleted after the query ended all of its batches is not
+  // looked at again: EEND stays EEND.
+  EXPECT_EQ(cur->next(a), ROCL_EEND);
+}
+
+TEST_F(ServerFixture, MalformedBatchesAreErrorsNamingTheField) {
+  AttrList list(64);
+  ASSERT_EQ(list.add("type", std::string_view("w")), ROCL_OK);
+  struct Case {
+    std::vector<std::byte> body;
+    std::uint64_t aux;
+    const char *needle;
+  };
+  auto batch = [&](int n, bool more) {
+    dirproto::BatchWriter w(dirproto::kMaxBatchAnswers);
+    for (int i = 0; i < n; ++i) {
+      w.add(static_cast<std::uint64_t>(i + 1), list.bytes());
+    }
+    return w.finish(more);
+  };
+  std::vector<Case> cases;
+  auto overlong = batch(2, false);
+  overlong[0] = std::byte{65};  // count 65 > 64 asked for
+  cases.push_back({overlong, 0, "'count' of 65 answers"});
+  auto cut = batch(1, false);
+  cut.resize(cut.size() - 8);
+  cases.push_back({cut, 0, "list 'len'"});
+  cases.push_back({batch(1, true), 0, "cursor id 0 (with more answers)"});
+  cases.push_back({batch(1, false), 9, "cursor id 9 (without more answers)"});
+  for (const Case &c : cases) {
+    const std::string fake = dir_ + "/bad.sock";
+    FakeServer server(fake, secret_, 0, dirproto::kVersion,
+                      dirproto::encode_message(dirproto::Op::kReply, ROCL_OK, 0, c.aux, c.body));
+    auto d = connect_directory(fake, secret_, [](const std::string &) {});
+    ASSERT_NE(d, nullptr) << last_error();
+    EXPECT_EQ(d->query_start(list), nullptr);
+    const std::string err = last_error();
+    EXPECT_NE(err.find(c.needle), std::string::npos) << err;
+    EXPECT_NE(err.find("rocl_query_start: directory server at"), std::string::npos) << err;
+    // Without an epoch page the client asks for one answer at a time.
+    EXPECT_EQ(server.last_aux_.load(), 1u);
+    d.reset();
+  }
 }
 
 }  // namespace
