@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -156,6 +157,11 @@ void Context::start_transports() {
     }
   }
   if (transports_.empty()) throw std::invalid_argument("ROCL_TRANSPORTS names no transport");
+  // Alone, a transport is polled every round; next to others, as often as
+  // it asks (transport.hpp: progress_stride).
+  for (Transport *t : polled_) {
+    poll_strides_.push_back(polled_.size() == 1 ? 1u : std::max(1u, t->progress_stride()));
+  }
 }
 
 Context::~Context() {

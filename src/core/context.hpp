@@ -82,8 +82,10 @@ class Context final : public MessageSink {
   void start_transports();
   // Caller progress (caller_progress.cpp): one progress() round over the
   // transports between processes; and a spin of at most ROCL_SPIN_US (and
-  // timeout_ms) that drives them until `done`. Returns whether done.
+  // timeout_ms) that drives them until `done`, round i polling the
+  // transports due in it (progress_round). Returns whether done.
   int progress_transports() noexcept;
+  int progress_round(unsigned round) noexcept;
   bool spin_with_progress(const generic::Completion &done, int timeout_ms) noexcept;
 
   static std::atomic<Context *> current_;
@@ -96,8 +98,9 @@ class Context final : public MessageSink {
   ResourceTable resources_;
   RouteCache routes_;  // resource -> (context, transport, address) of other processes
   std::vector<std::unique_ptr<Transport>> transports_;
-  Transport *inproc_ = nullptr;      // the local hand-off, when enabled
-  std::vector<Transport *> polled_;  // the others: driven by waiting callers too
+  Transport *inproc_ = nullptr;         // the local hand-off, when enabled
+  std::vector<Transport *> polled_;     // the others: driven by waiting callers too
+  std::vector<unsigned> poll_strides_;  // polled_[i] is polled every poll_strides_[i] rounds
   std::string inproc_address_;
   rocl_gid_t gid_ = ROCL_NULL_GID;
   // Held exclusively while a registration is between the directory and the

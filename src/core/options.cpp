@@ -119,7 +119,7 @@ Options load_options() {
   Options o = defaults();
   for (const auto &row : kOptions) {
     const char *text = std::getenv(row.name);
-    if (text == nullptr) continue;
+    if (text == nullptr || *text == '\0') continue;  // set but empty: the default, as unset
     if (!apply(row, text, o)) {
       std::fprintf(stderr, "rocl: ignoring %s='%s': not a valid value; using %s\n", row.name, text,
                    row.default_value);
@@ -132,6 +132,7 @@ Options load_options() {
 void print_options(std::FILE *out) {
   for (const auto &row : kOptions) {
     const char *set = std::getenv(row.name);
+    if (set != nullptr && *set == '\0') set = nullptr;
     std::fprintf(out, "%s=%s%s\n    %s\n", row.name, set != nullptr ? set : row.default_value,
                  set != nullptr ? "  (from environment)" : "  (default)", row.doc);
   }

@@ -215,6 +215,7 @@ std::shared_ptr<Conn> TcpTransportImpl::connect_peer(rocl_gid_t peer,
   {
     std::lock_guard lock(mu_);
     all_.emplace(c.get(), c);
+    conn_count_.store(all_.size());
     peers_[peer] = c;
   }
   epoll_event ev{};
@@ -236,6 +237,7 @@ void TcpTransportImpl::accept_all() {
     {
       std::lock_guard lock(mu_);
       all_.emplace(c.get(), c);
+      conn_count_.store(all_.size());
     }
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
@@ -296,6 +298,7 @@ void TcpTransportImpl::drop(Conn *c) {
     if (p != peers_.end() && p->second.get() == c) peers_.erase(p);
   }
   all_.erase(it);
+  conn_count_.store(all_.size());
 }
 
 Step TcpTransportImpl::rx_handshake(Conn &c) {

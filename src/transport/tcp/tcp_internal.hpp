@@ -245,6 +245,10 @@ class TcpTransportImpl final : public TcpTransport {
 
   // tcp_progress.cpp
   int progress() noexcept override;
+  // An epoll_wait per call: polled once every 32 rounds next to shm.
+  unsigned progress_stride() const noexcept override { return 32; }
+  // Whether callers poll the connections, so the thread leaves them alone.
+  bool callers_drive() const noexcept { return pollers_.load() > 0 && conn_count_.load() != 0; }
   void poll_begin() noexcept override;
   void poll_end(bool will_sleep) noexcept override;
 
@@ -356,6 +360,9 @@ class TcpTransportImpl final : public TcpTransport {
   std::mutex connect_mu_;  // one handshake at a time
   std::mutex mu_;          // all_, peers_
   std::unordered_map<Conn *, std::shared_ptr<Conn>> all_;
+  // all_.size(), read without mu_: with no connection, callers' progress()
+  // has nothing to poll (the thread accepts) and returns at once.
+  std::atomic<std::size_t> conn_count_{0};
   std::unordered_map<rocl_gid_t, std::shared_ptr<Conn>> peers_;
 
   // Driving. rx_mu_ is the receive lock: whoever holds it drives (polls

@@ -27,6 +27,9 @@ void futex_wake_all(std::atomic<int> &word) {
 
 int TcpTransportImpl::progress() noexcept {
   if (t_driving == this) return 0;  // from inside deliver: this thread is driving already
+  // No connection: only the listening socket could be ready, and the thread
+  // accepts (it stays in epoll_wait while there is no connection).
+  if (conn_count_.load(std::memory_order_relaxed) == 0) return 0;
   std::unique_lock lock(rx_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return 0;
   const int n = drive_locked();
@@ -37,7 +40,8 @@ int TcpTransportImpl::progress() noexcept {
 void TcpTransportImpl::poll_begin() noexcept {
   // seq_cst, paired with wait_until_ready(): either the thread sees the
   // count before its epoll_wait, or we see it inside and kick it out.
-  if (pollers_.fetch_add(1) == 0 && in_epoll_.load()) kick();
+  // With no connection the thread stays in epoll_wait: only it accepts.
+  if (pollers_.fetch_add(1) == 0 && in_epoll_.load() && conn_count_.load() != 0) kick();
 }
 
 void TcpTransportImpl::poll_end(bool will_sleep) noexcept {
@@ -51,7 +55,7 @@ void TcpTransportImpl::poll_end(bool will_sleep) noexcept {
 
 void TcpTransportImpl::run() {
   while (!stop_.load(std::memory_order_acquire)) {
-    if (pollers_.load() > 0) {
+    if (callers_drive()) {
       park();
       continue;
     }
@@ -76,14 +80,14 @@ void TcpTransportImpl::park() {
 bool TcpTransportImpl::wait_until_ready() {
   in_epoll_.store(true);  // seq_cst: see poll_begin() and pause_reading()
   bool ready = false;
-  if (pollers_.load() == 0) {
+  if (!callers_drive()) {
     const int timeout = paused_n_.load() > 0 ? tcp::kRetryMs : -1;
     epoll_event ev;
     const int n = ::epoll_wait(epoll_fd_, &ev, 1, timeout);
     ready = n > 0 || (n == 0 && timeout >= 0);
   }
   in_epoll_.store(false);
-  return ready && pollers_.load() == 0;
+  return ready && !callers_drive();
 }
 
 void TcpTransportImpl::kick() {

@@ -430,6 +430,26 @@ TEST(TcpTransport, APollingCallerReceivesWhileTheThreadStaysOffTheSockets) {
   expect_seeds_in_order(b.sink, 2 * kN);
 }
 
+// Without a connection a polling caller has nothing to poll (no system call
+// per round, which would slow shm polled next to tcp): progress() returns
+// at once and the thread, left in epoll_wait, accepts the first connection.
+// From then on the caller drives it.
+TEST(TcpTransport, APollingCallerWithNoConnectionLeavesAcceptingToTheThread) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret), b(2, &secret);
+  b.t->poll_begin();
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(b.t->progress(), 0);
+  EXPECT_EQ(b.t->stats().thread_events, 0u);
+  std::thread sender([&] { send_range(a, b, 0, 100); });
+  EXPECT_TRUE(progress_until(*b.t, b.sink, 100));
+  sender.join();
+  EXPECT_GT(b.t->stats().thread_events, 0u) << "the thread did not accept";
+  EXPECT_GT(b.t->stats().caller_events, 0u);
+  b.t->poll_end(false);
+  expect_seeds_in_order(b.sink, 100);
+}
+
 TEST(TcpTransport, LazyHandBackStillDelivers) {
   const JobSecret secret = JobSecret::generate();
   Node a(1, &secret), b(2, &secret);

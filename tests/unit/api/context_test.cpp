@@ -345,3 +345,13 @@ TEST(Context, TransportsFollowTheJob) {
   EXPECT_FALSE(has_address("addr.shm"));
   ASSERT_EQ(rocl_exit(), ROCL_OK);
 }
+
+// An option set to the empty string (`ROCL_TRANSPORTS= prog`) means its
+// default, as if unset; it is not a configuration mistake.
+TEST(Context, AnEmptyOptionMeansItsDefault) {
+  ASSERT_EQ(setenv("ROCL_TRANSPORTS", "", 1), 0);
+  const std::int64_t rc = rocl_init();
+  unsetenv("ROCL_TRANSPORTS");
+  ASSERT_GT(rc, 0) << rocl_last_error();
+  EXPECT_EQ(rocl_exit(), ROCL_OK);
+}
