@@ -93,7 +93,9 @@ int ShmTransportImpl::init() {
   pools_.resize(cfg_.slots);
   active_.reserve(cfg_.slots);
   limits_.max_fragment_bytes =
-      static_cast<std::uint32_t>(std::min<std::uint64_t>(cfg_.ring_bytes - 64, 1u << 30));
+      // a frame and the next frame's seal fit the ring (shm_send.cpp: wait_space)
+      static_cast<std::uint32_t>(
+          std::min<std::uint64_t>(cfg_.ring_bytes - kFrameHeaderBytes - kFrameAlign, 1u << 30));
   address_ = "shm:" + std::to_string(::getpid()) + ":" + std::to_string(fd_) + ":" +
              std::to_string(seg_bytes_) + ":" + host_tag();
   try {
@@ -113,12 +115,6 @@ bool ShmTransportImpl::reaches(std::string_view address) const noexcept {
   } catch (...) {
     return false;
   }
-}
-
-void ShmTransportImpl::forget(rocl_gid_t peer, const std::shared_ptr<Conn> &c) {
-  std::lock_guard<std::mutex> g(peers_mu_);
-  auto it = peers_.find(peer);
-  if (it != peers_.end() && it->second == c) peers_.erase(it);
 }
 
 // Is the peer still the process we connected to?
@@ -188,8 +184,8 @@ int ShmTransportImpl::connect(Conn &c, std::string_view peer_address) {
                 slots);
   }
   c.ring = c.seg + c.hdr->header_bytes + std::uint64_t{c.slot} * rb;
-  c.head = c.ctl->head.load(std::memory_order_relaxed);
-  c.seen_tail = c.head;
+  c.head = 0;  // a slot has one sender for the receiver's life: its ring is fresh
+  c.seen_tail = 0;
   Hello h{};
   h.magic = kHelloMagic;
   h.pid = me;
@@ -199,8 +195,8 @@ int ShmTransportImpl::connect(Conn &c, std::string_view peer_address) {
   const bool pool = env_.pool != nullptr && env_.pool->region_fd() >= 0;
   h.pool_fd = pool ? static_cast<std::uint32_t>(env_.pool->region_fd()) : ~0u;
   h.pool_bytes = pool ? env_.pool->region_bytes() : 0;
-  std::memcpy(c.ring + (c.head & (rb - 1)), &h, sizeof h);
-  publish(c, c.head + sizeof h);
+  static_assert(sizeof h == kFrameHeaderBytes);
+  put_frame(c, &h, nullptr, 0);  // the ring is empty: room without waiting
   // Wait for the verdict so that a refusal is reported by this send.
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(shm::kHandshakeTimeoutMs);

@@ -70,7 +70,7 @@ struct Conn {
   SlotCtl *ctl = nullptr;
   std::byte *ring = nullptr;
   std::uint64_t ring_bytes = 0;
-  std::uint64_t head = 0;       // our copy of ctl->head
+  std::uint64_t head = 0;       // where our next frame starts (ring position)
   std::uint64_t seen_tail = 0;  // the receiver's tail when we last read it
   std::uint32_t slot = 0;
   pid_t pid = 0;
@@ -158,12 +158,13 @@ class ShmTransportImpl final : public ShmTransport {
   }
 
   // ---- Connecting (shm_connect.cpp) -------------------------------------------
-  void forget(rocl_gid_t peer, const std::shared_ptr<Conn> &c);
   static bool peer_alive(const Conn &c);
   int connect(Conn &c, std::string_view peer_address);
 
   // ---- Sending (shm_send.cpp) -------------------------------------------------
-  void publish(Conn &c, std::uint64_t head);
+  Conn *conn_to(rocl_gid_t peer) noexcept;
+  void drop_conn(rocl_gid_t peer, Conn *c) noexcept;
+  void put_frame(Conn &c, const void *header, const std::byte *payload, std::uint64_t len);
   static void wake(SegHeader *h);
   int wait_space(Conn &c, std::uint64_t need);
   void copy_in(Conn &c, std::uint64_t pos, const std::byte *src, std::uint64_t n);
@@ -178,6 +179,7 @@ class ShmTransportImpl final : public ShmTransport {
   int poll_once();
   void poison(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::string &why, bool refusal);
   void drop_partial(RxSlot &s);
+  std::byte *ring_of(std::uint32_t i);
   void copy_out(std::uint32_t i, std::uint64_t pos, std::byte *dst, std::uint64_t n);
   void consume(RxSlot &s, SlotCtl *ctl, std::uint64_t bytes);
   int poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
@@ -220,6 +222,13 @@ class ShmTransportImpl final : public ShmTransport {
   std::thread thread_;
   std::atomic<bool> stop_{false};
 
+  // Unique among the transports this process ever made (the thread cache of
+  // conn_to must not take one transport's connection for another's).
+  const std::uint64_t instance_ = next_instance();
+  static std::uint64_t next_instance() noexcept {
+    static std::atomic<std::uint64_t> n{0};
+    return n.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
   std::mutex peers_mu_;
   std::map<rocl_gid_t, std::shared_ptr<Conn>> peers_;
   std::atomic<std::uint64_t> next_id_{1};

@@ -14,11 +14,18 @@ namespace rocl::impl::shm::detail {
 
 inline constexpr std::uint64_t kSegMagic = 0x6d68536c636f5221ull;    // "!RoclShm"
 inline constexpr std::uint64_t kHelloMagic = 0x6f6c6c65486d6853ull;  // "ShmHello"
-inline constexpr std::uint32_t kSegVersion = 2;                      // 2: pollers word
-inline constexpr std::uint64_t kFrameAlign = 64;
+// 2: pollers word; 3: frames sealed by their first word, 128-byte aligned
+inline constexpr std::uint32_t kSegVersion = 3;
+// Frames start at multiples of 128 bytes: a small message's header and
+// payload are one 128-byte pair of cache lines, which the receiver's miss
+// brings in together (adjacent-line prefetch), and a header never wraps.
+inline constexpr std::uint64_t kFrameAlign = 128;
+inline constexpr std::uint64_t kFrameHeaderBytes = 64;  // wire::MessageHeader, or a Hello
 inline constexpr std::uint32_t kMaxSlots = 1024;
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);
+static_assert(std::atomic_ref<std::uint64_t>::required_alignment == 8);
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 static_assert(sizeof(std::atomic<std::uint32_t>) == 4);
 
@@ -41,10 +48,17 @@ struct SegHeader {
 // (read-only), so large messages may go by rendezvous.
 enum Verdict : std::uint32_t { kPending = 0, kAccepted = 1, kRefused = 2, kAcceptedPool = 3 };
 
+// The ring of a slot has no head index: a frame is published by its seal,
+// its first 8 bytes (the header's magic/version/kind/flags, or the Hello's
+// magic: never 0), which the sender stores last (release), after it has
+// written the rest of the frame and zeroed the word where the next frame
+// will start. The receiver polls the word at its tail: 0 = nothing yet.
+// So a receiver waiting for a message reads one cache line, the frame's
+// own, instead of the head's and then the frame's. The ring starts zeroed.
 struct SlotCtl {
   alignas(64) std::atomic<std::uint32_t> owner;  // sender pid, 0 = free
   std::atomic<std::uint32_t> verdict;
-  alignas(64) std::atomic<std::uint64_t> head;  // written by the sender
+  alignas(64) std::uint64_t reserved;           // the head index before version 3
   alignas(64) std::atomic<std::uint64_t> tail;  // written by the receiver
   // Rendezvous cookies the receiver is done with (bit i: cookie i); the
   // receiver sets bits, the sender takes them.
@@ -72,8 +86,14 @@ inline SlotCtl *slot_ctl(std::byte *seg, std::uint32_t i) {
   return reinterpret_cast<SlotCtl *>(seg + 4096) + i;
 }
 
-inline std::uint64_t pad64(std::uint64_t n) {
-  return (n + kFrameAlign - 1) & ~(kFrameAlign - 1);
+// Bytes a frame with `payload` bytes after its 64-byte header takes.
+constexpr std::uint64_t frame_bytes(std::uint64_t payload) {
+  return (kFrameHeaderBytes + payload + kFrameAlign - 1) & ~(kFrameAlign - 1);
+}
+
+// The seal word of the frame at `at` (8-aligned, in shared memory).
+inline std::atomic_ref<std::uint64_t> seal_at(std::byte *at) {
+  return std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t *>(at));
 }
 
 }  // namespace rocl::impl::shm::detail

@@ -131,9 +131,14 @@ void ShmTransportImpl::drop_partial(RxSlot &s) {
   s.done = 0;
 }
 
+std::byte *ShmTransportImpl::ring_of(std::uint32_t i) {
+  // Our own layout, not the shared header's copy (senders can write that).
+  return seg_ + header_bytes_for(cfg_.slots) + std::uint64_t{i} * cfg_.ring_bytes;
+}
+
 void ShmTransportImpl::copy_out(std::uint32_t i, std::uint64_t pos, std::byte *dst,
                                 std::uint64_t n) {
-  std::byte *ring = seg_ + hdr_->header_bytes + std::uint64_t{i} * cfg_.ring_bytes;
+  std::byte *ring = ring_of(i);
   const std::uint64_t off = pos & (cfg_.ring_bytes - 1);
   const std::uint64_t first = std::min(n, cfg_.ring_bytes - off);
   std::memcpy(dst, ring + off, first);
@@ -147,21 +152,13 @@ void ShmTransportImpl::consume(RxSlot &s, SlotCtl *ctl, std::uint64_t bytes) {
 
 // 1: handled a frame, 0: nothing there, -1: slot poisoned.
 int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
-  const std::uint64_t head = ctl->head.load(std::memory_order_acquire);
-  if (head == s.tail) return 0;
-  const std::uint64_t avail = head - s.tail;
-  if (head < s.tail || avail > cfg_.ring_bytes || (avail % kFrameAlign) != 0) {
-    if (s.state == RxSlot::kNew) s.pid = ctl->owner.load(std::memory_order_relaxed);
-    char why[128];
-    std::snprintf(why, sizeof why, "head %" PRIu64 " is not a valid ring index (tail %" PRIu64 ")",
-                  head, s.tail);
-    poison(i, s, ctl, why, false);
-    return -1;
-  }
+  std::byte *at = ring_of(i) + (s.tail & (cfg_.ring_bytes - 1));
+  // The seal (shm_layout.hpp): 0 until the sender has written the frame.
+  if (seal_at(at).load(std::memory_order_acquire) == 0) return 0;
   if (s.state == RxSlot::kNew) {
     s.pid = ctl->owner.load(std::memory_order_relaxed);
     Hello h;
-    copy_out(i, s.tail, reinterpret_cast<std::byte *>(&h), sizeof h);
+    std::memcpy(&h, at, sizeof h);
     JobSecret::Digest proof;
     std::memcpy(proof.data(), h.proof, 32);
     if (h.magic != kHelloMagic || h.slot != i ||
@@ -175,19 +172,20 @@ int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
     } catch (...) {  // only the sentences of later errors get poorer
     }
     s.pool_mapped = map_peer_pool(i, s.pid, h.pool_fd, h.pool_bytes);
-    consume(s, ctl, sizeof h);
+    consume(s, ctl, frame_bytes(0));
     ctl->verdict.store(s.pool_mapped ? kAcceptedPool : kAccepted, std::memory_order_release);
     return 1;
   }
   wire::MessageHeader h;
   std::byte raw[sizeof h];
-  copy_out(i, s.tail, raw, sizeof raw);
+  std::memcpy(raw, at, sizeof raw);  // a header never wraps (kFrameAlign)
   if (wire::decode_header(raw, limits_, s.name, &h) != ROCL_OK) {
     poison(i, s, ctl, last_error(), false);
     return -1;
   }
-  const std::uint64_t frame = sizeof h + pad64(h.fragment_length);
-  if (frame > avail) return 0;  // the sender publishes whole frames; wait for it
+  // decode_header bounded fragment_length by limits_.max_fragment_bytes, so
+  // the frame and the next one's seal fit the ring.
+  const std::uint64_t frame = frame_bytes(h.fragment_length);
   if (h.kind == wire::Kind::kRendezvousRequest) return take_rendezvous(i, s, ctl, h, frame);
   if (h.kind != wire::Kind::kEager && h.kind != wire::Kind::kFragment) {
     poison(i, s, ctl, std::string("frame kind ") + wire::kind_name(h.kind) + " is not used by shm",

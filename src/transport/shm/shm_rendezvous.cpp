@@ -179,15 +179,14 @@ int ShmTransportImpl::write_rendezvous(Conn &c, rocl_gid_t destination, Message 
   const auto *base = static_cast<const std::byte *>(env_.pool->region_base());
   const auto offset = static_cast<std::uint64_t>(static_cast<const std::byte *>(msg->data) - base);
   const wire::RendezvousBody body{offset, static_cast<std::uint64_t>(cookie)};
-  const std::uint64_t frame = sizeof h + pad64(sizeof body);
-  if (const int rc = wait_space(c, frame); rc != ROCL_OK) return rc;
+  if (const int rc = wait_space(c, frame_bytes(sizeof body) + kFrameAlign); rc != ROCL_OK) {
+    return rc;
+  }
   c.pending[cookie] = block_of(msg);
   c.pending_mask |= std::uint64_t{1} << cookie;
   c.pending_bytes += msg->length;
   pending_total_.fetch_add(1, std::memory_order_relaxed);
-  std::memcpy(c.ring + (c.head & (c.ring_bytes - 1)), &h, sizeof h);
-  copy_in(c, c.head + sizeof h, reinterpret_cast<const std::byte *>(&body), sizeof body);
-  publish(c, c.head + frame);
+  put_frame(c, &h, reinterpret_cast<const std::byte *>(&body), sizeof body);
   return ROCL_OK;
 }
 

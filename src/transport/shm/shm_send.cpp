@@ -19,26 +19,21 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
     return fail(ROCL_ETOOBIG, "shm: message of %zu bytes exceeds the limit %" PRIu64,
                 static_cast<std::size_t>(msg->length), limits_.max_message_bytes);
   }
-  std::shared_ptr<Conn> c;
-  try {
-    std::lock_guard<std::mutex> g(peers_mu_);
-    auto &slot = peers_[peer];
-    if (!slot) slot = std::make_shared<Conn>();
-    c = slot;
-  } catch (...) {
-    return fail(ROCL_ENOMEM, "shm: out of memory");
-  }
+  Conn *c = conn_to(peer);
+  if (c == nullptr) return fail(ROCL_ENOMEM, "shm: out of memory");
   std::unique_lock<std::mutex> lk(c->mu);
   if (c->dead) {
-    forget(peer, c);
-    return fail(ROCL_EPEER, "shm: peer process %d is gone", static_cast<int>(c->pid));
+    const pid_t pid = c->pid;
+    lk.unlock();
+    drop_conn(peer, c);
+    return fail(ROCL_EPEER, "shm: peer process %d is gone", static_cast<int>(pid));
   }
   if (!c->connected) {
     const int rc = connect(*c, peer_address);
     if (rc != ROCL_OK) {
       c->dead = true;
       lk.unlock();
-      forget(peer, c);
+      drop_conn(peer, c);
       return rc;
     }
   }
@@ -54,7 +49,7 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
     c->dead = true;
     drop_pending(*c);
     lk.unlock();
-    forget(peer, c);
+    drop_conn(peer, c);
     return rc;
   }
   lk.unlock();
@@ -63,14 +58,69 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
   return ROCL_OK;
 }
 
-// Makes the frames up to `head` visible, then wakes the receiver's thread
-// only if it sleeps and no caller of the receiver is polling (that caller
-// will see the frame; poll_end makes sure of it). Dekker pairing: we store
-// head then load sleeping/pollers; the receiver stores sleeping/pollers
-// then loads head.
-void ShmTransportImpl::publish(Conn &c, std::uint64_t head) {
-  c.head = head;
-  c.ctl->head.store(head, std::memory_order_release);
+namespace {
+// The connection this thread sent on last, per transport instance: a thread
+// that sends to one peer again and again then takes no shared lock and
+// touches no reference count (the map's mutex and a shared_ptr copy were
+// four locked instructions per send, a fair part of a small message's
+// cost). Holding the shared_ptr keeps the Conn alive while it is cached.
+struct LastConn {
+  std::uint64_t instance = 0;  // ShmTransportImpl::instance_, never 0
+  rocl_gid_t peer = 0;
+  std::shared_ptr<Conn> conn;
+};
+thread_local LastConn t_last;
+}  // namespace
+
+Conn *ShmTransportImpl::conn_to(rocl_gid_t peer) noexcept {
+  if (t_last.instance == instance_ && t_last.peer == peer && t_last.conn) {
+    return t_last.conn.get();
+  }
+  try {
+    std::lock_guard<std::mutex> g(peers_mu_);
+    auto &slot = peers_[peer];
+    if (!slot) slot = std::make_shared<Conn>();
+    t_last = LastConn{instance_, peer, slot};
+  } catch (...) {
+    return nullptr;
+  }
+  return t_last.conn.get();
+}
+
+// Forgets a dead connection (called without c->mu): later sends to the peer
+// make a new one.
+void ShmTransportImpl::drop_conn(rocl_gid_t peer, Conn *c) noexcept {
+  std::shared_ptr<Conn> keep;  // destroyed last, after the map's lock
+  if (t_last.conn.get() == c) {
+    keep = std::move(t_last.conn);
+    t_last = LastConn{};
+  }
+  std::lock_guard<std::mutex> g(peers_mu_);
+  auto it = peers_.find(peer);
+  if (it != peers_.end() && it->second.get() == c) peers_.erase(it);
+}
+
+// Writes one frame at c.head and publishes it; wait_space(c,
+// frame_bytes(len) + kFrameAlign) must have said yes. `header` is the
+// frame's 64 bytes (wire::MessageHeader or Hello): all but its first word,
+// then the payload, then a zero where the next frame will start, and last
+// the seal (shm_layout.hpp). Then wakes the receiver's thread only if it
+// sleeps and no caller of the receiver is polling (that caller will see the
+// frame; poll_end makes sure of it). Dekker pairing: we store the seal then
+// load sleeping/pollers; the receiver stores sleeping/pollers then loads
+// the seal.
+void ShmTransportImpl::put_frame(Conn &c, const void *header, const std::byte *payload,
+                                 std::uint64_t len) {
+  std::byte *at = c.ring + (c.head & (c.ring_bytes - 1));
+  const auto *h = static_cast<const std::byte *>(header);
+  std::memcpy(at + 8, h + 8, kFrameHeaderBytes - 8);
+  if (len != 0) copy_in(c, c.head + kFrameHeaderBytes, payload, len);
+  const std::uint64_t next = c.head + frame_bytes(len);
+  seal_at(c.ring + (next & (c.ring_bytes - 1))).store(0, std::memory_order_relaxed);
+  std::uint64_t seal;
+  std::memcpy(&seal, h, 8);
+  seal_at(at).store(seal, std::memory_order_release);
+  c.head = next;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (c.hdr->sleeping.load(std::memory_order_relaxed) != 0 &&
       c.hdr->pollers.load(std::memory_order_relaxed) == 0) {
@@ -84,6 +134,8 @@ void ShmTransportImpl::wake(SegHeader *h) {
 }
 
 // Waits until `need` bytes are free in c's ring. ROCL_OK or ROCL_EPEER.
+// A frame needs its own bytes and one more kFrameAlign: the zero written
+// where the next frame starts must not land on a frame still unread.
 int ShmTransportImpl::wait_space(Conn &c, std::uint64_t need) {
   // The tail we saw last is a lower bound of the receiver's: if it leaves
   // room, do not touch the receiver's cache line at all.
@@ -143,11 +195,8 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, Message *ms
     const std::uint64_t len = std::min(total - off, chunk);
     h.fragment_offset = off;
     h.fragment_length = static_cast<std::uint32_t>(len);
-    const std::uint64_t frame = sizeof h + pad64(len);
-    if (const int rc = wait_space(c, frame); rc != ROCL_OK) return rc;
-    std::memcpy(c.ring + (c.head & (c.ring_bytes - 1)), &h, sizeof h);
-    if (len != 0) copy_in(c, c.head + sizeof h, data + off, len);
-    publish(c, c.head + frame);
+    if (const int rc = wait_space(c, frame_bytes(len) + kFrameAlign); rc != ROCL_OK) return rc;
+    put_frame(c, &h, data + off, len);
     off += len;
   } while (off < total);
   return ROCL_OK;
