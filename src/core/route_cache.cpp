@@ -5,10 +5,24 @@
 
 namespace rocl::impl {
 
+std::uint64_t RouteCache::next_id() noexcept {
+  static std::atomic<std::uint64_t> n{0};
+  return n.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 RouteCache::Lookup RouteCache::lookup(rocl_gid_t gid, std::uint64_t epoch, Route *out) const {
+  static thread_local Last last;
+  // Seeing the generation the entry was copied at means no change since:
+  // the lookup then takes effect at this load.
+  if (last.cache == id_ && last.gid == gid &&
+      last.generation == generation_.load(std::memory_order_acquire)) {
+    *out = last.entry.route;
+    return last.entry.epoch == epoch ? Lookup::kHit : Lookup::kStale;
+  }
   std::shared_lock lock(mutex_);
   auto it = routes_.find(gid);
   if (it == routes_.end()) return Lookup::kMiss;
+  last = Last{id_, gid, generation_.load(std::memory_order_relaxed), it->second};
   *out = it->second.route;
   return it->second.epoch == epoch ? Lookup::kHit : Lookup::kStale;
 }
@@ -18,11 +32,13 @@ void RouteCache::store(rocl_gid_t gid, const Route &route, std::uint64_t epoch) 
   auto [it, added] = routes_.try_emplace(gid, Entry{route, epoch});
   // Of two senders resolving at once, the one that asked later wins.
   if (!added && it->second.epoch <= epoch) it->second = Entry{route, epoch};
+  bump();
 }
 
 void RouteCache::forget(rocl_gid_t gid) {
   std::unique_lock lock(mutex_);
   routes_.erase(gid);
+  bump();
 }
 
 std::string_view RouteCache::intern(std::string address) {
@@ -33,6 +49,7 @@ std::string_view RouteCache::intern(std::string address) {
 void RouteCache::forget_context(rocl_gid_t context) {
   std::unique_lock lock(mutex_);
   std::erase_if(routes_, [context](const auto &kv) { return kv.second.route.context == context; });
+  bump();
 }
 
 }  // namespace rocl::impl

@@ -70,6 +70,21 @@ class RouteCache {
     Route route;
     std::uint64_t epoch;
   };
+  // Each thread keeps the entry it looked up last (route_cache.cpp), valid
+  // while generation_ has not moved: a thread sending to one resource
+  // again and again then takes no lock (the shared lock's two atomic
+  // operations on a line every sending thread writes).
+  struct Last {
+    std::uint64_t cache = 0;  // id_ of the cache the entry came from
+    rocl_gid_t gid = ROCL_NULL_GID;
+    std::uint64_t generation = 0;
+    Entry entry;
+  };
+  static std::uint64_t next_id() noexcept;
+  void bump() noexcept { generation_.fetch_add(1, std::memory_order_release); }
+
+  const std::uint64_t id_ = next_id();        // never 0
+  std::atomic<std::uint64_t> generation_{0};  // bumped by every change, under the lock
   mutable std::shared_mutex mutex_;
   std::unordered_map<rocl_gid_t, Entry> routes_;
   std::unordered_set<std::string> addresses_;  // node-based: stable storage

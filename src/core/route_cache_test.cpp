@@ -13,6 +13,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "core/context.hpp"
 #include "directory/directory_server.hpp"
@@ -21,6 +22,34 @@
 
 namespace rocl::impl {
 namespace {
+
+// Each thread keeps its last lookup (no lock on a repeated one): it must
+// still see every change made since, by any thread, and never an entry of
+// another cache.
+TEST(RouteCache, ARepeatedLookupSeesEveryChange) {
+  RouteCache cache, other;
+  Route r;
+  r.context = 0x10;
+  r.address = cache.intern("here");
+  cache.store(1, r, 1);
+  Route out;
+  ASSERT_TRUE(cache.find(1, 1, &out));  // now this thread's last lookup
+  ASSERT_TRUE(cache.find(1, 1, &out));
+  EXPECT_EQ(out.context, 0x10u);
+  EXPECT_FALSE(other.find(1, 1, &out)) << "another cache's entry";
+  Route moved = r;
+  moved.context = 0x11;
+  std::thread([&] { cache.store(1, moved, 2); }).join();
+  EXPECT_EQ(cache.lookup(1, 1, &out), RouteCache::Lookup::kStale);
+  ASSERT_TRUE(cache.find(1, 2, &out));
+  EXPECT_EQ(out.context, 0x11u);
+  std::thread([&] { cache.forget_context(0x11); }).join();
+  EXPECT_EQ(cache.lookup(1, 2, &out), RouteCache::Lookup::kMiss);
+  cache.store(1, r, 3);
+  ASSERT_TRUE(cache.find(1, 3, &out));
+  std::thread([&] { cache.forget(1); }).join();
+  EXPECT_EQ(cache.lookup(1, 3, &out), RouteCache::Lookup::kMiss);
+}
 
 TEST(RouteCache, EntriesOfAnOlderEpochAreMisses) {
   RouteCache cache;

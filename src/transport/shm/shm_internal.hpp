@@ -175,6 +175,7 @@ class ShmTransportImpl final : public ShmTransport {
   int poll_locked(bool wait) noexcept;
   bool callers_poll() const noexcept { return hdr_->pollers.load(std::memory_order_relaxed) != 0; }
   void run();
+  static int idle_spins() noexcept;
   void refresh_active();
   int poll_once();
   void poison(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::string &why, bool refusal);

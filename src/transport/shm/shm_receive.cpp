@@ -4,6 +4,8 @@
 // poll of the claimed slots, and poll_slot: checking a slot's Hello, decoding
 // and validating each frame, reassembling fragments and delivering messages.
 // Anything wrong in a slot poisons that slot only (design: shm_transport.hpp).
+#include <sched.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -49,18 +51,35 @@ int ShmTransportImpl::poll_locked(bool wait) noexcept {
   return n;
 }
 
+// Rounds the progress thread spins before it sleeps: kIdleSpins if it may
+// run on more than one cpu, none if it shares a single cpu with the
+// process's other threads (a process pinned to one core, as MPI-style jobs
+// are). There a spinning progress thread takes the cpu from the thread that
+// computes or receives (the scheduler hands the cpu over only after a slice
+// of about a millisecond): measured, each wake-up then cost the pinned
+// receiver tens of microseconds, several times its ping-pong latency on
+// average. Read again after each wake-up: the affinity may change.
+int ShmTransportImpl::idle_spins() noexcept {
+  constexpr int kIdleSpins = 2000;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return kIdleSpins;
+  return CPU_COUNT(&set) > 1 ? kIdleSpins : 0;
+}
+
 // The progress thread: polls while nobody else does, spins a little when
-// idle, then sleeps until a sender wakes it. While callers poll it sleeps
-// at once and senders leave it alone.
+// idle (idle_spins), then sleeps until a sender wakes it. While callers
+// poll it sleeps at once and senders leave it alone.
 void ShmTransportImpl::run() {
   int idle = 0;
+  int spins = idle_spins();
   while (!stop_.load(std::memory_order_relaxed)) {
     if (!callers_poll()) {
       if (poll_locked(true) != 0) {
         idle = 0;
         continue;
       }
-      if (++idle < 2000) {
+      if (++idle < spins) {
         cpu_relax();
         continue;
       }
@@ -77,6 +96,7 @@ void ShmTransportImpl::run() {
     }
     hdr_->sleeping.store(0, std::memory_order_relaxed);
     idle = 0;
+    spins = idle_spins();
   }
 }
 
