@@ -173,7 +173,11 @@ class ShmTransportImpl final : public ShmTransport {
   // ---- Receiving (shm_receive.cpp; whoever holds rx_busy_: the thread or a
   // polling caller) -------------------------------------------------------------
   int poll_locked(bool wait) noexcept;
-  bool callers_poll() const noexcept { return hdr_->pollers.load(std::memory_order_relaxed) != 0; }
+  // Whether `pollers` is raised: callers poll, or their lease runs.
+  bool callers_poll() const noexcept { return raised_.load(std::memory_order_acquire); }
+  void raise_pollers() noexcept;
+  bool lower_pollers_if_idle() noexcept;
+  std::int64_t lease_left_us() const noexcept;
   void run();
   static int idle_spins() noexcept;
   void refresh_active();
@@ -220,6 +224,13 @@ class ShmTransportImpl final : public ShmTransport {
   std::vector<PeerPool> pools_;
   std::uint32_t seen_claims_ = 0;
   std::atomic_flag rx_busy_ = ATOMIC_FLAG_INIT;
+  // The poll lease (shm_transport.hpp): callers between poll_begin and
+  // poll_end, whether hdr_->pollers is raised (changed under lease_mu_),
+  // and when the lease of the last caller runs out (steady clock, us).
+  std::atomic<int> local_pollers_{0};
+  std::atomic<bool> raised_{false};
+  std::atomic<std::int64_t> lease_until_us_{0};
+  std::mutex lease_mu_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
 

@@ -7,6 +7,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -22,18 +23,64 @@ int ShmTransportImpl::progress() noexcept {
   return poll_locked(false);
 }
 
+namespace {
+std::int64_t now_us() noexcept {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
 void ShmTransportImpl::poll_begin() noexcept {
-  hdr_->pollers.fetch_add(1, std::memory_order_seq_cst);
+  // seq_cst, paired with lower_pollers_if_idle(): either it sees us, or we
+  // see `pollers` lowered and raise it again.
+  local_pollers_.fetch_add(1, std::memory_order_seq_cst);
+  if (!raised_.load(std::memory_order_seq_cst)) raise_pollers();
 }
 
 void ShmTransportImpl::poll_end(bool will_sleep) noexcept {
-  hdr_->pollers.fetch_sub(1, std::memory_order_seq_cst);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (will_sleep) {
-    wake(hdr_);  // the thread takes over at once
-  } else {
-    poll_locked(true);  // a sender that saw us polling published before this
+  if (!will_sleep) {
+    // The lease: `pollers` stays raised; the thread lowers it when the
+    // lease has run out and nobody polls (run()).
+    lease_until_us_.store(now_us() + shm::kPollLeaseUs, std::memory_order_relaxed);
+    local_pollers_.fetch_sub(1, std::memory_order_seq_cst);
+    return;
   }
+  local_pollers_.fetch_sub(1, std::memory_order_seq_cst);
+  lease_until_us_.store(0, std::memory_order_relaxed);
+  wake(hdr_);  // the thread takes over at once (and lowers `pollers`)
+}
+
+void ShmTransportImpl::raise_pollers() noexcept {
+  std::lock_guard<std::mutex> g(lease_mu_);
+  if (raised_.load(std::memory_order_relaxed)) return;
+  hdr_->pollers.store(1, std::memory_order_seq_cst);
+  raised_.store(true, std::memory_order_seq_cst);
+}
+
+// The thread: lowers `pollers` if no caller polls and the lease has run out,
+// then polls once (Dekker with the senders' wake check: a frame published
+// while it was raised woke nobody). True if it lowered it.
+bool ShmTransportImpl::lower_pollers_if_idle() noexcept {
+  {
+    std::lock_guard<std::mutex> g(lease_mu_);
+    if (!raised_.load(std::memory_order_relaxed) ||
+        local_pollers_.load(std::memory_order_seq_cst) != 0 || lease_left_us() > 0) {
+      return false;
+    }
+    raised_.store(false, std::memory_order_seq_cst);
+    hdr_->pollers.store(0, std::memory_order_seq_cst);
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // A caller that began polling meanwhile may have seen it still raised.
+  if (local_pollers_.load(std::memory_order_seq_cst) != 0) raise_pollers();
+  poll_locked(true);
+  return true;
+}
+
+std::int64_t ShmTransportImpl::lease_left_us() const noexcept {
+  const std::int64_t until = lease_until_us_.load(std::memory_order_relaxed);
+  return until == 0 ? 0 : until - now_us();
 }
 
 // Polls the rings if nobody else does (or, with wait, once the current
@@ -74,7 +121,7 @@ void ShmTransportImpl::run() {
   int idle = 0;
   int spins = idle_spins();
   while (!stop_.load(std::memory_order_relaxed)) {
-    if (!callers_poll()) {
+    if (!callers_poll() || lower_pollers_if_idle()) {
       if (poll_locked(true) != 0) {
         idle = 0;
         continue;
@@ -89,9 +136,14 @@ void ShmTransportImpl::run() {
     const std::uint32_t seq = hdr_->wake_seq.load(std::memory_order_acquire);
     reap_all();
     if ((callers_poll() || poll_locked(true) == 0) && !stop_.load()) {
-      // Sleep long, unless senders' buffers wait to be reaped.
-      const long ms = pending_total_.load(std::memory_order_relaxed) != 0 ? 1 : 50;
-      timespec ts{0, ms * 1000 * 1000};
+      // Sleep long, unless senders' buffers wait to be reaped, or callers
+      // poll: then wake when their lease may have run out.
+      long us = pending_total_.load(std::memory_order_relaxed) != 0 ? 1000 : 50000;
+      if (callers_poll()) {
+        const std::int64_t left = lease_left_us();
+        us = std::min<long>(us, left > 0 ? left : shm::kPollLeaseUs);
+      }
+      timespec ts{0, us * 1000};
       futex(&hdr_->wake_seq, FUTEX_WAIT, seq, &ts);
     }
     hdr_->sleeping.store(0, std::memory_order_relaxed);

@@ -62,8 +62,15 @@
 // thread sleeps and senders do not wake it, and the caller's progress()
 // reads the rings itself, so a message costs no thread wake-up at all.
 // The receive state is guarded by a try-lock, so one thread polls at a time.
-// poll_end(true) wakes the thread; poll_end(false) polls a last time (a
-// sender that saw pollers != 0 published before the decrement: Dekker).
+// `pollers` is written only when polling starts and ends, not per receive:
+// poll_end(false) of the last polling caller leaves it raised for
+// kPollLeaseUs (the lease), so a thread that receives again soon, as in a
+// ping-pong, writes no cache line its senders read (writing it per receive
+// cost a cross-core transfer on each message's path). The progress thread
+// lowers it when the lease runs out and polls once (a sender that saw it
+// raised did not wake anyone: Dekker); poll_end(true) lowers it at once and
+// wakes the thread. So a message that arrives while no caller polls waits
+// at most the lease for the thread, unless a caller polls before.
 // Each message gets a block of total_length bytes from env.pool (payload
 // copied ring -> block once), state kLibrary, and goes to
 // env.sink->deliver; ROCL_EBADGID is logged and the block released.
@@ -93,6 +100,9 @@ inline constexpr int kHandshakeTimeoutMs = 5000;
 // message; and at most 64 messages); above it a large message is copied
 // through the ring like a small one, so send() never waits for a receive.
 inline constexpr std::uint64_t kMaxPendingBytes = std::uint64_t{256} << 20;
+// How long the `pollers` word stays raised after the last polling caller
+// got its message (poll_end(false)): the poll lease (shm_receive.cpp).
+inline constexpr std::int64_t kPollLeaseUs = 500;
 
 struct Config {
   std::uint32_t slots = 64;                           // sending end-points per inbox (<= 1024)

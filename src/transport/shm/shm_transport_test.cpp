@@ -110,6 +110,33 @@ TEST_F(ShmPair, SizesBothWaysWithChecksums) {
   EXPECT_EQ(b.pool.stats().in_use_buffers, 0u);
 }
 
+// The poll lease (shm_transport.hpp): after a polling caller got its
+// message, `pollers` stays raised for a while, so senders do not wake the
+// thread; a message arriving then, with nobody polling, is still delivered
+// by the thread once the lease runs out (kPollLeaseUs), unlike a caller
+// that keeps polling, which gets it at once. Twenty rounds, to meet the
+// lease in every state.
+TEST_F(ShmPair, AMessageAfterTheLastPollIsDeliveredWhenTheLeaseRunsOut) {
+  Message *first = make_message(a.pool, 8, 0, 11, 1);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, first), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));
+  for (int round = 1; round <= 20; ++round) {
+    b.t->poll_begin();
+    Message *polled = make_message(a.pool, 8, 2 * round - 1, 11, 1);
+    ASSERT_EQ(a.t->send(2, b.t->address(), 21, polled), ROCL_OK);
+    const auto deadline = std::chrono::steady_clock::now() + 8s;
+    while (b.sink.count() < static_cast<std::size_t>(2 * round) &&
+           std::chrono::steady_clock::now() < deadline) {
+      b.t->progress();
+    }
+    b.t->poll_end(false);  // the lease starts; nobody calls progress() now
+    ASSERT_EQ(b.sink.count(), static_cast<std::size_t>(2 * round)) << "round " << round;
+    Message *unpolled = make_message(a.pool, 8, 2 * round, 11, 1);
+    ASSERT_EQ(a.t->send(2, b.t->address(), 21, unpolled), ROCL_OK);
+    ASSERT_TRUE(b.sink.wait_for(2 * round + 1, 2000ms)) << "round " << round;
+  }
+}
+
 TEST_F(ShmPair, TenThousandSmallMessagesInOrder) {
   constexpr int kN = 10000;
   for (int i = 0; i < kN; ++i) {
