@@ -121,6 +121,7 @@ void Context::start_transports() {
   TransportEnv env{this, new_instance_id(), pool_.get(), secret_ ? &*secret_ : nullptr, ""};
   env.rendezvous_threshold = options_.rndv_threshold;
   env.linger_ms = options_.linger_ms;
+  env.spin_us = static_cast<std::uint32_t>(options_.spin_us);
   std::string list = options_.transports;
   if (list == "auto") {
     // Without a node directory no other process can find this context, so

@@ -54,6 +54,11 @@ struct TransportEnv {
   // then it drops what is left and says so on its log (one sentence per
   // peer naming it, the messages and the bytes). 0: drop at once.
   std::uint32_t linger_ms = 0;
+  // How long a thread of the transport that waits for its peer (a sender
+  // waiting for room) spins before it sleeps, in microseconds
+  // (ROCL_SPIN_US: 0 on oversubscribed machines, where a spinner takes the
+  // cpu from the one it waits for).
+  std::uint32_t spin_us = 100;
 };
 
 class Transport {
