@@ -166,6 +166,12 @@ void Context::start_transports() {
 }
 
 Context::~Context() {
+  // Bytes already on their way go out while our resources still exist
+  // (transport.hpp: flush), so that a receiver waiting for one of them does
+  // not see its origin leave the directory meanwhile and give up.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.linger_ms);
+  for (auto &t : transports_) t->flush(deadline);
   for (rocl_gid_t gid : resources_.gids()) delete_resource(gid);
   // Receivers woken by the deletions are on their way out of rocl_recv;
   // they still touch this context, so it must outlive them.

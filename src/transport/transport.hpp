@@ -7,6 +7,7 @@
 // and kept; arrivals are handed to the core's MessageSink.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -116,6 +117,20 @@ class Transport {
   // MessageSink::deliver. Called by the transport's thread or by a waiting
   // caller between poll_begin() and poll_end().
   virtual int progress() noexcept = 0;
+
+  // Teardown, first step, while this process's resources are still in the
+  // directory: waits until the messages send() accepted that need nothing
+  // from the peer's application (tcp: bytes queued for a socket) have
+  // reached the peer's transport, the peer is gone, or `deadline` passes.
+  // Messages that wait for the peer's receive (parked for rendezvous) are
+  // not waited for here: the destructor lingers for those once our
+  // resources are deleted (TransportEnv::linger_ms). Why two steps: a
+  // receiver that waits for a message from one of our resources gives up
+  // when the resource leaves the directory, so a slow transfer must end
+  // before; but two processes that exit while each holds a rendezvous
+  // message for the other must not wait for each other's receive. Thread
+  // safe. Default: nothing to wait for.
+  virtual void flush(std::chrono::steady_clock::time_point deadline) noexcept { (void)deadline; }
 
   // How often a spinning caller that also polls other transports should
   // call progress() here: once every progress_stride() rounds of its loop.

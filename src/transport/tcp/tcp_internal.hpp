@@ -245,6 +245,7 @@ class TcpTransportImpl final : public TcpTransport {
 
   // tcp_progress.cpp
   int progress() noexcept override;
+  void flush(Clock::time_point deadline) noexcept override;
   // An epoll_wait per call: polled once every 32 rounds next to shm.
   unsigned progress_stride() const noexcept override { return 32; }
   // Whether callers poll the connections, so the thread leaves them alone.
@@ -261,6 +262,7 @@ class TcpTransportImpl final : public TcpTransport {
 
   // ---- Teardown (tcp_transport.cpp) -----------------------------------------
   bool holds_accepted();
+  bool holds_queued();
   void report_dropped();
   void close_gracefully(Clock::time_point deadline);
 

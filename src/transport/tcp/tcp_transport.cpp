@@ -68,6 +68,22 @@ TcpTransportImpl::~TcpTransportImpl() {
 // Whether a live connection still holds something send() accepted: bytes
 // queued (a message's, or a rendezvous request's or reply's, which a peer
 // waits for) or a parked rendezvous message.
+void TcpTransportImpl::flush(Clock::time_point deadline) noexcept {
+  if (!thread_.joinable()) return;
+  // The thread writes the queues on EPOLLOUT (callers may be gone).
+  for (unsigned round = 0; holds_queued() && Clock::now() < deadline; ++round) back_off(round);
+}
+
+// Whether a live connection still has bytes to write.
+bool TcpTransportImpl::holds_queued() {
+  std::lock_guard lock(mu_);
+  for (auto &[c, sp] : all_) {
+    std::lock_guard conn_lock(sp->mu);
+    if (!sp->dead && !sp->q.empty()) return true;
+  }
+  return false;
+}
+
 bool TcpTransportImpl::holds_accepted() {
   std::lock_guard lock(mu_);
   for (auto &[c, sp] : all_) {

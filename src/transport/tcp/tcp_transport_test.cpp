@@ -640,6 +640,36 @@ TEST(TcpTransport, SlowReceiverPausesReadingAndTheSendQueueStaysBounded) {
   EXPECT_EQ(b.pool.stats().in_use_buffers, 0u);
 }
 
+// Teardown's first step (transport.hpp: flush) waits while bytes are queued
+// for a receiver that does not read, until its deadline; once the receiver
+// drains, it returns.
+TEST(TcpTransport, FlushWaitsWhileBytesAreQueued) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, tcp::Options{std::size_t{3} << 20});
+  SlowNode b(2, &secret, std::size_t{4} << 20);
+  constexpr std::uint32_t kN = 32;
+  std::thread sender([&] {
+    for (std::uint32_t i = 0; i < kN; ++i) {
+      ASSERT_EQ(a.t->send(2, b.t->address(), 5, a.make(std::size_t{1} << 20, i)), ROCL_OK);
+    }
+  });
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (a.t->stats().send_waits == 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_GT(a.t->stats().send_waits, 0u) << "no backlog";
+  auto t0 = std::chrono::steady_clock::now();
+  a.t->flush(t0 + 200ms);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 190ms) << "returned with bytes queued";
+  std::thread drainer([&] { EXPECT_TRUE(b.sink.drain(kN, 0ms, 60000ms)); });
+  sender.join();
+  t0 = std::chrono::steady_clock::now();
+  a.t->flush(t0 + 60s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s) << "did not return once drained";
+  drainer.join();
+  EXPECT_EQ(b.sink.count(), kN);
+}
+
 TEST(TcpTransport, SendWaitingForRoomGetsEpeerWhenThePeerDies) {
   const JobSecret secret = JobSecret::generate();
   Node a(1, &secret, tcp::Options{std::size_t{2} << 20});
