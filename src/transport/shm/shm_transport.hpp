@@ -34,10 +34,12 @@
 // a peer not yet connected to (the handshake waits for a progress thread).
 //
 // Frames: wire::MessageHeader + payload, padded to 128 bytes (a header never
-// wraps around the ring), published by their first word (the seal). A message larger than a quarter
-// of the receiver's ring goes as consecutive kFragment frames (same message_id, increasing
-// offsets); one slot has one producer, so fragments arrive in order and are
-// copied straight into the pool block allocated for the message.
+// wraps around the ring), published by their first word (the seal). A
+// message larger than 2 KiB goes as consecutive kFragment frames of about a
+// quarter of it, 2-32 KiB (same message_id, increasing offsets), so that
+// the two copies overlap (shm_send.cpp: fragment_bytes); one slot has one
+// producer, so fragments arrive in order and are copied straight into the
+// pool block allocated for the message.
 // Every header read from shared memory goes through wire::decode_header and
 // the sequencing checks; a bad frame is logged (naming
 // slot, pid and field) and poisons that slot only; the progress thread keeps
