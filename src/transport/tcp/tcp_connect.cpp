@@ -252,9 +252,9 @@ bool TcpTransportImpl::is_live(Conn *c) {
 }
 
 // Closes c: fails its queue and its parked rendezvous sends, frees a
-// half-received block, fails the pulls waiting for data from it. Caller holds
-// mu_ and drives (rx_mu_), or is the only thread left: only a driver may
-// close, since a driver may be reading c.fd without c.mu.
+// half-received block and the stage, fails the pulls waiting for data from
+// it. Caller holds mu_ and drives (rx_mu_), or is the only thread left: only
+// a driver may close, since a driver may be reading c.fd without c.mu.
 void TcpTransportImpl::close_conn(Conn &c, bool count) {
   std::lock_guard lock(c.mu);
   if (c.dead) return;
@@ -281,6 +281,9 @@ void TcpTransportImpl::close_conn(Conn &c, bool count) {
     env_.pool->release(c.stub_block, BlockState::kLibrary);
     c.stub_block = nullptr;
   }
+  // Staged frames go with the connection, as unread socket bytes do.
+  c.stage.reset();
+  c.stage_cap = c.stage_pos = c.stage_end = 0;
   fail_pulls(c);
 }
 

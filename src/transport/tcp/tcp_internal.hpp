@@ -15,6 +15,7 @@
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <array>
 #include <atomic>
@@ -86,10 +87,17 @@ class DrivingScope {
 };
 
 inline constexpr int kMaxEvents = 64;
-// Bytes read from one connection per turn: one busy connection cannot keep a
-// driver (maybe a caller in progress()) for long; level-triggered epoll
-// reports the rest on the next turn.
-inline constexpr std::uint64_t kTurnBytes = std::uint64_t{4} << 20;
+// A connection's receive stage (Conn::stage): one recv() takes up to this
+// many bytes, so that the small frames already there (headers, payloads,
+// request bodies) cost no system call each. The side that connected only
+// ever reads 64-byte rendezvous replies: its stage is smaller.
+inline constexpr std::size_t kStageBytes = std::size_t{64} << 10;
+inline constexpr std::size_t kReplyStageBytes = std::size_t{4} << 10;
+// Messages of at least this many bytes are "large" (Conn::direct): copying
+// one through the stage would cost more than the system call it saves, so
+// while they come, reads look ahead by one header only and each payload is
+// read straight into its block.
+inline constexpr std::size_t kDirectBytes = std::size_t{16} << 10;
 
 // ---- Rendezvous (tcp_rendezvous.cpp) ------------------------------------------
 
@@ -130,8 +138,9 @@ struct Stub {
 };
 
 // Receiver: a pull waiting for its data. Lives on the pulling thread's
-// stack; the driver reads the data straight into block, then sets state
-// (under rndv_mu_) as its last touch.
+// stack; the driver reads the data into block (straight from the socket,
+// but for what its connection's stage already held), then sets state (under
+// rndv_mu_) as its last touch.
 struct Pull {
   explicit Pull(BlockHeader *b) : block(b) {}
   BlockHeader *block;
@@ -202,15 +211,36 @@ struct Conn {
 
   // Receive side: the driver only (whoever holds the transport's rx_mu_).
   Rx rx = Rx::kHello;
-  std::array<std::byte, 64> buf{};
-  std::size_t got = 0;
+  std::array<std::byte, 64> buf{};  // the handshake's messages
+  std::size_t got = 0;              // bytes of buf read so far
   JobSecret::Challenge challenge{};
   wire::MessageHeader h{};
   BlockHeader *rx_block = nullptr;  // message being received (state kLibrary)
   wire::MessageHeader first{};      // first frame of the message being received
   std::uint64_t rx_done = 0;        // payload bytes of the message received so far
   std::uint64_t frame_left = 0;     // payload bytes of the current frame still to read
-  std::uint64_t turn_read = 0;      // bytes read in the current turn (kTurnBytes)
+  std::uint64_t turn_read = 0;      // bytes read in the current turn (Options::turn_bytes)
+  // The stage: bytes read from the socket ahead of the state machine, made
+  // on the first read after the handshake (kStageBytes or kReplyStageBytes)
+  // and freed with the connection. [stage_pos, stage_end) is read but not
+  // yet parsed; it only ever starts with a partial header or request body
+  // when a read is due, and a payload's rest beyond it is read straight into
+  // the block. Epoll never reports these bytes: a turn may only end where
+  // the state needs more than the stage holds (see waits_for_bytes), or
+  // paused (the retry parses the stage first).
+  std::unique_ptr<std::byte[]> stage;
+  std::size_t stage_cap = 0;
+  std::size_t stage_pos = 0;
+  std::size_t stage_end = 0;
+  // A read this turn got fewer bytes than it asked for (past a payload's
+  // end): the socket was drained, so the turn ends at the next read instead
+  // of making it (it would say EAGAIN; level-triggered epoll reports bytes
+  // that came since).
+  bool drained = false;
+  // The message being (or last) received is large (kDirectBytes): reads
+  // ask for one header (or request body) beyond what the state needs, not
+  // for a whole stage, as the next message is likely large too.
+  bool direct = false;
   bool pause_logged = false;
   Pull *rx_pull = nullptr;            // rx_block is this pull's (rendezvous data)
   BlockHeader *stub_block = nullptr;  // a stub's block, between allocation and delivery
@@ -300,14 +330,21 @@ class TcpTransportImpl final : public TcpTransport {
   void resume_reading(Conn &c);
   void retry_paused_if_due();
   static ssize_t read_some(int fd, void *p, std::size_t len);
+  static ssize_t read_vec(int fd, iovec *iov, int n);
   bool protocol_error(const std::string &what);
   bool receive(Conn &c);
   static bool waits_for_bytes(const Conn &c);
+  static std::size_t staged(const Conn &c) { return c.stage_end - c.stage_pos; }
+  static void consume(Conn &c, std::size_t n);
+  bool make_stage(Conn &c);
+  Step fill_stage(Conn &c, std::size_t need);
+  Step read_payload(Conn &c);
+  Step after_read(Conn &c, ssize_t n, bool drained);
   Step rx_step(Conn &c);
   Step rx_header(Conn &c);
   Step rx_need_block(Conn &c);
   Step rx_payload(Conn &c);
-  bool start_frame(Conn &c);
+  bool start_frame(Conn &c, const std::byte *header);
   bool continues_message(Conn &c);
   Take take_block(Conn &c);
   bool can_ever_fit(std::uint64_t len) const;

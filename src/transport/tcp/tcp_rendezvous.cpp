@@ -245,26 +245,19 @@ bool TcpTransportImpl::start_request(Conn &c) {
                           ": a rendezvous request with total_length 0 asks for nothing; "
                           "connection dropped");
   }
-  c.got = 0;
   c.rx = Rx::kRequestBody;
+  c.direct = false;  // requests are small, and often come in a row
   return true;
 }
 
-// Reads a request's body, checks it, then asks for the stub's block.
+// Takes a request's body from the stage (filled first if it holds less),
+// checks it, then asks for the stub's block.
 Step TcpTransportImpl::rx_request_body(Conn &c) {
   constexpr std::size_t kBody = sizeof(wire::RendezvousBody);
-  const ssize_t n = read_some(c.fd, c.buf.data() + c.got, kBody - c.got);
-  if (n == 0) return Step::kIdle;
-  if (n < 0) {
-    protocol_error("tcp: peer " + c.peer_name + " closed in the middle of a frame");
-    return Step::kDrop;
-  }
-  c.turn_read += static_cast<std::uint64_t>(n);
-  c.got += static_cast<std::size_t>(n);
-  if (c.got < kBody) return Step::kMore;
-  c.got = 0;
+  if (staged(c) < kBody) return fill_stage(c, kBody);
   wire::RendezvousBody body;
-  std::memcpy(&body, c.buf.data(), kBody);
+  std::memcpy(&body, c.stage.get() + c.stage_pos, kBody);
+  consume(c, kBody);
   const std::string what = "tcp: frame from " + c.peer_name + ": rendezvous request ";
   if (body.cookie != c.h.message_id) {
     protocol_error(what + "cookie " + std::to_string(body.cookie) +
@@ -386,6 +379,7 @@ int TcpTransportImpl::start_pull_data(Conn &c) {
   c.rx_pull = p;
   c.rx_block = p->block;
   c.first = h;
+  c.direct = h.total_length >= kDirectBytes;
   c.rx_done = 0;
   c.frame_left = h.fragment_length;
   c.rx = Rx::kPayload;

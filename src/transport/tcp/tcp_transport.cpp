@@ -30,6 +30,7 @@ TcpTransportImpl::TcpTransportImpl(const TransportEnv &env, tcp::LogFn log,
   }
   if (options_.max_queued_bytes == 0) options_.max_queued_bytes = tcp::kDefaultMaxQueuedBytes;
   if (options_.max_parked_bytes == 0) options_.max_parked_bytes = tcp::kDefaultMaxParkedBytes;
+  if (options_.turn_bytes == 0) options_.turn_bytes = tcp::kDefaultTurnBytes;
 }
 
 // Linger first, then close (see "Shutdown" in tcp_transport.hpp).

@@ -44,8 +44,19 @@
 // block is finished likewise once its data is written, or at once when its
 // receiver discarded it (ok), or when the connection dies (failed).
 //
-// Receiving: a block of total_length bytes is allocated from env.pool and the
-// payload read straight into it, then handed to env.sink->deliver.
+// Receiving: each connection reads through a stage (64 KiB, made after the
+// handshake): one recv() takes what is there, up to the stage's size, and
+// the frames are parsed out of it, so that a small message costs one recv()
+// or a share of one. A read that gets fewer bytes than it asked for ends the
+// connection's turn (no read that would only say EAGAIN: epoll,
+// level-triggered, reports what comes later), unless it is the rest of a
+// payload still streaming in. A block of total_length bytes
+// is allocated from env.pool; what the stage holds of the payload is copied
+// into it, the rest read straight into it (one recvmsg whose second buffer
+// is the stage, for what follows). While messages are large (16 KiB and
+// more) reads look ahead by one header only, so that their payloads are
+// read straight into their blocks, not copied. The message is then handed to
+// env.sink->deliver.
 //
 // Rendezvous (messages of at least env.rendezvous_threshold bytes, when it is
 // not 0, and of at least 16): receiver-driven, so that a large message waits
@@ -75,7 +86,8 @@
 //    transport itself (poll_begin/progress/poll_end, then sleeping on a
 //    completion the driver signals; from inside deliver on a driver it
 //    drives re-entrantly) until the data frames (kFragment, message_id =
-//    cookie) have been read straight into that block. discard() sends a reply
+//    cookie) have been read into that block (straight from the socket, but
+//    for what the connection's stage already held). discard() sends a reply
 //    with total_length 0 ("drop": release the buffer). If the connection dies
 //    first, pull() fails with ROCL_EPEER naming the peer; if env.pool has no
 //    block for the message, with ROCL_ENOMEM (the sender is let go). A
@@ -94,9 +106,10 @@
 // side's memory grows without bound):
 //  - receiver: when env.pool cannot give a block for an arriving message, the
 //    transport stops reading that connection (its EPOLLIN interest is
-//    removed) and retries the allocation about every kRetryMs; the kernel's
-//    TCP window then stops the sender. Logged once per connection ("...
-//    reading paused ..."), counted in Stats::paused_reads. Only a message
+//    removed) and retries the allocation about every kRetryMs (the frames
+//    already in its stage wait too); the kernel's TCP window then stops the
+//    sender. Logged once per connection ("... reading paused ..."), counted
+//    in Stats::paused_reads. Only a message
 //    that can never fit the pool (its block exceeds the pool cap) drops the
 //    connection.
 //  - sender: the bytes queued in user space per peer connection (payload
@@ -123,7 +136,10 @@
 // transport's own thread or a caller in progress(). Every descriptor is
 // level-triggered, and every epoll_wait that handles events runs under that
 // lock with a zero timeout, so no event is handled twice at once and a
-// readiness not handled by one driver is still reported to the next.
+// readiness not handled by one driver is still reported to the next. Epoll
+// never reports bytes already in a connection's stage, so a connection's
+// turn ends only where it needs bytes from its socket, or when it pauses
+// (the retry parses its stage first).
 //  - the thread: while no caller polls, it waits in epoll_wait WITHOUT the
 //    lock (a peek: the event it returns is discarded), then takes the lock
 //    and polls again with timeout 0 to handle what is ready then. While
@@ -197,6 +213,7 @@ inline constexpr int kCloseMs = 100;
 // reply, or being written) at most, and their default byte bound.
 inline constexpr std::size_t kMaxParkedMessages = 64;
 inline constexpr std::size_t kDefaultMaxParkedBytes = std::size_t{256} << 20;
+inline constexpr std::size_t kDefaultTurnBytes = std::size_t{4} << 20;
 
 // Tunables of one transport.
 struct Options {
@@ -210,6 +227,11 @@ struct Options {
   // waiting for the receiver to take parked ones (so that send() never waits
   // for a receive; the eager bounds still apply).
   bool eager_when_parking_full = true;
+  // Bytes a driver reads from one connection in one turn before it moves on
+  // (fairness: one busy peer cannot keep a driver, maybe a caller in
+  // progress(), for long); a turn may end only where the connection needs
+  // bytes from its socket. 0: the default.
+  std::size_t turn_bytes = kDefaultTurnBytes;
 };
 
 struct Hello {

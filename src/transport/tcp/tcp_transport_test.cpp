@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -540,6 +541,7 @@ struct SlowSink : MessageSink {
   std::condition_variable cv;
   std::deque<Message *> held;
   std::vector<Arrival> got;
+  std::size_t released = 0;  // got[0, released) are complete
 
   int deliver(rocl_gid_t destination, Message *msg) noexcept override {
     std::lock_guard lock(mu);
@@ -549,7 +551,7 @@ struct SlowSink : MessageSink {
     return ROCL_OK;
   }
 
-  // Releases arrivals until n were released or the time is up.
+  // Releases n more arrivals (false if the time is up first).
   bool drain(std::size_t n, std::chrono::microseconds delay, std::chrono::milliseconds limit) {
     const auto end = std::chrono::steady_clock::now() + limit;
     for (std::size_t i = 0; i < n; ++i) {
@@ -567,8 +569,9 @@ struct SlowSink : MessageSink {
       std::destroy_at(m);
       pool->release(b, BlockState::kLibrary);
       std::lock_guard lock(mu);
-      a.destination = got[i].destination;
-      got[i] = a;
+      const std::size_t k = released++;
+      a.destination = got[k].destination;
+      got[k] = a;
     }
     return true;
   }
@@ -1524,6 +1527,367 @@ TEST(TcpLinger, EndsWhenTheReceiverDiscardsOrGoesAway) {
     exiting.join();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
   }
+}
+
+// ---- The receive stage ------------------------------------------------------
+// A connection reads through a stage: one recv() takes many frames, which
+// are parsed out of it. Epoll never reports staged bytes: these tests end
+// with the peer quiet and frames in the stage, where a turn that stops too
+// early, or a pause that forgets them, shows as a message that never comes.
+
+// A byte stream as a peer's transport writes it (after the handshake), and
+// what the receiver must make of it.
+struct RawStream {
+  std::vector<std::uint8_t> bytes;
+  std::vector<Arrival> messages;                                 // in order
+  std::vector<std::pair<std::int32_t, std::uint64_t>> requests;  // stubs: tag, length
+  std::uint64_t next_id = 1;
+  rocl_gid_t destination = 6;  // of the next messages
+
+  void frame(const wire::MessageHeader &h, const std::uint8_t *payload) {
+    const auto *p = reinterpret_cast<const std::uint8_t *>(&h);
+    bytes.insert(bytes.end(), p, p + sizeof h);
+    bytes.insert(bytes.end(), payload, payload + h.fragment_length);
+  }
+
+  // A message of len bytes tagged `tag` (also its first 4 bytes, if it has
+  // them): one eager frame, or kFragment frames of the lengths in pieces.
+  void message(std::int32_t tag, std::size_t len, const std::vector<std::uint32_t> &pieces = {}) {
+    std::vector<std::uint8_t> data(len);
+    std::uint32_t x = static_cast<std::uint32_t>(tag) * 2654435761u + 7;
+    for (auto &b : data) {
+      x = x * 1664525u + 1013904223u;
+      b = static_cast<std::uint8_t>(x >> 24);
+    }
+    if (len >= 4) std::memcpy(data.data(), &tag, 4);
+    wire::MessageHeader h = good_header(0);
+    h.destination = destination;
+    h.tag = tag;
+    h.message_id = next_id++;
+    h.total_length = len;
+    if (pieces.empty()) {
+      h.fragment_length = static_cast<std::uint32_t>(len);
+      frame(h, data.data());
+    } else {
+      h.kind = wire::Kind::kFragment;
+      std::uint64_t off = 0;
+      for (std::uint32_t piece : pieces) {
+        h.fragment_offset = off;
+        h.fragment_length = piece;
+        frame(h, data.data() + off);
+        off += piece;
+      }
+      EXPECT_EQ(off, len);
+    }
+    Arrival a{destination, 5, tag, 0, len, checksum(data.data(), len), 0};
+    if (len > 0) std::memcpy(&a.first8, data.data(), std::min<std::size_t>(8, len));
+    messages.push_back(a);
+  }
+
+  // A rendezvous request (header and body) for a message of len bytes.
+  void request(std::int32_t tag, std::uint64_t len) {
+    wire::MessageHeader h = good_header(0);
+    h.kind = wire::Kind::kRendezvousRequest;
+    h.tag = tag;
+    h.message_id = next_id++;
+    h.total_length = len;
+    h.fragment_length = sizeof(wire::RendezvousBody);
+    const wire::RendezvousBody body{0, h.message_id};
+    frame(h, reinterpret_cast<const std::uint8_t *>(&body));
+    requests.emplace_back(tag, len);
+  }
+};
+
+// A raw connection to t that passed the handshake, sending without delay
+// (so that small chunks leave one by one).
+int raw_peer(const Transport &t, const JobSecret &secret) {
+  const int fd = raw_connect(t);
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  EXPECT_TRUE(raw_handshake(fd, secret));
+  return fd;
+}
+
+bool raw_write(int fd, const std::uint8_t *p, std::size_t n) {
+  while (n > 0) {
+    const ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+// Writes bytes in chunks whose sizes cycle through `sizes`; with `pause`,
+// waits after each one so that the receiver mostly reads them one by one.
+bool write_chunked(int fd, const std::vector<std::uint8_t> &bytes,
+                   const std::vector<std::size_t> &sizes, bool pause) {
+  std::size_t off = 0;
+  for (std::size_t i = 0; off < bytes.size(); ++i) {
+    const std::size_t n = std::min(sizes[i % sizes.size()], bytes.size() - off);
+    if (!raw_write(fd, bytes.data() + off, n)) return false;
+    off += n;
+    if (pause) std::this_thread::sleep_for(50us);
+  }
+  return true;
+}
+
+void expect_arrivals(const std::vector<Arrival> &got, const std::vector<Arrival> &want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].tag, want[i].tag) << "arrival " << i;
+    EXPECT_EQ(got[i].destination, want[i].destination) << "tag " << want[i].tag;
+    EXPECT_EQ(got[i].source, want[i].source) << "tag " << want[i].tag;
+    EXPECT_EQ(got[i].length, want[i].length) << "tag " << want[i].tag;
+    EXPECT_EQ(got[i].sum, want[i].sum) << "tag " << want[i].tag;
+    EXPECT_EQ(got[i].first8, want[i].first8) << "tag " << want[i].tag;
+  }
+}
+
+// Headers, payloads and request bodies split at every kind of place
+// (chunks of 1, 2, 3, 7, 63, 65, 4095 ... bytes, crossing the boundaries of
+// headers, payloads and frames), then back to back (many frames per read,
+// payloads larger than the stage, fragments): each message comes once, in
+// order, intact, and each request gives its stub.
+TEST(TcpStage, AStreamInOddChunksIsParsedIntoEveryMessageOnceInOrder) {
+  const JobSecret secret = JobSecret::generate();
+  Node b(2, &secret);
+  b.sink.keep_stubs = true;
+  // small: frames of at most 4 KiB; full: up to 300 KB, larger than the stage.
+  RawStream small, full;
+  const std::size_t sizes[] = {0,   1,    7,    8,    16,   48,    63,    64,    65,
+                               100, 1000, 4095, 4096, 4097, 65535, 65536, 65537, 200000};
+  std::int32_t tag = 0;
+  for (RawStream *s : {&small, &full}) {
+    for (int round = 0; round < 2; ++round) {
+      for (const std::size_t len : sizes) {
+        if (s == &small && len > 4097) continue;
+        s->message(tag++, len);
+        s->message(tag++, 3);  // small ones in between: several frames per read
+        s->message(tag++, 40);
+      }
+      s->message(tag++, 5000, {1, 999, 3000, 1000});
+      s->request(tag++, 100000);
+      if (s == &full) s->message(tag++, 300000, {100000, 65536, 134464});
+      s->request(tag++, std::uint64_t{1} << 20);
+      s->message(tag++, 10);
+    }
+  }
+  struct Pass {
+    const char *what;
+    const RawStream &stream;
+    std::vector<std::size_t> chunks;
+    bool pause;
+  };
+  const Pass passes[] = {
+      {"shredded", small, {1, 2, 3, 5, 7, 11, 13, 17, 31, 63, 64, 65, 127, 1, 1}, true},
+      {"odd chunks",
+       full,
+       {1, 7, 63, 65, 4095, 1, 64, 13, 65537, 2, 62, 1, 1, 1, 129, 100000, 3, 4096, 16, 17},
+       true},
+      {"back to back", full, {std::size_t{1} << 30}, false},
+  };
+  std::vector<Arrival> want;
+  int stubs = 0;
+  for (const Pass &pass : passes) {
+    SCOPED_TRACE(pass.what);
+    const int fd = raw_peer(*b.t, secret);
+    ASSERT_TRUE(write_chunked(fd, pass.stream.bytes, pass.chunks, pass.pause));
+    want.insert(want.end(), pass.stream.messages.begin(), pass.stream.messages.end());
+    stubs += static_cast<int>(pass.stream.requests.size());
+    ASSERT_TRUE(b.sink.wait_for(want.size()));
+    ASSERT_TRUE(stubs_seen(b.sink, stubs));
+    std::this_thread::sleep_for(20ms);  // a duplicate would show up now
+    expect_arrivals(b.sink.snapshot(), want);
+    for (const auto &[rtag, rlen] : pass.stream.requests) {
+      Message *stub = take_stub(b.sink);
+      ASSERT_NE(stub, nullptr);
+      EXPECT_TRUE(stub->rendezvous);
+      EXPECT_EQ(stub->header.tag, rtag);
+      EXPECT_EQ(stub->length, rlen);
+      rendezvous_transport(stub)->discard(stub);
+    }
+    EXPECT_EQ(take_stub(b.sink), nullptr);
+    ::close(fd);
+  }
+  EXPECT_EQ(b.t->stats().dropped_connections, 0u);
+  EXPECT_FALSE(b.log.has("closed in the middle", 0ms));
+  EXPECT_TRUE(eventually([&] { return b.pool.stats().in_use_buffers == 0; }));
+}
+
+// The pool runs out while the stage holds the frames that follow (each round
+// is one write of 60 frames, about 52 KB: one read): the connection pauses
+// with them staged and its socket empty, and the peer stays quiet. Once
+// blocks come back, the retry must deliver the staged frames first.
+TEST(TcpStage, FramesStagedWhenThePoolRunsOutComeOnceBlocksAreReturned) {
+  const JobSecret secret = JobSecret::generate();
+  SlowNode b(2, &secret, 32 * 1024);  // 32 blocks of 1 KiB at most
+  const int fd = raw_peer(*b.t, secret);
+  constexpr int kRounds = 4, kPerRound = 60;
+  constexpr std::size_t kLen = 800;  // a 1 KiB block
+  std::vector<Arrival> want;
+  std::int32_t tag = 0;
+  for (int r = 0; r < kRounds; ++r) {
+    SCOPED_TRACE("round " + std::to_string(r));
+    RawStream s;
+    for (int i = 0; i < kPerRound; ++i) s.message(tag++, kLen);
+    const std::uint64_t paused = b.t->stats().paused_reads;
+    ASSERT_TRUE(raw_write(fd, s.bytes.data(), s.bytes.size()));
+    want.insert(want.end(), s.messages.begin(), s.messages.end());
+    ASSERT_TRUE(eventually([&] { return b.t->stats().paused_reads > paused; }));
+    std::this_thread::sleep_for(20ms);  // the driver is idle, the frames staged
+    EXPECT_LT(b.sink.count(), want.size());
+    ASSERT_TRUE(b.sink.drain(kPerRound, 200us, 10000ms)) << "staged frames never came";
+  }
+  std::this_thread::sleep_for(20ms);  // a duplicate would show up now
+  ASSERT_EQ(b.sink.count(), want.size());
+  {
+    std::lock_guard lock(b.sink.mu);
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(static_cast<std::uint32_t>(b.sink.got[i].first8),
+                static_cast<std::uint32_t>(want[i].first8))
+          << "arrival " << i;
+      EXPECT_EQ(b.sink.got[i].length, kLen);
+      EXPECT_EQ(b.sink.got[i].sum, want[i].sum) << "arrival " << i;
+    }
+  }
+  EXPECT_EQ(b.t->stats().dropped_connections, 0u);
+  EXPECT_EQ(count_lines(b.log, "reading from it paused"), 1u);
+  ::close(fd);
+}
+
+// With turn_bytes 1 every turn ends at the first place where it may: where
+// the connection needs bytes from its socket. Each batch is one write, then
+// the peer is quiet: a turn that ended with a frame (or a payload's rest)
+// still in the stage would leave it there for good.
+TEST(TcpStage, ATurnEndsOnlyWhereTheStageRunsDry) {
+  const JobSecret secret = JobSecret::generate();
+  tcp::Options one_byte_turns;
+  one_byte_turns.turn_bytes = 1;
+  Node b(2, &secret, one_byte_turns);
+  b.sink.keep_stubs = true;
+  const int fd = raw_peer(*b.t, secret);
+  std::vector<Arrival> want;
+  std::int32_t tag = 0;
+  int stubs = 0;
+  for (int batch = 0; batch < 3; ++batch) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    RawStream s;
+    s.next_id = static_cast<std::uint64_t>(batch) * 1000 + 1;
+    if (batch == 1) s.message(tag++, 100000);  // larger than the stage: read past it
+    for (int i = 0; i < 150; ++i) {
+      s.message(tag++, static_cast<std::size_t>(i * 37 % 300));
+      if (i % 50 == 7) s.request(tag++, 100000);
+      if (i % 50 == 9) s.message(tag++, 700, {100, 500, 100});
+    }
+    ASSERT_TRUE(raw_write(fd, s.bytes.data(), s.bytes.size()));
+    want.insert(want.end(), s.messages.begin(), s.messages.end());
+    stubs += static_cast<int>(s.requests.size());
+    ASSERT_TRUE(b.sink.wait_for(want.size(), 3000ms)) << "staged frames never came";
+    ASSERT_TRUE(stubs_seen(b.sink, stubs));
+  }
+  std::this_thread::sleep_for(20ms);  // a duplicate would show up now
+  expect_arrivals(b.sink.snapshot(), want);
+  discard_all(b.sink);
+  EXPECT_EQ(b.t->stats().dropped_connections, 0u);
+  ::close(fd);
+}
+
+// Deliveries to kGated wait while the gate is closed: the driver stalls in
+// deliver and the peers' bytes pile up in the sockets.
+constexpr rocl_gid_t kGated = 99;
+struct GatedSink : RecordingSink {
+  std::atomic<bool> closed{true};
+  std::atomic<bool> stalled{false};
+  int deliver(rocl_gid_t destination, Message *msg) noexcept override {
+    if (destination == kGated) stalled = true;
+    while (destination == kGated && closed.load()) std::this_thread::sleep_for(1ms);
+    return RecordingSink::deliver(destination, msg);
+  }
+};
+
+struct GatedNode {
+  GatedNode(std::uint64_t instance, const JobSecret *secret, const tcp::Options &options)
+      : pool(PoolConfig{std::size_t{1} << 30, std::size_t{2} << 20}) {
+    sink.pool = &pool;
+    t = make_tcp_transport_with_log(TransportEnv{&sink, instance, &pool, secret, ""}, log.fn(),
+                                    options);
+  }
+  BufferPool pool;
+  GatedSink sink;
+  LogSink log;
+  std::unique_ptr<TcpTransport> t;
+};
+
+// One peer's burst (24 MB of small frames in one write, the first one to
+// kGated) while another peer sends a few: when the gate opens, the busy
+// connection's turn goes on with a full stage and a full socket, and must
+// end at turn_bytes (64 KiB here), never with frames left in the stage, so
+// that the other peer's messages come long before the end of the burst and
+// the burst comes whole although its peer is quiet by then.
+TEST(TcpStage, ABurstFromOnePeerDoesNotStarveAnotherAndEndsWhole) {
+  const JobSecret secret = JobSecret::generate();
+  Node a2(3, &secret);
+  tcp::Options short_turns;
+  short_turns.turn_bytes = 64 * 1024;
+  GatedNode b(2, &secret, short_turns);
+  // Connect both first: the handshakes need b's driver, stalled below.
+  ASSERT_EQ(a2.t->send(2, b.t->address(), 5, a2.make(8, 0, 2)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));
+  const int fd = raw_peer(*b.t, secret);
+  // A warm-up stream, so that the kernel grows the socket's receive buffer:
+  // then it holds megabytes of the burst while the driver is stalled.
+  constexpr std::int32_t kWarm = 16000;
+  {
+    RawStream warm;
+    warm.destination = 7;
+    for (std::int32_t i = 0; i < kWarm; ++i) warm.message(i, 1000);
+    ASSERT_TRUE(raw_write(fd, warm.bytes.data(), warm.bytes.size()));
+    ASSERT_TRUE(b.sink.wait_for(1 + kWarm));
+  }
+  constexpr std::int32_t kBurst = 24000;
+  constexpr std::uint32_t kOther = 50;
+  RawStream s;
+  s.destination = kGated;
+  s.message(0, 1000);
+  s.destination = 5;
+  for (std::int32_t i = 1; i <= kBurst; ++i) s.message(i, 1000);
+  std::thread burst([&] { EXPECT_TRUE(raw_write(fd, s.bytes.data(), s.bytes.size())); });
+  ASSERT_TRUE(eventually([&] { return b.sink.stalled.load(); }));
+  for (std::uint32_t i = 1; i <= kOther; ++i) {
+    ASSERT_EQ(a2.t->send(2, b.t->address(), 5, a2.make(64, i, 2)), ROCL_OK);
+  }
+  std::this_thread::sleep_for(50ms);  // the sockets fill
+  b.sink.closed = false;
+  ASSERT_TRUE(b.sink.wait_for(1 + kWarm + kBurst + 1 + kOther, 30000ms));
+  burst.join();
+  std::this_thread::sleep_for(20ms);  // a duplicate would show up now
+  auto got = b.sink.snapshot();
+  ASSERT_EQ(got.size(), 1 + kWarm + kBurst + 1 + kOther);
+  got.erase(got.begin() + 1, got.begin() + 1 + kWarm);
+  std::vector<Arrival> burst_got;
+  std::uint32_t next_other = 1;
+  std::size_t last_other = 0;
+  for (std::size_t k = 1; k < got.size(); ++k) {
+    if (got[k].source == 5) {
+      burst_got.push_back(got[k]);
+    } else {
+      ASSERT_EQ(got[k].tag, 2);
+      ASSERT_EQ(static_cast<std::uint32_t>(got[k].first8), next_other++);
+      last_other = k;
+    }
+  }
+  expect_arrivals(burst_got, s.messages);
+  EXPECT_EQ(next_other, kOther + 1);
+  // When the gate opened, the other peer's messages were all in its socket:
+  // they come after at most two turns of the burst (a turn ends once it read
+  // 64 KiB and its stage ran dry: at most two stage fills, 123 frames), not
+  // after whatever the burst's socket held (megabytes).
+  EXPECT_LT(last_other, 300u) << "the other peer waited for the burst";
+  EXPECT_EQ(b.t->stats().dropped_connections, 0u);
+  ::close(fd);
 }
 
 }  // namespace
