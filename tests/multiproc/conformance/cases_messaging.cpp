@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -343,11 +344,34 @@ void case_timeouts(Rank &r) {
     }
     barrier(round == 0 ? "late 0" : "late 1");
   }
+  // A receive that times out while other traffic keeps arriving: a waiting
+  // thread spins on as long as frames come (core/caller_progress.cpp), but
+  // never past its timeout. Then every flooded message is there.
+  step("timeout under traffic");
+  std::atomic<bool> stop{false};
+  int flooded = 0;
+  std::thread flood([&] {
+    while (!stop.load()) {
+      for (int i = 0; i < 16; ++i, ++flooded) send_text(s, peer_s, 9, "flood");
+      usleep(20);
+    }
+  });
+  const double e4 = timed_out_recv(t, ROCL_ANY_GID, 300);
+  stop = true;
+  flood.join();
+  barrier("flood stopped");  // both timed out before T gets the counts
+  send_text(s, peer_t, 10, std::to_string(flooded));
+  const int theirs = std::stoi(recv_msg(t, peer_s, 10, kLongMs).data);
+  for (int i = 0; i < theirs; ++i) {
+    Msg m = recv_msg(s, peer_s, 9, kLongMs);
+    CHECK(m.data == "flood", "flooded message %d of %d: \"%s\"", i, theirs, m.data.c_str());
+  }
+  barrier("flooded");
   note(
       "timeouts: 300 ms -> %.1f, 1200 ms (named live origin) -> %.1f, wait 300 ms -> %.1f; "
       "1000 polls %.1f ms (slowest %.2f); polled arrival after %.1f ms / %d polls; "
-      "wait woke after %.1f ms",
-      e1, e2, e3, polls, worst, found, npolls, woke[r.rank]);
+      "wait woke after %.1f ms; 300 ms under %d messages of traffic -> %.1f",
+      e1, e2, e3, polls, worst, found, npolls, woke[r.rank], theirs, e4);
 }
 
 // ---- 4. immediate operations ----------------------------------------------------------
