@@ -661,6 +661,10 @@ TEST(TcpTransport, FlushWaitsWhileBytesAreQueued) {
     std::this_thread::sleep_for(1ms);
   }
   ASSERT_GT(a.t->stats().send_waits, 0u) << "no backlog";
+  // Let the socket buffers settle (they may still grow and take the queue
+  // for a moment); then the sender, with messages left, waits on a queue
+  // that cannot drain: 32 MiB is more than the queue and both sockets hold.
+  std::this_thread::sleep_for(200ms);
   auto t0 = std::chrono::steady_clock::now();
   a.t->flush(t0 + 200ms);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 190ms) << "returned with bytes queued";
