@@ -38,6 +38,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "directory/attr_list.hpp"
@@ -59,6 +60,8 @@ constexpr std::uint16_t gid_server(rocl_gid_t gid) {
 constexpr std::uint64_t gid_serial(rocl_gid_t gid) {
   return gid & kGidSerialMask;
 }
+// "gid N (server S, serial K)", for error sentences (local_directory.cpp).
+std::string describe_gid(rocl_gid_t gid);
 
 // Name of the attribute the directory adds to every resource.
 inline constexpr std::string_view kContextAttr = "context";

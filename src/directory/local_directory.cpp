@@ -19,7 +19,6 @@
 #include "status/status.hpp"
 
 namespace rocl::impl {
-namespace {
 
 std::string describe_gid(rocl_gid_t gid) {
   char buf[96];
@@ -28,6 +27,8 @@ std::string describe_gid(rocl_gid_t gid) {
                 static_cast<unsigned long long>(gid_serial(gid)));
   return buf;
 }
+
+namespace {
 
 // Index key of an attribute: name, NUL, value bytes (names have no NUL).
 std::string index_key(std::string_view name, const std::byte *value, std::size_t len) {

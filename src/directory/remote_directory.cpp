@@ -210,14 +210,6 @@ bool same_shape(const AttrList &sent, const AttrList &got) {
   return sent.count() == got.count() && sent.capacity() == got.capacity();
 }
 
-std::string describe_gid(rocl_gid_t gid) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "gid %llu (server %u, serial %llu)",
-                static_cast<unsigned long long>(gid), static_cast<unsigned>(gid_server(gid)),
-                static_cast<unsigned long long>(gid_serial(gid)));
-  return buf;
-}
-
 // Most answers a cursor asks for per batch: a whole batch when the removal
 // epoch tells it whether an answer it holds may have left the directory
 // since; otherwise one (each answer fresh from the server, as before

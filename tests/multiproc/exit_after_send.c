@@ -35,14 +35,7 @@ int main(void) {
   const char *rank_env = getenv("ROCL_RANK");
   rank = rank_env ? atoi(rank_env) : 0;
   CHECK(rocl_init() > 0, "rocl_init");
-  rocl_attrl_t *a = rocl_new_attrl(0);
-  char rank_text[16];
-  snprintf(rank_text, sizeof rank_text, "%d", rank);
-  rocl_add_attr(a, "type", "exit_after_send", 15);
-  rocl_add_attr(a, "rank", rank_text, (int)strlen(rank_text));
-  int64_t me = rocl_register(a);
-  rocl_kill_attrl(a);
-  CHECK(me > 0, "rocl_register");
+  const int64_t me = (int64_t)register_rank("exit_after_send", rank);
   rocl_gid_t peer = find_rank("exit_after_send", 1 - rank);
   void *p = NULL;
   size_t len = 0;

@@ -1,13 +1,28 @@
-/* find_rank.h - for the small C programs run under roclrun: waits (up to
- * 10 s) until the resource {type=<type>, rank=<rank>} of another process is
- * in the job's directory and returns its gid; exits 1 naming the program
- * and the rank otherwise. */
+/* find_rank.h - for the small C programs run under roclrun: register_rank
+ * registers this process's resource {type=<type>, rank=<rank>}; find_rank
+ * waits (up to 10 s) until another process's is in the job's directory and
+ * returns its gid. Both exit 1 naming the program and the rank on failure. */
 #pragma once
 #include <rocl/rocl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static rocl_gid_t register_rank(const char *type, int rank) {
+  char rank_text[16];
+  snprintf(rank_text, sizeof rank_text, "%d", rank);
+  rocl_attrl_t *a = rocl_new_attrl(0);
+  rocl_add_attr(a, "type", type, (int)strlen(type));
+  rocl_add_attr(a, "rank", rank_text, (int)strlen(rank_text));
+  int64_t me = rocl_register(a);
+  rocl_kill_attrl(a);
+  if (me <= 0) {
+    fprintf(stderr, "%s: rank %d: rocl_register failed: %s\n", type, rank, rocl_last_error());
+    exit(1);
+  }
+  return (rocl_gid_t)me;
+}
 
 static rocl_gid_t find_rank(const char *type, int rank) {
   char rank_text[16];
