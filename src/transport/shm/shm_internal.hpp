@@ -178,7 +178,6 @@ class ShmTransportImpl final : public ShmTransport {
   bool callers_poll() const noexcept { return raised_.load(std::memory_order_acquire); }
   void raise_pollers() noexcept;
   bool lower_pollers_if_idle() noexcept;
-  std::int64_t lease_left_us() const noexcept;
   void run();
   static int idle_spins() noexcept;
   void refresh_active();
@@ -227,10 +226,13 @@ class ShmTransportImpl final : public ShmTransport {
   std::atomic_flag rx_busy_ = ATOMIC_FLAG_INIT;
   // The poll lease (shm_transport.hpp): callers between poll_begin and
   // poll_end, whether hdr_->pollers is raised (changed under lease_mu_),
-  // and when the lease of the last caller runs out (steady clock, us).
+  // the polls that ended with a message (the thread's copy of it from the
+  // last period, under lease_mu_), and whether a caller handed back.
   std::atomic<int> local_pollers_{0};
   std::atomic<bool> raised_{false};
-  std::atomic<std::int64_t> lease_until_us_{0};
+  std::atomic<std::uint64_t> polls_{0};
+  std::uint64_t seen_polls_ = 0;
+  std::atomic<bool> hand_back_{false};
   std::mutex lease_mu_;
   std::thread thread_;
   std::atomic<bool> stop_{false};

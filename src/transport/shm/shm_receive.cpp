@@ -7,7 +7,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -23,14 +22,6 @@ int ShmTransportImpl::progress() noexcept {
   return poll_locked(false);
 }
 
-namespace {
-std::int64_t now_us() noexcept {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
-
 void ShmTransportImpl::poll_begin() noexcept {
   // seq_cst, paired with lower_pollers_if_idle(): either it sees us, or we
   // see `pollers` lowered and raise it again.
@@ -40,14 +31,16 @@ void ShmTransportImpl::poll_begin() noexcept {
 
 void ShmTransportImpl::poll_end(bool will_sleep) noexcept {
   if (!will_sleep) {
-    // The lease: `pollers` stays raised; the thread lowers it when the
-    // lease has run out and nobody polls (run()).
-    lease_until_us_.store(now_us() + shm::kPollLeaseUs, std::memory_order_relaxed);
+    // The lease: `pollers` stays raised; the thread lowers it once a whole
+    // lease period went by without a poll (run()). A counter, not a clock
+    // read, on this path of every receive; two callers racing here may
+    // count one poll, which only ends the lease a period early.
+    polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     local_pollers_.fetch_sub(1, std::memory_order_seq_cst);
     return;
   }
+  hand_back_.store(true, std::memory_order_relaxed);
   local_pollers_.fetch_sub(1, std::memory_order_seq_cst);
-  lease_until_us_.store(0, std::memory_order_relaxed);
   wake(hdr_);  // the thread takes over at once (and lowers `pollers`)
 }
 
@@ -58,16 +51,23 @@ void ShmTransportImpl::raise_pollers() noexcept {
   raised_.store(true, std::memory_order_seq_cst);
 }
 
-// The thread: lowers `pollers` if no caller polls and the lease has run out,
-// then polls once (Dekker with the senders' wake check: a frame published
-// while it was raised woke nobody). True if it lowered it.
+// The thread, every lease period while `pollers` is raised: lowers it if no
+// caller polls and none polled since the last period (or one handed back
+// before sleeping), then polls once (Dekker with the senders' wake check: a
+// frame published while it was raised woke nobody). True if it lowered it.
 bool ShmTransportImpl::lower_pollers_if_idle() noexcept {
   {
     std::lock_guard<std::mutex> g(lease_mu_);
     if (!raised_.load(std::memory_order_relaxed) ||
-        local_pollers_.load(std::memory_order_seq_cst) != 0 || lease_left_us() > 0) {
+        local_pollers_.load(std::memory_order_seq_cst) != 0) {
       return false;
     }
+    const std::uint64_t polls = polls_.load(std::memory_order_relaxed);
+    if (!hand_back_.load(std::memory_order_relaxed) && polls != seen_polls_) {
+      seen_polls_ = polls;  // polled during this period: the lease runs on
+      return false;
+    }
+    hand_back_.store(false, std::memory_order_relaxed);
     raised_.store(false, std::memory_order_seq_cst);
     hdr_->pollers.store(0, std::memory_order_seq_cst);
   }
@@ -76,11 +76,6 @@ bool ShmTransportImpl::lower_pollers_if_idle() noexcept {
   if (local_pollers_.load(std::memory_order_seq_cst) != 0) raise_pollers();
   poll_locked(true);
   return true;
-}
-
-std::int64_t ShmTransportImpl::lease_left_us() const noexcept {
-  const std::int64_t until = lease_until_us_.load(std::memory_order_relaxed);
-  return until == 0 ? 0 : until - now_us();
 }
 
 // Polls the rings if nobody else does (or, with wait, once the current
@@ -142,10 +137,7 @@ void ShmTransportImpl::run() {
       // Sleep long, unless senders' buffers wait to be reaped, or callers
       // poll: then wake when their lease may have run out.
       long us = pending_total_.load(std::memory_order_relaxed) != 0 ? 1000 : 50000;
-      if (callers_poll()) {
-        const std::int64_t left = lease_left_us();
-        us = std::min<long>(us, left > 0 ? left : shm::kPollLeaseUs);
-      }
+      if (callers_poll()) us = std::min<long>(us, shm::kPollLeaseUs);
       timespec ts{0, us * 1000};
       futex(&hdr_->wake_seq, FUTEX_WAIT, seq, &ts);
     }

@@ -65,8 +65,8 @@
 // reads the rings itself, so a message costs no thread wake-up at all.
 // The receive state is guarded by a try-lock, so one thread polls at a time.
 // `pollers` is written only when polling starts and ends, not per receive:
-// poll_end(false) of the last polling caller leaves it raised for
-// kPollLeaseUs (the lease), so a thread that receives again soon, as in a
+// poll_end(false) of the last polling caller leaves it raised for 1-2
+// kPollLeaseUs periods (the lease), so a thread that receives again soon, as in a
 // ping-pong, writes no cache line its senders read (writing it per receive
 // cost a cross-core transfer on each message's path). The progress thread
 // lowers it when the lease runs out and polls once (a sender that saw it
@@ -102,8 +102,9 @@ inline constexpr int kHandshakeTimeoutMs = 5000;
 // message; and at most 64 messages); above it a large message is copied
 // through the ring like a small one, so send() never waits for a receive.
 inline constexpr std::uint64_t kMaxPendingBytes = std::uint64_t{256} << 20;
-// How long the `pollers` word stays raised after the last polling caller
-// got its message (poll_end(false)): the poll lease (shm_receive.cpp).
+// The poll lease (shm_receive.cpp): the `pollers` word is lowered once a
+// whole period of this length went by without a caller's poll, so it stays
+// raised 1-2 periods after the last polling caller got its message.
 inline constexpr std::int64_t kPollLeaseUs = 500;
 
 struct Config {
