@@ -291,8 +291,7 @@ class TcpTransportImpl final : public TcpTransport {
   void log(const std::string &s) { log_(s); }
 
   // ---- Teardown (tcp_transport.cpp) -----------------------------------------
-  bool holds_accepted();
-  bool holds_queued();
+  bool holds(bool parked_too);
   void report_dropped();
   void close_gracefully(Clock::time_point deadline);
 

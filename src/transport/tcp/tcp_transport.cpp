@@ -41,7 +41,7 @@ TcpTransportImpl::~TcpTransportImpl() {
     // The thread drives meanwhile: it writes the queues on EPOLLOUT, queues
     // a parked message's data when its reply comes, and drops a connection
     // whose peer went away.
-    for (unsigned round = 0; linger.count() > 0 && holds_accepted() && Clock::now() < deadline;
+    for (unsigned round = 0; linger.count() > 0 && holds(true) && Clock::now() < deadline;
          ++round) {
       back_off(round);
     }
@@ -66,30 +66,21 @@ TcpTransportImpl::~TcpTransportImpl() {
   }
 }
 
-// Whether a live connection still holds something send() accepted: bytes
-// queued (a message's, or a rendezvous request's or reply's, which a peer
-// waits for) or a parked rendezvous message.
+// Teardown's first step (transport.hpp): until the queues are written.
 void TcpTransportImpl::flush(Clock::time_point deadline) noexcept {
   if (!thread_.joinable()) return;
   // The thread writes the queues on EPOLLOUT (callers may be gone).
-  for (unsigned round = 0; holds_queued() && Clock::now() < deadline; ++round) back_off(round);
+  for (unsigned round = 0; holds(false) && Clock::now() < deadline; ++round) back_off(round);
 }
 
-// Whether a live connection still has bytes to write.
-bool TcpTransportImpl::holds_queued() {
+// Whether a live connection still holds something send() accepted: bytes
+// queued (a message's, or a rendezvous request's or reply's, which a peer
+// waits for) or, with `parked_too`, a parked rendezvous message.
+bool TcpTransportImpl::holds(bool parked_too) {
   std::lock_guard lock(mu_);
   for (auto &[c, sp] : all_) {
     std::lock_guard conn_lock(sp->mu);
-    if (!sp->dead && !sp->q.empty()) return true;
-  }
-  return false;
-}
-
-bool TcpTransportImpl::holds_accepted() {
-  std::lock_guard lock(mu_);
-  for (auto &[c, sp] : all_) {
-    std::lock_guard conn_lock(sp->mu);
-    if (!sp->dead && (!sp->q.empty() || sp->parked_n > 0)) return true;
+    if (!sp->dead && (!sp->q.empty() || (parked_too && sp->parked_n > 0))) return true;
   }
   return false;
 }
