@@ -130,11 +130,12 @@ int TcpTransportImpl::start() {
   return ROCL_OK;
 }
 
-std::shared_ptr<Conn> TcpTransportImpl::find_peer(rocl_gid_t peer) {
+std::shared_ptr<Conn> TcpTransportImpl::find_peer(std::string_view peer_address) {
   std::lock_guard lock(mu_);
-  auto it = peers_.find(peer);
+  auto it = peers_.find(peer_address);
   if (it == peers_.end()) return nullptr;
   if (it->second->dead) {
+    it->second->peer_address.clear();
     peers_.erase(it);
     return nullptr;
   }
@@ -145,9 +146,9 @@ std::shared_ptr<Conn> TcpTransportImpl::find_peer(rocl_gid_t peer) {
 std::shared_ptr<Conn> TcpTransportImpl::connect_peer(rocl_gid_t peer,
                                                      std::string_view peer_address) {
   std::lock_guard connect_lock(connect_mu_);
-  if (auto c = find_peer(peer)) return c;
-  sockaddr_in a{};
   const std::string pa(peer_address);
+  if (auto c = find_peer(pa)) return c;  // connected meanwhile, or accepted from it
+  sockaddr_in a{};
   if (!parse_address(peer_address, &a)) {
     fail(ROCL_EPEER, "tcp: peer address '%s' is not tcp:<ipv4>:<port>", pa.c_str());
     return nullptr;
@@ -174,7 +175,8 @@ std::shared_ptr<Conn> TcpTransportImpl::connect_peer(rocl_gid_t peer,
     if (err != 0) return bail(std::string("unreachable: ") + std::strerror(err));
   }
   set_nodelay(fd);
-  tcp::Hello hello{tcp::kHelloMagic, tcp::kHandshakeVersion, env_.instance, 0};
+  tcp::Hello hello{tcp::kHelloMagic, tcp::kHandshakeVersion, env_.instance, {}};
+  address_.copy(hello.address, sizeof hello.address - 1);
   JobSecret::Challenge theirs{};
   if (!io_full(fd, &hello, sizeof hello, true, deadline) ||
       !io_full(fd, theirs.data(), theirs.size(), false, deadline)) {
@@ -211,18 +213,28 @@ std::shared_ptr<Conn> TcpTransportImpl::connect_peer(rocl_gid_t peer,
     return bail("refused: job secret proof did not verify");
   }
   auto c = std::make_shared<Conn>(next_conn_.fetch_add(1), fd, true, peer, who);
-  c->rx = Rx::kHeader;  // the acceptor sends back rendezvous replies only
+  c->rx = Rx::kHeader;
+  connects_.fetch_add(1);
+  std::shared_ptr<Conn> use = c;
   {
     std::lock_guard lock(mu_);
     all_.emplace(c.get(), c);
     conn_count_.store(all_.size());
-    peers_[peer] = c;
+    // The peer may have connected to us meanwhile, and we may have sent on
+    // its connection already: keep sending there (order), c carries the
+    // peer's messages only.
+    auto [it, fresh] = peers_.try_emplace(pa, c);
+    if (fresh) {
+      c->peer_address = pa;
+    } else {
+      use = it->second;
+    }
   }
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.ptr = c.get();
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
-  return c;
+  return use;
 }
 
 void TcpTransportImpl::accept_all() {
@@ -296,9 +308,10 @@ void TcpTransportImpl::drop(Conn *c) {
   if (it == all_.end()) return;
   graveyard_.push_back(it->second);
   close_conn(*c, true);
-  if (c->outgoing) {
-    auto p = peers_.find(c->peer);
+  if (!c->peer_address.empty()) {
+    auto p = peers_.find(c->peer_address);
     if (p != peers_.end() && p->second.get() == c) peers_.erase(p);
+    c->peer_address.clear();
   }
   all_.erase(it);
   conn_count_.store(all_.size());
@@ -310,6 +323,12 @@ Step TcpTransportImpl::rx_handshake(Conn &c) {
   if (n == 0) return Step::kIdle;
   if (n < 0) return to_step(refuse(c, "closed the connection during the handshake"));
   c.got += static_cast<std::size_t>(n);
+  // A stranger's bytes are refused on its first 4, not after 56.
+  if (c.rx == Rx::kHello && c.got >= 4 && c.got < want) {
+    std::uint32_t magic;
+    std::memcpy(&magic, c.buf.data(), 4);
+    if (magic != tcp::kHelloMagic) return to_step(on_hello(c));
+  }
   if (c.got < want) return Step::kMore;
   c.got = 0;
   return to_step(c.rx == Rx::kHello ? on_hello(c) : on_proof(c));
@@ -327,6 +346,13 @@ bool TcpTransportImpl::on_hello(Conn &c) {
   if (hello.version != tcp::kHandshakeVersion) {
     return refuse(c, "hello version " + std::to_string(hello.version) + " is not supported");
   }
+  const std::size_t alen = ::strnlen(hello.address, sizeof hello.address);
+  sockaddr_in ignored{};
+  if (alen == sizeof hello.address ||
+      (alen != 0 && !parse_address(std::string_view(hello.address, alen), &ignored))) {
+    return refuse(c, "hello address is not tcp:<ipv4>:<port>");
+  }
+  c.hello_address.assign(hello.address, alen);
   c.challenge = JobSecret::random_challenge();
   if (!io_full(c.fd, c.challenge.data(), c.challenge.size(), true,
                Clock::now() + std::chrono::milliseconds(100))) {
@@ -355,7 +381,18 @@ bool TcpTransportImpl::on_proof(Conn &c) {
     return refuse(c, "could not send the handshake answer");
   }
   c.rx = Rx::kHeader;
+  if (!c.hello_address.empty()) adopt(c, c.hello_address);
   return true;
+}
+
+// Driver: c, accepted and proved, becomes the connection we send on to the
+// peer listening at peer_address, unless we have one already (it keeps that
+// role: the order of what we sent on it).
+void TcpTransportImpl::adopt(Conn &c, const std::string &peer_address) {
+  std::lock_guard lock(mu_);
+  auto it = all_.find(&c);
+  if (it == all_.end()) return;
+  if (peers_.try_emplace(peer_address, it->second).second) c.peer_address = peer_address;
 }
 
 bool TcpTransportImpl::refuse(Conn &c, const std::string &why) {

@@ -89,10 +89,8 @@ class DrivingScope {
 inline constexpr int kMaxEvents = 64;
 // A connection's receive stage (Conn::stage): one recv() takes up to this
 // many bytes, so that the small frames already there (headers, payloads,
-// request bodies) cost no system call each. The side that connected only
-// ever reads 64-byte rendezvous replies: its stage is smaller.
+// request bodies) cost no system call each.
 inline constexpr std::size_t kStageBytes = std::size_t{64} << 10;
-inline constexpr std::size_t kReplyStageBytes = std::size_t{4} << 10;
 // Messages of at least this many bytes are "large" (Conn::direct): copying
 // one through the stage would cost more than the system call it saves, so
 // while they come, reads look ahead by one header only and each payload is
@@ -191,16 +189,19 @@ struct Conn {
   // Send side and epoll interest: guarded by mu.
   std::mutex mu;
   int fd;
-  const bool outgoing;
-  const rocl_gid_t peer;
-  const std::string peer_name;  // "127.0.0.1:PORT"
+  const bool outgoing;          // we connected (for sentences)
+  rocl_gid_t peer;              // peer context, once known (for sentences); guarded by mu
+  const std::string peer_name;  // "127.0.0.1:PORT" (the socket's, not the listening one)
+  // The peer's listening address, this connection's key in peers_ while we
+  // send on it ("" for neither); guarded by the transport's mu_.
+  std::string peer_address;
   bool dead = false;
   bool want_out = false;
   bool rx_paused = false;  // EPOLLIN removed: waiting for a block
   std::deque<OutMsg> q;
   std::uint64_t queued = 0;  // sum of q's costs
 
-  // Rendezvous, sender side (outgoing connections); guarded by mu. A slot is
+  // Rendezvous, sender side; guarded by mu. A slot is
   // taken by send() and freed when its data is written or it is dropped.
   RndvTable parked;                              // unrequested sends, by {id, cookie}
   std::unique_ptr<ParkedSend[]> slots;           // kMaxParkedMessages, made on first use
@@ -214,6 +215,7 @@ struct Conn {
   std::array<std::byte, 64> buf{};  // the handshake's messages
   std::size_t got = 0;              // bytes of buf read so far
   JobSecret::Challenge challenge{};
+  std::string hello_address;  // acceptor: the connector's listening address, from its Hello
   wire::MessageHeader h{};
   BlockHeader *rx_block = nullptr;  // message being received (state kLibrary)
   wire::MessageHeader first{};      // first frame of the message being received
@@ -296,7 +298,8 @@ class TcpTransportImpl final : public TcpTransport {
   void close_gracefully(Clock::time_point deadline);
 
   // ---- Connections (tcp_connect.cpp) ----------------------------------------
-  std::shared_ptr<Conn> find_peer(rocl_gid_t peer);
+  std::shared_ptr<Conn> find_peer(std::string_view peer_address);
+  void adopt(Conn &c, const std::string &peer_address);
   std::shared_ptr<Conn> connect_peer(rocl_gid_t peer, std::string_view peer_address);
   void accept_all();
   bool is_live(Conn *c);
@@ -396,12 +399,20 @@ class TcpTransportImpl final : public TcpTransport {
   std::atomic<std::uint64_t> next_conn_{1};  // Conn::id
 
   std::mutex connect_mu_;  // one handshake at a time
-  std::mutex mu_;          // all_, peers_
+  std::mutex mu_;          // all_, peers_, Conn::peer_address
   std::unordered_map<Conn *, std::shared_ptr<Conn>> all_;
   // all_.size(), read without mu_: with no connection, callers' progress()
   // has nothing to poll (the thread accepts) and returns at once.
   std::atomic<std::size_t> conn_count_{0};
-  std::unordered_map<rocl_gid_t, std::shared_ptr<Conn>> peers_;
+  // The connection we send on to each peer, by its listening address
+  // (looked up by string_view: no string made per send).
+  struct AddressHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  std::unordered_map<std::string, std::shared_ptr<Conn>, AddressHash, std::equal_to<>> peers_;
 
   // Driving. rx_mu_ is the receive lock: whoever holds it drives (polls
   // epoll with timeout 0 and handles), and the fields below it are its own.
@@ -420,7 +431,7 @@ class TcpTransportImpl final : public TcpTransport {
   std::condition_variable rndv_cv_;  // a Pull::state changed
   std::map<RndvKey, InRndv> rndv_in_;
 
-  std::atomic<std::uint64_t> refused_{0}, dropped_{0}, failed_sends_{0}, unknown_{0};
+  std::atomic<std::uint64_t> connects_{0}, refused_{0}, dropped_{0}, failed_sends_{0}, unknown_{0};
   std::atomic<std::uint64_t> paused_reads_{0}, send_waits_{0}, peak_queued_{0};
   std::atomic<std::uint64_t> thread_events_{0}, caller_events_{0};
   std::atomic<std::uint64_t> rndv_sends_{0}, rndv_waits_{0}, rndv_eager_{0}, peak_parked_{0};

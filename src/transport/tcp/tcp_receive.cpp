@@ -149,7 +149,7 @@ void TcpTransportImpl::consume(Conn &c, std::size_t n) {
 // c's stage, made on its first read after the handshake (a connection
 // refused there never costs one). False: no memory (logged: drop c).
 bool TcpTransportImpl::make_stage(Conn &c) {
-  const std::size_t cap = c.outgoing ? kReplyStageBytes : kStageBytes;
+  const std::size_t cap = kStageBytes;
   c.stage.reset(new (std::nothrow) std::byte[cap]);
   if (c.stage == nullptr) {
     return protocol_error("tcp: out of memory for the receive buffer of the connection from " +
@@ -281,24 +281,18 @@ Step TcpTransportImpl::rx_payload(Conn &c) {
   return Step::kMore;
 }
 
-// A header's kHeaderBytes bytes are at `header`: validate them into c.h. On
-// the side that connected only rendezvous replies may come (handled at once:
-// they carry no body). On the side that accepted: a rendezvous request reads
-// its body next; a message's first frame waits for its block (kNeedBlock),
-// unless it is the data of a registered pull, which goes into the pull's
-// block; a later fragment continues into the block.
+// A header's kHeaderBytes bytes are at `header`: validate them into c.h. A
+// rendezvous reply (for a message we parked on c) is handled at once: it
+// carries no body. A rendezvous request reads its body next; a message's first frame waits for its
+// block (kNeedBlock), unless it is the data of a registered pull, which goes into the pull's block;
+// a later fragment continues into the block.
 bool TcpTransportImpl::start_frame(Conn &c, const std::byte *header) {
   wire::MessageHeader &h = c.h;
   if (wire::decode_header(std::span<const std::byte>(header, kHeaderBytes), limits_, c.peer_name,
                           &h) != ROCL_OK) {
     return protocol_error(std::string("tcp: ") + last_error() + "; connection dropped");
   }
-  if (c.outgoing != (h.kind == wire::Kind::kRendezvousReply)) {
-    return protocol_error("tcp: frame from " + c.peer_name + ": kind " + wire::kind_name(h.kind) +
-                          " is not sent by the side that " +
-                          (c.outgoing ? "accepted" : "connected") + "; connection dropped");
-  }
-  if (c.outgoing) return on_reply(c);
+  if (h.kind == wire::Kind::kRendezvousReply) return on_reply(c);
   if (c.rx_block == nullptr) {
     if (h.fragment_offset != 0) {
       return protocol_error("tcp: frame from " + c.peer_name + ": fragment_offset " +

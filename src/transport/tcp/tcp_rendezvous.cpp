@@ -168,7 +168,7 @@ void TcpTransportImpl::fail_parked(Conn &c, bool count) {
   c.parked_bytes = 0;
 }
 
-// Driver, side that connected: a rendezvous reply's header (validated: no
+// Driver: a rendezvous reply's header (validated: no
 // body) is in c.h. Matches it with its parked send, checks that every field
 // answers that request, then queues the data (total_length = the length) or
 // releases the block (total_length 0: dropped by the receiver). False: drop
@@ -402,7 +402,6 @@ void TcpTransportImpl::finish_pull(Conn &c) {
 // c is closing (under c.mu): forgets the requests received on it; the pulls
 // waiting for their data fail.
 void TcpTransportImpl::fail_pulls(Conn &c) {
-  if (c.outgoing) return;
   bool woke = false;
   {
     std::lock_guard lock(rndv_mu_);

@@ -27,7 +27,7 @@ int TcpTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
       env_.rendezvous_threshold != 0 &&
       msg->length >= std::max(env_.rendezvous_threshold, sizeof(wire::RendezvousBody));
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::shared_ptr<Conn> c = find_peer(peer);
+    std::shared_ptr<Conn> c = find_peer(peer_address);
     if (c == nullptr) {
       try {
         c = connect_peer(peer, peer_address);
@@ -38,7 +38,8 @@ int TcpTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
       if (c == nullptr) return ROCL_EPEER;  // connect_peer said why
     }
     std::unique_lock lock(c->mu);
-    if (c->dead) continue;  // reconnect once
+    if (c->dead) continue;             // reconnect once
+    if (c->peer == 0) c->peer = peer;  // an accepted connection learns it here
     if (large) {
       // Rendezvous, unless the parking is full and waiting for it is not
       // allowed here (inside deliver on a driver, or by the options).

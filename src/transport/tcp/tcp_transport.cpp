@@ -161,6 +161,8 @@ void TcpTransportImpl::close_gracefully(Clock::time_point deadline) {
 
 tcp::Stats TcpTransportImpl::stats() const noexcept {
   tcp::Stats s;
+  s.open_connections = conn_count_.load();
+  s.connects = connects_.load();
   s.refused = refused_.load();
   s.dropped_connections = dropped_.load();
   s.failed_sends = failed_sends_.load();

@@ -199,6 +199,86 @@ TEST(TcpTransport, FourThreadsOnOneConnectionKeepTheirOrder) {
   }
 }
 
+// The acceptor answers on the connection its peer made: one connection
+// carries both directions (and each answer the TCP acknowledgement of the
+// message it answers), eager and rendezvous messages alike.
+TEST(TcpTransport, OneConnectionCarriesBothDirections) {
+  const JobSecret secret = JobSecret::generate();
+  constexpr std::size_t kLarge = 256 * 1024;
+  Node a(1, &secret, {}, 64 * 1024), b(2, &secret, {}, 64 * 1024);
+  ASSERT_TRUE(a.t && b.t);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 100, a.make(8, 0)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));
+  std::vector<std::uint64_t> to_a, to_b;
+  for (std::uint32_t i = 1; i <= 40; ++i) {
+    const std::size_t len = i % 4 == 0 ? kLarge : i;  // every 4th by rendezvous
+    Message *m = b.make(len, i);
+    to_a.push_back(checksum(m->data, m->length));
+    ASSERT_EQ(b.t->send(1, a.t->address(), i, m), ROCL_OK);
+    Message *r = a.make(len, i + 100);
+    to_b.push_back(checksum(r->data, r->length));
+    ASSERT_EQ(a.t->send(2, b.t->address(), i, r), ROCL_OK);
+  }
+  ASSERT_TRUE(a.sink.wait_for(40));
+  ASSERT_TRUE(b.sink.wait_for(41));
+  // (By destination: a stub pulled inside deliver lets the messages behind
+  // it be recorded first.)
+  std::vector<std::uint64_t> got_a(40), got_b(40);
+  for (const Arrival &x : a.sink.got) got_a.at(x.destination - 1) = x.sum;
+  for (std::size_t i = 1; i < b.sink.got.size(); ++i) {
+    got_b.at(b.sink.got[i].destination - 1) = b.sink.got[i].sum;
+  }
+  EXPECT_EQ(got_a, to_a);
+  EXPECT_EQ(got_b, to_b);
+  EXPECT_EQ(a.t->stats().connects, 1u);
+  EXPECT_EQ(b.t->stats().connects, 0u);
+  EXPECT_EQ(a.t->stats().open_connections, 1u);
+  EXPECT_EQ(b.t->stats().open_connections, 1u);
+  EXPECT_EQ(b.t->stats().rendezvous_sends, 10u);
+  EXPECT_EQ(a.t->stats().rendezvous_pulls, 10u);
+}
+
+// Both sides connect at once, from several threads each: every sender's
+// messages still arrive in its order, and at most one connection per side.
+TEST(TcpTransport, SimultaneousFirstSendsKeepEachSendersOrder) {
+  const JobSecret secret = JobSecret::generate();
+  for (int round = 0; round < 5; ++round) {
+    Node a(1, &secret), b(2, &secret);
+    ASSERT_TRUE(a.t && b.t);
+    constexpr int kThreads = 2, kEach = 500;
+    std::atomic<int> go{0};
+    std::vector<std::thread> senders;
+    for (int t = 0; t < kThreads; ++t) {
+      for (Node *from : {&a, &b}) {
+        Node *to = from == &a ? &b : &a;
+        senders.emplace_back([&, from, to, t] {
+          go.fetch_add(1);
+          while (go.load() < 2 * kThreads) {
+          }
+          for (int i = 0; i < kEach; ++i) {
+            // destination = thread + 1, first 4 bytes = sequence number
+            Message *m = from->make(16, static_cast<std::uint32_t>(i));
+            ASSERT_EQ(from->t->send(to == &a ? 1 : 2, to->t->address(), t + 1, m), ROCL_OK);
+          }
+        });
+      }
+    }
+    for (auto &th : senders) th.join();
+    ASSERT_TRUE(a.sink.wait_for(kThreads * kEach));
+    ASSERT_TRUE(b.sink.wait_for(kThreads * kEach));
+    for (Node *n : {&a, &b}) {
+      std::vector<std::uint32_t> next(kThreads, 0);
+      std::lock_guard lock(n->sink.mu);
+      for (const Arrival &x : n->sink.got) {
+        ASSERT_TRUE(x.destination >= 1 && x.destination <= static_cast<rocl_gid_t>(kThreads));
+        EXPECT_EQ(static_cast<std::uint32_t>(x.first8), next[x.destination - 1]++)
+            << "round " << round << ": thread " << x.destination << "'s messages out of order";
+      }
+      EXPECT_LE(n->t->stats().connects, 1u);
+    }
+  }
+}
+
 TEST(TcpTransport, PeerWithAnotherSecretIsRefusedOnBothSides) {
   const JobSecret s1 = JobSecret::generate(), s2 = JobSecret::generate();
   Node a(1, &s1), b(2, &s2);
@@ -260,7 +340,7 @@ bool closed_by_peer(int fd) {
 
 // Runs the connector's handshake by hand.
 bool raw_handshake(int fd, const JobSecret &secret) {
-  tcp::Hello hello{tcp::kHelloMagic, tcp::kHandshakeVersion, 99, 0};
+  tcp::Hello hello{tcp::kHelloMagic, tcp::kHandshakeVersion, 99, {}};
   if (::send(fd, &hello, sizeof hello, MSG_NOSIGNAL) != sizeof hello) return false;
   JobSecret::Challenge ch;
   if (!raw_read(fd, ch.data(), ch.size())) return false;
@@ -301,6 +381,18 @@ TEST(TcpTransport, GarbageBeforeTheHandshakeIsDropped) {
   ::close(fd);
   EXPECT_TRUE(b.log.has("refused: hello magic"));
   EXPECT_EQ(b.sink.count(), 0u);
+}
+
+TEST(TcpTransport, HelloWithABadAddressIsRefused) {
+  const JobSecret secret = JobSecret::generate();
+  Node b(2, &secret);
+  const int fd = raw_connect(*b.t);
+  tcp::Hello hello{tcp::kHelloMagic, tcp::kHandshakeVersion, 99, {}};
+  std::strcpy(hello.address, "tcp:nowhere");
+  ASSERT_EQ(::send(fd, &hello, sizeof hello, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof hello));
+  EXPECT_TRUE(b.log.has("hello address is not tcp:<ipv4>:<port>"));
+  EXPECT_TRUE(closed_by_peer(fd));  // without a challenge
+  ::close(fd);
 }
 
 TEST(TcpTransport, BadFramesAfterAGoodHandshakeDropOnlyThatConnection) {
@@ -1151,8 +1243,8 @@ TEST(TcpRendezvous, BadRendezvousFramesDropTheConnection) {
     raw_request(fd, 100000, 11);
     raw_request(fd, 100000, 11);
   });
-  // Replies only go to the side that connected.
-  expect_dropped("kind rendezvous reply is not sent by the side that connected", [](int fd) {
+  // A reply for nothing we parked on that connection.
+  expect_dropped("names no rendezvous request waiting on this connection", [](int fd) {
     wire::MessageHeader h = good_header(0);
     h.kind = wire::Kind::kRendezvousReply;
     h.total_length = 100;
