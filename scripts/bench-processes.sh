@@ -210,6 +210,41 @@ collect() { # $1 round, $2 config, $3 file
     }' "$3" >>"$raw"
 }
 
+# ---- the VM's phases --------------------------------------------------------------
+# This VM moves between phases every few seconds, in which a cache line
+# crosses between the two cpus in ~0.033 us, ~0.085 us or ~0.35 us (the
+# host places the vCPUs on sibling threads, on two cores, or apart); every
+# configuration, MPI's as much as rocl's, follows (8 B ping-pong, rocl and
+# MPICH alike: ~0.2 us in the middle phase, ~0.65 us in the slow one), so a
+# comparison is fair only between runs made in the same phase. probe: the
+# one-way time of a bare two-thread ring ping-pong (rocl-bench
+# anchor-spsc), in us. The target phase is the median of 5 probes at the
+# start; each run starts once a probe is within 1.4x of it (waiting up to
+# 60 s), and a run after which the probe is not is made again (twice at
+# most). Every probe goes to phases.txt; a run's line shows its probes.
+probe() {
+  "$bench" anchor-spsc --reps 1 --time 0.05 --csv /dev/null 2>/dev/null |
+    awk '$1 == "anchor-spsc" { print $4; exit }'
+}
+target=""
+in_phase() { # $1 probe
+  [ -n "$1" ] && [ -n "$target" ] &&
+    awk -v p="$1" -v t="$target" 'BEGIN { exit !(p <= 1.4 * t && p >= t / 1.4) }'
+}
+wait_phase() { # sets pre
+  local waited=0
+  pre=$(probe)
+  while ! in_phase "$pre" && [ $waited -lt 60 ]; do
+    printf '%s other phase %s (target %s)\n' "$(date +%T)" "$pre" "$target" >>"$logs/phases.txt"
+    sleep 1
+    waited=$((waited + 1))
+    pre=$(probe)
+  done
+  printf '%s before %s (target %s)\n' "$(date +%T)" "$pre" "$target" >>"$logs/phases.txt"
+}
+target=$(for ((i = 0; i < 5; ++i)); do probe; done | sort -g | sed -n 3p)
+say "   probe (anchor-spsc one-way): target phase ${target:-n/a} us (median of 5); runs wait for it"
+
 say "== $rounds round(s) of ${configs[*]}"
 say "   latency sizes $lat_sizes; bandwidth sizes $bw_sizes; $reps rep(s) of ~$seconds s per point"
 say "   load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -223,13 +258,23 @@ for ((round = 1; round <= rounds; ++round)); do
     command_of "$config" "$rows"
     printf '   round %d %-10s ' "$round" "$config"
     t0=$SECONDS
-    timeout --kill-after=10 "$run_limit" "${cmd[@]}" >"$log" 2>&1
-    status=$?
+    redone=0
+    for ((attempt = 0; attempt < 3; ++attempt)); do
+      [ $attempt -gt 0 ] && redone=$attempt
+      wait_phase
+      rm -f "$rows"
+      timeout --kill-after=10 "$run_limit" "${cmd[@]}" >"$log" 2>&1
+      status=$?
+      post=$(probe)
+      printf '%s after %s %s round %d\n' "$(date +%T)" "$post" "$config" "$round" >>"$logs/phases.txt"
+      [ $status = 0 ] && ! in_phase "$post" || break
+    done
     [ "$config" = rocl-shm ] || [ "$config" = rocl-tcp ] || cp "$log" "$rows"
     before=$(wc -l <"$raw")
     [ -f "$rows" ] && collect "$round" "$config" "$rows"
     got=$(($(wc -l <"$raw") - before))
-    printf '%3d s  %2d points' $((SECONDS - t0)) "$got"
+    printf '%3d s  %2d points  probe %s/%s us' $((SECONDS - t0)) "$got" "${pre:-?}" "${post:-?}"
+    [ $redone -gt 0 ] && printf ' (redone %d time(s): the phase changed)' "$redone"
     if [ $status != 0 ] || [ "$got" = 0 ]; then
       if [ $status = 124 ] || [ $status = 137 ]; then
         why="timed out after $run_limit s"
