@@ -222,6 +222,10 @@ collect() { # $1 round, $2 config, $3 file
 # start; each run starts once a probe is within 1.4x of it (waiting up to
 # 60 s), and a run after which the probe is not is made again (twice at
 # most). Every probe goes to phases.txt; a run's line shows its probes.
+# Besides, a whole run (rocl's and MPI's alike, e.g. vader 1 KiB 0.25 or
+# 0.96 us, MPICH 8 B 0.19 or 0.70 us) may land in a slow mode the probe
+# does not see (another process's memory, placed elsewhere by the host?):
+# hence several rounds, and the median and the best round.
 probe() {
   "$bench" anchor-spsc --reps 1 --time 0.05 --csv /dev/null 2>/dev/null |
     awk '$1 == "anchor-spsc" { print $4; exit }'

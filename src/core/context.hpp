@@ -71,6 +71,7 @@ class Context final : public MessageSink {
   int prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept;
   void undo_outgoing(Outgoing &out) noexcept;
   int route(rocl_gid_t dgid, Message *msg) noexcept;
+  bool routed_elsewhere(rocl_gid_t dgid) const noexcept;
   int route_remote(rocl_gid_t dgid, Message *msg) noexcept;
   int resolve(rocl_gid_t dgid, Route *route) noexcept;
   int finish_receive(Envelope *msg, rocl_status_t *status) noexcept;

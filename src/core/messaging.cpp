@@ -93,8 +93,19 @@ void Context::undo_outgoing(Outgoing &out) noexcept {
   }
 }
 
+bool Context::routed_elsewhere(rocl_gid_t dgid) const noexcept {
+  Route cached;
+  const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
+  return routes_.lookup(dgid, epoch, &cached) == RouteCache::Lookup::kHit && cached.context != gid_;
+}
+
 int Context::route(rocl_gid_t dgid, Message *msg) noexcept {
-  if (inproc_ != nullptr) {
+  // A destination with a current route to another context is not in our
+  // table (a gid names one resource for good; a removal anywhere makes the
+  // route stale): skip the local hand-off, whose misses cost two table
+  // lookups and the registration lock, each twice (a fair share of a small
+  // message's send between processes).
+  if (inproc_ != nullptr && !routed_elsewhere(dgid)) {
     int rc = inproc_->send(gid_, inproc_address_, dgid, msg);
     if (rc != ROCL_EBADGID) return rc;
     // Not (yet) in the table: a registration may be between the directory

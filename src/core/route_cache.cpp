@@ -16,12 +16,18 @@ RouteCache::Lookup RouteCache::lookup(rocl_gid_t gid, std::uint64_t epoch, Route
   // the lookup then takes effect at this load.
   if (last.cache == id_ && last.gid == gid &&
       last.generation == generation_.load(std::memory_order_acquire)) {
+    if (last.miss) return Lookup::kMiss;
     *out = last.entry.route;
     return last.entry.epoch == epoch ? Lookup::kHit : Lookup::kStale;
   }
   std::shared_lock lock(mutex_);
   auto it = routes_.find(gid);
-  if (it == routes_.end()) return Lookup::kMiss;
+  if (it == routes_.end()) {
+    // Remembered too: a thread sending to a resource of its own process
+    // asks on every send whether it is routed elsewhere (Context::route).
+    last = Last{id_, gid, generation_.load(std::memory_order_relaxed), Entry{}, true};
+    return Lookup::kMiss;
+  }
   last = Last{id_, gid, generation_.load(std::memory_order_relaxed), it->second};
   *out = it->second.route;
   return it->second.epoch == epoch ? Lookup::kHit : Lookup::kStale;

@@ -79,6 +79,7 @@ class RouteCache {
     rocl_gid_t gid = ROCL_NULL_GID;
     std::uint64_t generation = 0;
     Entry entry;
+    bool miss = false;  // gid was not cached (the entry is empty)
   };
   static std::uint64_t next_id() noexcept;
   void bump() noexcept { generation_.fetch_add(1, std::memory_order_release); }

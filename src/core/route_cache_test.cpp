@@ -45,7 +45,12 @@ TEST(RouteCache, ARepeatedLookupSeesEveryChange) {
   EXPECT_EQ(out.context, 0x11u);
   std::thread([&] { cache.forget_context(0x11); }).join();
   EXPECT_EQ(cache.lookup(1, 2, &out), RouteCache::Lookup::kMiss);
-  cache.store(1, r, 3);
+  EXPECT_EQ(cache.lookup(1, 2, &out), RouteCache::Lookup::kMiss);  // a remembered miss
+  std::thread([&] { cache.store(1, r, 3); }).join();
+  ASSERT_TRUE(cache.find(1, 3, &out)) << "a remembered miss hid a route stored since";
+  EXPECT_FALSE(cache.find(2, 3, &out));
+  EXPECT_FALSE(cache.find(2, 3, &out));
+  ASSERT_TRUE(cache.find(1, 3, &out));
   ASSERT_TRUE(cache.find(1, 3, &out));
   std::thread([&] { cache.forget(1); }).join();
   EXPECT_EQ(cache.lookup(1, 3, &out), RouteCache::Lookup::kMiss);
