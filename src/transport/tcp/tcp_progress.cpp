@@ -45,9 +45,11 @@ void TcpTransportImpl::poll_begin() noexcept {
 }
 
 void TcpTransportImpl::poll_end(bool will_sleep) noexcept {
-  // Lazy hand-back: what already arrived is handled now rather than after
-  // the thread's next park timeout (kParkMs).
-  if (!will_sleep) progress();
+  // Lazy hand-back (the caller got what it waited for): no poll here. The
+  // thread resumes within kParkMs, as it would for bytes arriving a moment
+  // later; a last poll caught only what came in the last few hundred
+  // nanoseconds, and cost an epoll_wait between each receive and the send
+  // that answers it (a ping-pong's critical path).
   // Prompt hand-back: the last poller wakes the thread, which then polls
   // every descriptor (level-triggered: nothing ready is missed).
   if (pollers_.fetch_sub(1) == 1 && will_sleep) futex_wake_all(pollers_);
