@@ -184,10 +184,12 @@ void ShmTransportImpl::poison(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const st
                               bool refusal) {
   s.state = RxSlot::kPoisoned;
   drop_partial(s);
-  ctl->verdict.store(kRefused, std::memory_order_release);
+  // Counted and said before the verdict is published: a sender that sees
+  // it (and fails its send) finds both already there.
   (refusal ? refused_ : poisoned_).fetch_add(1);
   log("shm: slot " + std::to_string(i) + " (pid " + std::to_string(s.pid) + ") " +
       (refusal ? "refused: " : "dropped: ") + why);
+  ctl->verdict.store(kRefused, std::memory_order_release);
 }
 
 void ShmTransportImpl::drop_partial(RxSlot &s) {
