@@ -29,6 +29,7 @@
 #include "directory/dir_protocol.hpp"
 #include "directory/remote_directory.hpp"
 #include "status/status.hpp"
+#include "testing/fd_test_util.hpp"
 
 namespace rocl::impl {
 namespace {
@@ -61,18 +62,7 @@ int raw_connect(const std::string &path) {
   return fd;
 }
 
-bool read_exact(int fd, void *p, std::size_t n) {
-  auto *b = static_cast<char *>(p);
-  while (n > 0) {
-    const ssize_t r = read(fd, b, n);
-    if (r <= 0) {
-      return false;
-    }
-    b += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
+using rocl::testing::read_exactly;
 
 // Reads messages until EOF; true if the server closed the connection.
 bool server_hangs_up(int fd) {
@@ -91,7 +81,7 @@ bool server_hangs_up(int fd) {
 // Reads HELLO and answers a correct PROVE (and reads its reply).
 bool raw_prove(int fd, const JobSecret &secret) {
   std::byte hello[dirproto::kHeaderBytes + dirproto::kChallengeBytes];
-  if (!read_exact(fd, hello, sizeof hello)) {
+  if (!read_exactly(fd, hello, sizeof hello)) {
     return false;
   }
   const auto proof = secret.prove(
@@ -103,7 +93,7 @@ bool raw_prove(int fd, const JobSecret &secret) {
     return false;
   }
   std::byte reply[dirproto::kHeaderBytes + dirproto::kProofBytes];
-  return read_exact(fd, reply, sizeof reply);
+  return read_exactly(fd, reply, sizeof reply);
 }
 
 class ServerTest : public ::testing::Test {
@@ -282,7 +272,7 @@ TEST_F(ServerTest, GarbageIsDroppedOthersKeepWorking) {
   // 4. A request without PROVE: refused.
   fd = raw_connect(path_);
   std::byte hello[64];
-  ASSERT_TRUE(read_exact(fd, hello, sizeof hello));
+  ASSERT_TRUE(read_exactly(fd, hello, sizeof hello));
   msg = dirproto::encode_message(dirproto::Op::kRemoveContext, 0, ctx, 0, {});
   ASSERT_EQ(write(fd, msg.data(), msg.size()), static_cast<ssize_t>(msg.size()));
   EXPECT_TRUE(server_hangs_up(fd));
@@ -315,7 +305,7 @@ TEST_F(ServerTest, EpochPageComesWithTheHandshakeReadOnly) {
   const int fd = raw_connect(path_);
   ASSERT_GE(fd, 0);
   std::byte hello[dirproto::kHeaderBytes + dirproto::kChallengeBytes];
-  ASSERT_TRUE(read_exact(fd, hello, sizeof hello));
+  ASSERT_TRUE(read_exactly(fd, hello, sizeof hello));
   const auto proof = secret_.prove(
       dirproto::kProveLabel, std::span(reinterpret_cast<const std::uint8_t *>(hello) + 32, 32));
   std::vector<std::byte> body(64);
@@ -378,13 +368,13 @@ TEST_F(ServerTest, EpochPageComesWithTheHandshakeReadOnly) {
   msg = dirproto::encode_message(dirproto::Op::kRegister, 0, ROCL_NULL_GID, 0, l.bytes());
   ASSERT_EQ(write(fd, msg.data(), msg.size()), static_cast<ssize_t>(msg.size()));
   std::byte head[dirproto::kHeaderBytes];
-  ASSERT_TRUE(read_exact(fd, head, sizeof head));
+  ASSERT_TRUE(read_exactly(fd, head, sizeof head));
   ASSERT_EQ(dirproto::decode_header(head, &h, &what), ROCL_OK) << what;
   ASSERT_EQ(h.status, ROCL_OK);
   EXPECT_EQ(counter->load(), e0);
   msg = dirproto::encode_message(dirproto::Op::kRemove, 0, h.gid, 0, {});
   ASSERT_EQ(write(fd, msg.data(), msg.size()), static_cast<ssize_t>(msg.size()));
-  ASSERT_TRUE(read_exact(fd, head, sizeof head));
+  ASSERT_TRUE(read_exactly(fd, head, sizeof head));
   ASSERT_EQ(dirproto::decode_header(head, &h, &what), ROCL_OK) << what;
   ASSERT_EQ(h.status, ROCL_OK);
   EXPECT_EQ(counter->load(std::memory_order_acquire), e0 + 1);
@@ -398,7 +388,7 @@ TEST_F(ServerTest, AnotherProtocolVersionIsNamed) {
   const int fd = raw_connect(path_);
   ASSERT_GE(fd, 0);
   std::byte hello[dirproto::kHeaderBytes + dirproto::kChallengeBytes];
-  ASSERT_TRUE(read_exact(fd, hello, sizeof hello));
+  ASSERT_TRUE(read_exactly(fd, hello, sizeof hello));
   auto msg = dirproto::encode_message(dirproto::Op::kProve, 0, 0, 0, std::vector<std::byte>(64));
   msg[4] = std::byte{1};  // version 1: before the removal epoch
   ASSERT_EQ(write(fd, msg.data(), msg.size()), static_cast<ssize_t>(msg.size()));

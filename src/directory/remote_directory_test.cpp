@@ -24,9 +24,12 @@
 #include "directory/dir_protocol.hpp"
 #include "directory/directory_server.hpp"
 #include "status/status.hpp"
+#include "testing/fd_test_util.hpp"
 
 namespace rocl::impl {
 namespace {
+
+using rocl::testing::read_exactly;
 
 std::string value_of(const AttrList &l, std::string_view name) {
   std::size_t len = 0;
@@ -430,17 +433,6 @@ class FakeServer {
       }
       close(fd);
     });
-  }
-  static bool read_exactly(int fd, std::byte *p, std::size_t n) {
-    while (n > 0) {
-      const ssize_t r = read(fd, p, n);
-      if (r <= 0) {
-        return false;
-      }
-      p += r;
-      n -= static_cast<std::size_t>(r);
-    }
-    return true;
   }
   std::atomic<std::uint64_t> last_aux_{0};  // aux of the request answered
   ~FakeServer() {

@@ -25,6 +25,7 @@
 #include "buffer/buffer_pool.hpp"
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
+#include "testing/fd_test_util.hpp"
 #include "wire/message_header.hpp"
 #include "wire/validate.hpp"
 
@@ -320,16 +321,7 @@ int raw_connect(const Transport &t) {
   return fd;
 }
 
-bool raw_read(int fd, void *p, std::size_t n) {
-  auto *b = static_cast<std::uint8_t *>(p);
-  while (n > 0) {
-    const ssize_t r = ::recv(fd, b, n, 0);
-    if (r <= 0) return false;
-    b += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
+using rocl::testing::read_exactly;
 
 // Whether the other side closed fd (EOF) within 3 s.
 bool closed_by_peer(int fd) {
@@ -343,7 +335,7 @@ bool raw_handshake(int fd, const JobSecret &secret) {
   tcp::Hello hello{tcp::kHelloMagic, tcp::kHandshakeVersion, 99, {}};
   if (::send(fd, &hello, sizeof hello, MSG_NOSIGNAL) != sizeof hello) return false;
   JobSecret::Challenge ch;
-  if (!raw_read(fd, ch.data(), ch.size())) return false;
+  if (!read_exactly(fd, ch.data(), ch.size())) return false;
   const auto proof = secret.prove(tcp::kConnectLabel, ch);
   const auto mine = JobSecret::random_challenge();
   std::uint8_t answer[64];
@@ -351,7 +343,7 @@ bool raw_handshake(int fd, const JobSecret &secret) {
   std::memcpy(answer + 32, mine.data(), 32);
   if (::send(fd, answer, 64, MSG_NOSIGNAL) != 64) return false;
   std::uint8_t verdict[33];
-  if (!raw_read(fd, verdict, 33) || verdict[0] != 0) return false;
+  if (!read_exactly(fd, verdict, 33) || verdict[0] != 0) return false;
   JobSecret::Digest theirs;
   std::memcpy(theirs.data(), verdict + 1, 32);
   return secret.verify(tcp::kAcceptLabel, mine, theirs);
@@ -1163,7 +1155,7 @@ TEST(TcpRendezvous, PullGetsEpeerNamingThePeerWhenItDiesMidway) {
   });
   // The pull asks for the data with a reply naming the request.
   wire::MessageHeader r{};
-  ASSERT_TRUE(raw_read(fd, &r, sizeof r));
+  ASSERT_TRUE(read_exactly(fd, &r, sizeof r));
   EXPECT_EQ(r.kind, wire::Kind::kRendezvousReply);
   EXPECT_EQ(r.message_id, kCookie);
   EXPECT_EQ(r.total_length, kLen);
@@ -1287,8 +1279,8 @@ struct RawAcceptor {
     tcp::Hello hello{};
     const auto mine = JobSecret::random_challenge();
     std::uint8_t answer[64];
-    if (!raw_read(fd, &hello, sizeof hello) || hello.magic != tcp::kHelloMagic ||
-        ::send(fd, mine.data(), mine.size(), MSG_NOSIGNAL) != 32 || !raw_read(fd, answer, 64)) {
+    if (!read_exactly(fd, &hello, sizeof hello) || hello.magic != tcp::kHelloMagic ||
+        ::send(fd, mine.data(), mine.size(), MSG_NOSIGNAL) != 32 || !read_exactly(fd, answer, 64)) {
       ::close(fd);
       return -1;
     }
@@ -1317,7 +1309,7 @@ struct RawAcceptor {
     acceptor.join();
     EXPECT_EQ(rc, ROCL_OK) << last_error();
     if (fd < 0 || rc != ROCL_OK) return -1;
-    if (!raw_read(fd, req, sizeof *req) || !raw_read(fd, body, sizeof *body)) return -1;
+    if (!read_exactly(fd, req, sizeof *req) || !read_exactly(fd, body, sizeof *body)) return -1;
     return fd;
   }
 };
@@ -1393,12 +1385,12 @@ TEST(TcpRendezvous, TheSenderChecksEveryReply) {
   Message *m = a.make(100000, 4);
   const std::uint64_t sum = checksum(m->data, m->length);
   ASSERT_EQ(a.t->send(9, peer.address, 5, m), ROCL_OK);
-  ASSERT_TRUE(raw_read(fd, &req, sizeof req));
-  ASSERT_TRUE(raw_read(fd, &body, sizeof body));
+  ASSERT_TRUE(read_exactly(fd, &req, sizeof req));
+  ASSERT_TRUE(read_exactly(fd, &body, sizeof body));
   const wire::MessageHeader go = reply_to(req, 100000);
   ASSERT_EQ(::send(fd, &go, sizeof go, MSG_NOSIGNAL), 64);
   wire::MessageHeader d{};
-  ASSERT_TRUE(raw_read(fd, &d, sizeof d));
+  ASSERT_TRUE(read_exactly(fd, &d, sizeof d));
   EXPECT_EQ(wire::validate_header(d, wire::Limits{}, "test"), ROCL_OK) << last_error();
   EXPECT_EQ(d.kind, wire::Kind::kFragment);
   EXPECT_EQ(d.message_id, body.cookie);
@@ -1406,7 +1398,7 @@ TEST(TcpRendezvous, TheSenderChecksEveryReply) {
   EXPECT_EQ(d.fragment_offset, 0u);
   ASSERT_EQ(d.fragment_length, 100000u);
   std::vector<std::uint8_t> data(100000);
-  ASSERT_TRUE(raw_read(fd, data.data(), data.size()));
+  ASSERT_TRUE(read_exactly(fd, data.data(), data.size()));
   EXPECT_EQ(checksum(data.data(), data.size()), sum);
   EXPECT_TRUE(pool_back_to(a.pool, baseline));
   ::close(fd);
