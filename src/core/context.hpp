@@ -71,8 +71,8 @@ class Context final : public MessageSink {
   int prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept;
   void undo_outgoing(Outgoing &out) noexcept;
   int route(rocl_gid_t dgid, Message *msg) noexcept;
-  bool routed_elsewhere(rocl_gid_t dgid) const noexcept;
-  int route_remote(rocl_gid_t dgid, Message *msg) noexcept;
+  int route_remote(rocl_gid_t dgid, Message *msg, std::uint64_t epoch, RouteCache::Lookup found,
+                   Route route) noexcept;
   int resolve(rocl_gid_t dgid, Route *route) noexcept;
   int finish_receive(Envelope *msg, rocl_status_t *status) noexcept;
   int pull_if_rendezvous(Envelope **msg) noexcept;

@@ -93,19 +93,21 @@ void Context::undo_outgoing(Outgoing &out) noexcept {
   }
 }
 
-bool Context::routed_elsewhere(rocl_gid_t dgid) const noexcept {
-  Route cached;
-  const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
-  return routes_.lookup(dgid, epoch, &cached) == RouteCache::Lookup::kHit && cached.context != gid_;
-}
-
 int Context::route(rocl_gid_t dgid, Message *msg) noexcept {
+  // A route cached before the directory's latest removal (the removal epoch,
+  // one load of a line that changes only on removals) is not trusted: the
+  // resource may be the one deleted, so rocl_delete's "later sends fail with
+  // ROCL_EBADGID" holds across processes too. Read before asking again.
+  const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
+  Route cached;
+  const RouteCache::Lookup found = routes_.lookup(dgid, epoch, &cached);
   // A destination with a current route to another context is not in our
   // table (a gid names one resource for good; a removal anywhere makes the
   // route stale): skip the local hand-off, whose misses cost two table
   // lookups and the registration lock, each twice (a fair share of a small
   // message's send between processes).
-  if (inproc_ != nullptr && !routed_elsewhere(dgid)) {
+  const bool elsewhere = found == RouteCache::Lookup::kHit && cached.context != gid_;
+  if (inproc_ != nullptr && !elsewhere) {
     int rc = inproc_->send(gid_, inproc_address_, dgid, msg);
     if (rc != ROCL_EBADGID) return rc;
     // Not (yet) in the table: a registration may be between the directory
@@ -114,7 +116,7 @@ int Context::route(rocl_gid_t dgid, Message *msg) noexcept {
     rc = inproc_->send(gid_, inproc_address_, dgid, msg);
     if (rc != ROCL_EBADGID) return rc;
   }
-  return route_remote(dgid, msg);
+  return route_remote(dgid, msg, epoch, found, cached);
 }
 
 int Context::resolve(rocl_gid_t dgid, Route *route) noexcept {
@@ -164,14 +166,9 @@ int Context::resolve(rocl_gid_t dgid, Route *route) noexcept {
               ull(dgid), ull(route->context), options_.transports.c_str());
 }
 
-int Context::route_remote(rocl_gid_t dgid, Message *msg) noexcept {
-  // A route cached before the directory's latest removal (the removal epoch,
-  // one load of a line that changes only on removals) is not trusted: the
-  // resource may be the one deleted, so rocl_delete's "later sends fail with
-  // ROCL_EBADGID" holds across processes too. Read before asking again.
-  const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
-  Route route;
-  RouteCache::Lookup found = routes_.lookup(dgid, epoch, &route);
+// `found` and `route`: route()'s lookup of dgid at removal epoch `epoch`.
+int Context::route_remote(rocl_gid_t dgid, Message *msg, std::uint64_t epoch,
+                          RouteCache::Lookup found, Route route) noexcept {
   if (found == RouteCache::Lookup::kStale) {
     switch (recheck(*directory_, dgid, route.context)) {
       case Recheck::kSame:  // still there: the same route, under the new epoch

@@ -143,12 +143,10 @@ int ShmTransportImpl::wait_space(Conn &c, std::uint64_t need) {
   // Spin first, for ROCL_SPIN_US: a receiver that drains the ring frees a
   // fragment's worth in tens of microseconds, while a sleep lasts 50-80 us
   // on a VM whatever it asks for; sleeping after a few hundred spins
-  // halved a stream's throughput whenever the ring filled. Then sleep,
-  // backing off.
-  // While the receiver keeps consuming (its tail moves), the spin starts
-  // over: a receiver slowed down (a slow phase of the VM) then costs a
-  // stream its slowdown, not a sleep per ring's worth (1 MiB ping-pong
-  // 38 us became 440 us, sleeps doubling up to a millisecond).
+  // halved a stream's throughput whenever the ring filled. The spin starts
+  // over whenever the receiver's tail moves, so that a receiver slowed
+  // down (a slow phase of the VM) costs a stream its slowdown, not a sleep
+  // per ring's worth. Then sleep, backing off.
   int spins = 0;
   int sleep_us = 20;
   const auto spin_for = std::chrono::microseconds(env_.spin_us);

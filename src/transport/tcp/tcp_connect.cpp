@@ -212,7 +212,7 @@ std::shared_ptr<Conn> TcpTransportImpl::connect_peer(rocl_gid_t peer,
     log("tcp: peer " + who + " refused: job secret proof did not verify");
     return bail("refused: job secret proof did not verify");
   }
-  auto c = std::make_shared<Conn>(next_conn_.fetch_add(1), fd, true, peer, who);
+  auto c = std::make_shared<Conn>(next_conn_.fetch_add(1), fd, peer, who);
   c->rx = Rx::kHeader;
   connects_.fetch_add(1);
   std::shared_ptr<Conn> use = c;
@@ -245,7 +245,7 @@ void TcpTransportImpl::accept_all() {
                              SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
     set_nodelay(fd);
-    auto c = std::make_shared<Conn>(next_conn_.fetch_add(1), fd, false, 0, sockaddr_name(a));
+    auto c = std::make_shared<Conn>(next_conn_.fetch_add(1), fd, 0, sockaddr_name(a));
     {
       std::lock_guard lock(mu_);
       all_.emplace(c.get(), c);

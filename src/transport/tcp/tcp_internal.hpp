@@ -181,15 +181,14 @@ enum class Step { kMore, kIdle, kDrop };
 enum class Take { kGot, kWait, kNever };
 
 struct Conn {
-  Conn(std::uint64_t i, int f, bool out, rocl_gid_t p, std::string name)
-      : id(i), fd(f), outgoing(out), peer(p), peer_name(std::move(name)) {}
+  Conn(std::uint64_t i, int f, rocl_gid_t p, std::string name)
+      : id(i), fd(f), peer(p), peer_name(std::move(name)) {}
 
   const std::uint64_t id;  // unique in this transport, never reused (RndvKey::conn)
 
   // Send side and epoll interest: guarded by mu.
   std::mutex mu;
   int fd;
-  const bool outgoing;          // we connected (for sentences)
   rocl_gid_t peer;              // peer context, once known (for sentences); guarded by mu
   const std::string peer_name;  // "127.0.0.1:PORT" (the socket's, not the listening one)
   // The peer's listening address, this connection's key in peers_ while we
