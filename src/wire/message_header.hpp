@@ -4,6 +4,7 @@
 // Layout and validation rules: docs/protocol.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace rocl::wire {
@@ -16,6 +17,7 @@ enum class Kind : std::uint8_t {
   kFragment = 2,  // one piece of a striped/fragmented message
   kRendezvousRequest = 3,
   kRendezvousReply = 4,
+  kShort = 5,  // only in a ShortHeader: a whole message in one frame
 };
 
 // A rendezvous request carries, after its header, a body of this many bytes
@@ -45,5 +47,25 @@ struct MessageHeader {
   std::uint32_t reserved;
 };
 static_assert(sizeof(MessageHeader) == 64);
+
+// 32 bytes: the header of a message that travels whole in one frame, for
+// transports that want small messages small (shm: a message of up to 24
+// bytes and its header fill one cache line with the frame's seal). It
+// starts as MessageHeader does, so the kind byte (offset 3) tells the two
+// apart; decode_frame_header reads either.
+struct ShortHeader {
+  std::uint16_t magic;
+  std::uint8_t version;
+  Kind kind;             // kShort
+  std::uint32_t length;  // payload bytes after the header
+  std::uint64_t source;  // origin resource gid
+  std::uint64_t destination;
+  std::int32_t tag;  // >= 0
+  std::uint32_t domain;
+};
+static_assert(sizeof(ShortHeader) == 32);
+
+// Byte offset of `kind` in both headers.
+inline constexpr std::size_t kKindOffset = 3;
 
 }  // namespace rocl::wire

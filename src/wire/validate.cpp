@@ -38,6 +38,8 @@ const char *kind_name(Kind k) noexcept {
       return "rendezvous request";
     case Kind::kRendezvousReply:
       return "rendezvous reply";
+    case Kind::kShort:
+      return "short";
   }
   return "unknown";
 }
@@ -62,6 +64,9 @@ int validate_header(const MessageHeader &h, const Limits &limits, std::string_vi
                 unsigned{h.version}, unsigned{kVersion});
   }
   const auto kind = static_cast<std::uint8_t>(h.kind);
+  if (h.kind == Kind::kShort) {
+    return fail(ROCL_EPEER, "frame from %.*s: kind 5 (short) in a 64-byte header", pl, p);
+  }
   if (kind < static_cast<std::uint8_t>(Kind::kEager) ||
       kind > static_cast<std::uint8_t>(Kind::kRendezvousReply)) {
     return fail(ROCL_EPEER, "frame from %.*s: kind %u is unknown", pl, p, unsigned{kind});
@@ -144,6 +149,69 @@ int decode_header(std::span<const std::byte> bytes, const Limits &limits, std::s
                 peer_len(peer), peer_ptr(peer), bytes.size(), sizeof(MessageHeader));
   }
   return validate_header(*out, limits, peer);
+}
+
+namespace {
+
+// The rules of a short header (docs/protocol.md "Short headers").
+int validate_short(const ShortHeader &h, const Limits &limits, std::string_view peer) {
+  const int pl = peer_len(peer);
+  const char *p = peer_ptr(peer);
+  if (h.magic != kMagic) {
+    return fail(ROCL_EPEER, "frame from %.*s: magic 0x%04x is not 0x%04x", pl, p, unsigned{h.magic},
+                unsigned{kMagic});
+  }
+  if (h.version != kVersion) {
+    return fail(ROCL_EPEER, "frame from %.*s: version %u is not supported (expected %u)", pl, p,
+                unsigned{h.version}, unsigned{kVersion});
+  }
+  if (h.source == 0 || h.source == kAllOnes) {
+    return fail(ROCL_EPEER, "frame from %.*s: source 0x%016" PRIx64 " is not a resource gid", pl, p,
+                h.source);
+  }
+  if (h.destination == 0 || h.destination == kAllOnes) {
+    return fail(ROCL_EPEER, "frame from %.*s: destination 0x%016" PRIx64 " is not a resource gid",
+                pl, p, h.destination);
+  }
+  if (h.tag < 0) {
+    return fail(ROCL_EPEER, "frame from %.*s: tag %" PRId32 " of a short frame is negative", pl, p,
+                h.tag);
+  }
+  if (h.length > limits.max_fragment_bytes || h.length > limits.max_message_bytes) {
+    return fail(ROCL_EPEER,
+                "frame from %.*s: length %" PRIu32 " of a short frame exceeds the limit %" PRIu32,
+                pl, p, h.length, limits.max_fragment_bytes);
+  }
+  return ROCL_OK;
+}
+
+}  // namespace
+
+int decode_frame_header(std::span<const std::byte> bytes, const Limits &limits,
+                        std::string_view peer, MessageHeader *out, std::size_t *header_bytes) {
+  if (bytes.size() > kKindOffset && static_cast<Kind>(bytes[kKindOffset]) == Kind::kShort) {
+    ShortHeader s;
+    if (bytes.size() < sizeof s) {
+      return fail(ROCL_EPEER, "frame from %.*s: %zu bytes are shorter than the %zu-byte header",
+                  peer_len(peer), peer_ptr(peer), bytes.size(), sizeof s);
+    }
+    std::memcpy(&s, bytes.data(), sizeof s);
+    if (const int rc = validate_short(s, limits, peer); rc != ROCL_OK) return rc;
+    *out = MessageHeader{};
+    out->magic = s.magic;
+    out->version = s.version;
+    out->kind = Kind::kEager;
+    out->source = s.source;
+    out->destination = s.destination;
+    out->tag = s.tag;
+    out->domain = s.domain;
+    out->total_length = s.length;
+    out->fragment_length = s.length;
+    *header_bytes = sizeof s;
+    return ROCL_OK;
+  }
+  *header_bytes = sizeof(MessageHeader);
+  return decode_header(bytes, limits, peer, out);
 }
 
 }  // namespace rocl::wire

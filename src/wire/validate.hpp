@@ -36,6 +36,17 @@ int validate_header(const MessageHeader &h, const Limits &limits, std::string_vi
 int decode_header(std::span<const std::byte> bytes, const Limits &limits, std::string_view peer,
                   MessageHeader *out);
 
+// The one entry for a transport that sends both header kinds (shm): the
+// header at the start of `bytes` is a ShortHeader if its kind byte says
+// kShort, else a MessageHeader. Either is validated (a short one by the
+// rules of docs/protocol.md "Short headers") and returned as the
+// MessageHeader it stands for (a short header: an eager frame of `length`
+// bytes, message_id 0); *header_bytes is the header's size (32 or 64).
+// ROCL_EPEER with a sentence if bytes is shorter than the header or a rule
+// is broken.
+int decode_frame_header(std::span<const std::byte> bytes, const Limits &limits,
+                        std::string_view peer, MessageHeader *out, std::size_t *header_bytes);
+
 // Name of a kind for messages ("eager", ...), "unknown" for others.
 const char *kind_name(Kind k) noexcept;
 

@@ -123,10 +123,13 @@ TEST(Validate, KindMustBeKnown) {
   MessageHeader h = fragment();
   h.fragment_offset = 0;
   h.fragment_length = 8192;
-  for (unsigned k : {0u, 5u, 255u}) {
+  for (unsigned k : {0u, 6u, 255u}) {
     h.kind = static_cast<Kind>(k);
     expect_rejected(h, "kind " + std::to_string(k) + " is unknown");
   }
+  // kShort belongs to the 32-byte header only.
+  h.kind = Kind::kShort;
+  expect_rejected(h, "kind 5 (short) in a 64-byte header");
   for (unsigned k = 1; k <= 4; ++k) {
     h.kind = static_cast<Kind>(k);
     h.fragment_length = k == 1 ? 8192 : k == 3 ? sizeof(RendezvousBody) : k == 4 ? 0 : 1;
@@ -321,6 +324,110 @@ TEST(DecodeHeader, ParsesAndValidates) {
   bytes[2] = std::byte{9};
   EXPECT_EQ(decode_header(bytes, {}, "peer", &got), ROCL_EPEER);
   EXPECT_STREQ(impl::last_error(), "frame from peer: version 9 is not supported (expected 1)");
+}
+
+ShortHeader short_eager(std::uint32_t length) {
+  ShortHeader s{};
+  s.magic = kMagic;
+  s.version = kVersion;
+  s.kind = Kind::kShort;
+  s.length = length;
+  s.source = 0x0001000000000007;
+  s.destination = 0x0002000000000009;
+  s.tag = 5;
+  s.domain = 3;
+  return s;
+}
+
+// decode_frame_header of a ShortHeader's bytes (plus `extra` trailing ones):
+// the sentence of a rejection, "" when accepted (*out, *size filled).
+std::string decode_short(const ShortHeader &s, const Limits &limits = {},
+                         MessageHeader *out = nullptr, std::size_t *size = nullptr,
+                         std::size_t extra = 0) {
+  std::vector<std::byte> bytes(sizeof s + extra, std::byte{0x5a});
+  std::memcpy(bytes.data(), &s, sizeof s);
+  MessageHeader h{};
+  std::size_t n = 0;
+  impl::clear_error();
+  const int rc = decode_frame_header(bytes, limits, "shm slot 3", &h, &n);
+  if (out != nullptr) *out = h;
+  if (size != nullptr) *size = n;
+  if (rc == ROCL_OK) return "";
+  EXPECT_EQ(rc, ROCL_EPEER);
+  return impl::last_error();
+}
+
+TEST(DecodeFrameHeader, ShortHeaderIsAnEagerMessage) {
+  MessageHeader h;
+  std::size_t size = 0;
+  ASSERT_EQ(decode_short(short_eager(24), {}, &h, &size, 24), "");
+  EXPECT_EQ(size, 32u);
+  EXPECT_EQ(h.kind, Kind::kEager);
+  EXPECT_EQ(h.total_length, 24u);
+  EXPECT_EQ(h.fragment_length, 24u);
+  EXPECT_EQ(h.fragment_offset, 0u);
+  EXPECT_EQ(h.source, 0x0001000000000007u);
+  EXPECT_EQ(h.destination, 0x0002000000000009u);
+  EXPECT_EQ(h.tag, 5);
+  EXPECT_EQ(h.domain, 3u);
+  EXPECT_EQ(check(h), "");  // what it stands for passes the 64-byte rules too
+  ASSERT_EQ(decode_short(short_eager(0), {}, &h, &size), "");
+  EXPECT_EQ(h.total_length, 0u);
+}
+
+TEST(DecodeFrameHeader, ShortHeaderRules) {
+  auto bad = [](ShortHeader s, const std::string &words, const Limits &limits = {}) {
+    const std::string why = decode_short(s, limits);
+    EXPECT_NE(why.find("frame from shm slot 3: " + words), std::string::npos) << why;
+  };
+  ShortHeader s = short_eager(8);
+  s.magic = 0x1234;
+  bad(s, "magic 0x1234 is not 0x524c");
+  s = short_eager(8);
+  s.version = 2;
+  bad(s, "version 2 is not supported");
+  s = short_eager(8);
+  s.source = 0;
+  bad(s, "source 0x0000000000000000 is not a resource gid");
+  s = short_eager(8);
+  s.destination = kMax64;
+  bad(s, "destination 0xffffffffffffffff is not a resource gid");
+  s = short_eager(8);
+  s.tag = -1;
+  bad(s, "tag -1 of a short frame is negative");
+  bad(short_eager(4097), "length 4097 of a short frame exceeds the limit 4096",
+      Limits{.max_message_bytes = 1u << 20, .max_fragment_bytes = 4096});
+  EXPECT_EQ(decode_short(short_eager(4096),
+                         Limits{.max_message_bytes = 1u << 20, .max_fragment_bytes = 4096}),
+            "");
+}
+
+TEST(DecodeFrameHeader, TooFewBytesForEitherHeader) {
+  const ShortHeader s = short_eager(8);
+  std::vector<std::byte> bytes(sizeof s);
+  std::memcpy(bytes.data(), &s, sizeof s);
+  MessageHeader h;
+  std::size_t n = 0;
+  EXPECT_EQ(decode_frame_header(std::span<const std::byte>(bytes).first(31), {}, "p", &h, &n),
+            ROCL_EPEER);
+  EXPECT_STREQ(impl::last_error(), "frame from p: 31 bytes are shorter than the 32-byte header");
+  // 32 bytes of a 64-byte header are too few.
+  const MessageHeader f = fragment();
+  std::memcpy(bytes.data(), &f, sizeof s);
+  EXPECT_EQ(decode_frame_header(bytes, {}, "p", &h, &n), ROCL_EPEER);
+  EXPECT_STREQ(impl::last_error(), "frame from p: 32 bytes are shorter than the 64-byte header");
+  EXPECT_EQ(decode_frame_header({}, {}, "p", &h, &n), ROCL_EPEER);
+}
+
+TEST(DecodeFrameHeader, LongHeaderIsDecodedAsBefore) {
+  const MessageHeader f = fragment();
+  std::vector<std::byte> bytes(sizeof f);
+  std::memcpy(bytes.data(), &f, sizeof f);
+  MessageHeader h;
+  std::size_t n = 0;
+  ASSERT_EQ(decode_frame_header(bytes, {}, "p", &h, &n), ROCL_OK);
+  EXPECT_EQ(n, 64u);
+  EXPECT_EQ(std::memcmp(&h, &f, sizeof f), 0);
 }
 
 }  // namespace

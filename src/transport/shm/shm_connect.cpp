@@ -5,6 +5,7 @@
 // and the job secret handshake (design: shm_transport.hpp).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -18,6 +19,20 @@
 #include "transport/shm/shm_process.hpp"
 
 namespace rocl::impl::shm::detail {
+namespace {
+// n bytes from the kernel's random source; false (errno set) if it failed.
+bool random_bytes(void *out, std::size_t n) {
+  auto *p = static_cast<unsigned char *>(out);
+  while (n != 0) {
+    const ssize_t got = ::getrandom(p, n, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got;
+    n -= static_cast<std::size_t>(got);
+  }
+  return true;
+}
+}  // namespace
 
 ShmTransportImpl::ShmTransportImpl(const TransportEnv &env, const shm::Config &cfg, shm::LogFn log)
     : env_(env), cfg_(cfg), log_(std::move(log)) {
@@ -88,14 +103,24 @@ int ShmTransportImpl::init() {
   hdr_->header_bytes = hb;
   challenge_ = JobSecret::random_challenge();
   std::memcpy(hdr_->challenge, challenge_.data(), 32);
-  for (std::uint32_t i = 0; i < cfg_.slots; ++i) new (slot_ctl(seg_, i)) SlotCtl{};
   rx_.resize(cfg_.slots);
+  std::vector<std::uint64_t> keys(cfg_.slots);
+  if (!random_bytes(keys.data(), keys.size() * sizeof keys[0])) {
+    return fail(ROCL_ENOMEM, "shm: no random bytes for the seal keys: %s", std::strerror(errno));
+  }
+  for (std::uint32_t i = 0; i < cfg_.slots; ++i) {
+    SlotCtl *ctl = new (slot_ctl(seg_, i)) SlotCtl{};
+    rx_[i].seal_key = keys[i] | 1;  // odd: a seal is never 0 (shm_layout.hpp)
+    rx_[i].ring = seg_ + hb + std::uint64_t{i} * cfg_.ring_bytes;
+    ctl->seal_key.store(rx_[i].seal_key, std::memory_order_relaxed);
+  }
   pools_.resize(cfg_.slots);
   active_.reserve(cfg_.slots);
   limits_.max_fragment_bytes =
-      // a frame and the next frame's seal fit the ring (shm_send.cpp: wait_space)
+      // a frame with the largest header fits the ring (frame_bytes rounds up
+      // to kFrameAlign, which divides ring_bytes)
       static_cast<std::uint32_t>(
-          std::min<std::uint64_t>(cfg_.ring_bytes - kFrameHeaderBytes - kFrameAlign, 1u << 30));
+          std::min<std::uint64_t>(cfg_.ring_bytes - kSealBytes - kMaxHeaderBytes, 1u << 30));
   address_ = "shm:" + std::to_string(::getpid()) + ":" + std::to_string(fd_) + ":" +
              std::to_string(seg_bytes_) + ":" + host_tag();
   try {
@@ -186,6 +211,7 @@ int ShmTransportImpl::connect(Conn &c, std::string_view peer_address) {
   c.ring = c.seg + c.hdr->header_bytes + std::uint64_t{c.slot} * rb;
   c.head = 0;  // a slot has one sender for the receiver's life: its ring is fresh
   c.seen_tail = 0;
+  c.seal_key = c.ctl->seal_key.load(std::memory_order_relaxed);
   Hello h{};
   h.magic = kHelloMagic;
   h.pid = me;
@@ -195,8 +221,8 @@ int ShmTransportImpl::connect(Conn &c, std::string_view peer_address) {
   const bool pool = env_.pool != nullptr && env_.pool->region_fd() >= 0;
   h.pool_fd = pool ? static_cast<std::uint32_t>(env_.pool->region_fd()) : ~0u;
   h.pool_bytes = pool ? env_.pool->region_bytes() : 0;
-  static_assert(sizeof h == kFrameHeaderBytes);
-  put_frame(c, &h, nullptr, 0);  // the ring is empty: room without waiting
+  static_assert(sizeof h <= kMaxHeaderBytes);
+  put_frame(c, &h, sizeof h, nullptr, 0);  // the ring is empty: room without waiting
   // Wait for the verdict so that a refusal is reported by this send.
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(shm::kHandshakeTimeoutMs);

@@ -72,6 +72,7 @@ struct Conn {
   std::uint64_t ring_bytes = 0;
   std::uint64_t head = 0;       // where our next frame starts (ring position)
   std::uint64_t seen_tail = 0;  // the receiver's tail when we last read it
+  std::uint64_t seal_key = 0;   // the slot's (shm_layout.hpp: SlotCtl)
   std::uint32_t slot = 0;
   pid_t pid = 0;
   std::uint64_t start_time = 0;
@@ -91,6 +92,8 @@ struct Conn {
 struct RxSlot {
   enum State { kNew, kOk, kPoisoned } state = kNew;
   std::uint64_t tail = 0;
+  std::uint64_t seal_key = 0;  // the key of the frames' seals (shm_layout.hpp)
+  std::byte *ring = nullptr;   // our own layout's, not the shared header's
   std::uint32_t pid = 0;
   bool pool_mapped = false;      // pools_[slot] maps the sender's pool
   BlockHeader *block = nullptr;  // message being reassembled
@@ -164,7 +167,8 @@ class ShmTransportImpl final : public ShmTransport {
   // ---- Sending (shm_send.cpp) -------------------------------------------------
   Conn *conn_to(rocl_gid_t peer) noexcept;
   void drop_conn(rocl_gid_t peer, Conn *c) noexcept;
-  void put_frame(Conn &c, const void *header, const std::byte *payload, std::uint64_t len);
+  void put_frame(Conn &c, const void *header, std::uint64_t header_bytes, const std::byte *payload,
+                 std::uint64_t len);
   static void wake(SegHeader *h);
   int wait_space(Conn &c, std::uint64_t need);
   void copy_in(Conn &c, std::uint64_t pos, const std::byte *src, std::uint64_t n);
@@ -184,8 +188,7 @@ class ShmTransportImpl final : public ShmTransport {
   int poll_once();
   void poison(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::string &why, bool refusal);
   void drop_partial(RxSlot &s);
-  std::byte *ring_of(std::uint32_t i);
-  void copy_out(std::uint32_t i, std::uint64_t pos, std::byte *dst, std::uint64_t n);
+  void copy_out(const RxSlot &s, std::uint64_t pos, std::byte *dst, std::uint64_t n) const;
   void consume(RxSlot &s, SlotCtl *ctl, std::uint64_t bytes);
   int poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
 

@@ -14,13 +14,17 @@ namespace rocl::impl::shm::detail {
 
 inline constexpr std::uint64_t kSegMagic = 0x6d68536c636f5221ull;    // "!RoclShm"
 inline constexpr std::uint64_t kHelloMagic = 0x6f6c6c65486d6853ull;  // "ShmHello"
-// 2: pollers word; 3: frames sealed by their first word, 128-byte aligned
-inline constexpr std::uint32_t kSegVersion = 3;
-// Frames start at multiples of 128 bytes: a small message's header and
-// payload are one 128-byte pair of cache lines, which the receiver's miss
-// brings in together (adjacent-line prefetch), and a header never wraps.
-inline constexpr std::uint64_t kFrameAlign = 128;
-inline constexpr std::uint64_t kFrameHeaderBytes = 64;  // wire::MessageHeader, or a Hello
+// 2: pollers word; 3: frames sealed by their first word, 128-byte aligned;
+// 4: positional seals (no zero ahead of each frame), 64-byte frames, short
+// headers
+inline constexpr std::uint32_t kSegVersion = 4;
+// Frames start at multiples of 64 bytes, so that a small message (a short
+// header and up to 24 payload bytes after the seal) is one cache line: the
+// sender takes it once and the receiver reads it once.
+inline constexpr std::uint64_t kFrameAlign = 64;
+inline constexpr std::uint64_t kSealBytes = 8;
+// The largest header after a seal: wire::MessageHeader, or a Hello.
+inline constexpr std::uint64_t kMaxHeaderBytes = 64;
 inline constexpr std::uint32_t kMaxSlots = 1024;
 
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
@@ -49,16 +53,21 @@ struct SegHeader {
 enum Verdict : std::uint32_t { kPending = 0, kAccepted = 1, kRefused = 2, kAcceptedPool = 3 };
 
 // The ring of a slot has no head index: a frame is published by its seal,
-// its first 8 bytes (the header's magic/version/kind/flags, or the Hello's
-// magic: never 0), which the sender stores last (release), after it has
-// written the rest of the frame and zeroed the word where the next frame
-// will start. The receiver polls the word at its tail: 0 = nothing yet.
-// So a receiver waiting for a message reads one cache line, the frame's
-// own, instead of the head's and then the frame's. The ring starts zeroed.
+// its first 8 bytes, which the sender stores last (release), after the
+// header and payload. The seal of the frame at ring position `pos` (counted
+// from the slot's first frame, never wrapped) is seal_key ^ pos: what lies
+// at the receiver's tail from an earlier lap (an older seal, payload bytes)
+// matches the expected seal only by a 1 in 2^64 chance, so the sender need
+// not clear the word where its next frame will start (a third cache line
+// to take from the receiver per message, before version 4). The receiver
+// polls the word at its tail, reading one cache line: the frame's own.
+// seal_key is random per slot, odd (a seal is never 0, the ring's initial
+// content), made by the receiver and read by the sender once it owns the
+// slot; the receiver trusts only its own copy.
 struct SlotCtl {
   alignas(64) std::atomic<std::uint32_t> owner;  // sender pid, 0 = free
   std::atomic<std::uint32_t> verdict;
-  alignas(64) std::uint64_t reserved;           // the head index before version 3
+  alignas(64) std::atomic<std::uint64_t> seal_key;
   alignas(64) std::atomic<std::uint64_t> tail;  // written by the receiver
   // Rendezvous cookies the receiver is done with (bit i: cookie i); the
   // receiver sets bits, the sender takes them.
@@ -86,9 +95,9 @@ inline SlotCtl *slot_ctl(std::byte *seg, std::uint32_t i) {
   return reinterpret_cast<SlotCtl *>(seg + 4096) + i;
 }
 
-// Bytes a frame with `payload` bytes after its 64-byte header takes.
-constexpr std::uint64_t frame_bytes(std::uint64_t payload) {
-  return (kFrameHeaderBytes + payload + kFrameAlign - 1) & ~(kFrameAlign - 1);
+// Bytes a frame takes: the seal, a header of `header` bytes, `payload`.
+constexpr std::uint64_t frame_bytes(std::uint64_t header, std::uint64_t payload) {
+  return (kSealBytes + header + payload + kFrameAlign - 1) & ~(kFrameAlign - 1);
 }
 
 // The seal word of the frame at `at` (8-aligned, in shared memory).

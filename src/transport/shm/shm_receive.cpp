@@ -200,18 +200,12 @@ void ShmTransportImpl::drop_partial(RxSlot &s) {
   s.done = 0;
 }
 
-std::byte *ShmTransportImpl::ring_of(std::uint32_t i) {
-  // Our own layout, not the shared header's copy (senders can write that).
-  return seg_ + header_bytes_for(cfg_.slots) + std::uint64_t{i} * cfg_.ring_bytes;
-}
-
-void ShmTransportImpl::copy_out(std::uint32_t i, std::uint64_t pos, std::byte *dst,
-                                std::uint64_t n) {
-  std::byte *ring = ring_of(i);
+void ShmTransportImpl::copy_out(const RxSlot &s, std::uint64_t pos, std::byte *dst,
+                                std::uint64_t n) const {
   const std::uint64_t off = pos & (cfg_.ring_bytes - 1);
   const std::uint64_t first = std::min(n, cfg_.ring_bytes - off);
-  std::memcpy(dst, ring + off, first);
-  if (n > first) std::memcpy(dst + first, ring, n - first);
+  std::memcpy(dst, s.ring + off, first);
+  if (n > first) std::memcpy(dst + first, s.ring, n - first);
 }
 
 void ShmTransportImpl::consume(RxSlot &s, SlotCtl *ctl, std::uint64_t bytes) {
@@ -221,13 +215,17 @@ void ShmTransportImpl::consume(RxSlot &s, SlotCtl *ctl, std::uint64_t bytes) {
 
 // 1: handled a frame, 0: nothing there, -1: slot poisoned.
 int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
-  std::byte *at = ring_of(i) + (s.tail & (cfg_.ring_bytes - 1));
-  // The seal (shm_layout.hpp): 0 until the sender has written the frame.
-  if (seal_at(at).load(std::memory_order_acquire) == 0) return 0;
+  // The seal (shm_layout.hpp): the frame at the tail is there once its
+  // first word is the slot's key ^ the tail.
+  const std::byte *at = s.ring + (s.tail & (cfg_.ring_bytes - 1));
+  if (seal_at(const_cast<std::byte *>(at)).load(std::memory_order_acquire) !=
+      (s.seal_key ^ s.tail)) {
+    return 0;
+  }
   if (s.state == RxSlot::kNew) {
     s.pid = ctl->owner.load(std::memory_order_relaxed);
     Hello h;
-    std::memcpy(&h, at, sizeof h);
+    copy_out(s, s.tail + kSealBytes, reinterpret_cast<std::byte *>(&h), sizeof h);
     JobSecret::Digest proof;
     std::memcpy(proof.data(), h.proof, 32);
     if (h.magic != kHelloMagic || h.slot != i ||
@@ -241,20 +239,30 @@ int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
     } catch (...) {  // only the sentences of later errors get poorer
     }
     s.pool_mapped = map_peer_pool(i, s.pid, h.pool_fd, h.pool_bytes);
-    consume(s, ctl, frame_bytes(0));
+    consume(s, ctl, frame_bytes(sizeof h, 0));
     ctl->verdict.store(s.pool_mapped ? kAcceptedPool : kAccepted, std::memory_order_release);
     return 1;
   }
+  // The header's first 32 bytes, and the rest only if it is not a short
+  // one: reading past a short frame would take the line the sender is
+  // writing next from it.
   wire::MessageHeader h;
   std::byte raw[sizeof h];
-  std::memcpy(raw, at, sizeof raw);  // a header never wraps (kFrameAlign)
-  if (wire::decode_header(raw, limits_, s.name, &h) != ROCL_OK) {
+  std::size_t got = sizeof(wire::ShortHeader);
+  copy_out(s, s.tail + kSealBytes, raw, got);
+  if (static_cast<wire::Kind>(raw[wire::kKindOffset]) != wire::Kind::kShort) {
+    copy_out(s, s.tail + kSealBytes + got, raw + got, sizeof raw - got);
+    got = sizeof raw;
+  }
+  std::size_t header_bytes = 0;
+  if (wire::decode_frame_header(std::span<const std::byte>(raw, got), limits_, s.name, &h,
+                                &header_bytes) != ROCL_OK) {
     poison(i, s, ctl, last_error(), false);
     return -1;
   }
-  // decode_header bounded fragment_length by limits_.max_fragment_bytes, so
-  // the frame and the next one's seal fit the ring.
-  const std::uint64_t frame = frame_bytes(h.fragment_length);
+  // decode_frame_header bounded fragment_length by
+  // limits_.max_fragment_bytes, so the frame fits the ring.
+  const std::uint64_t frame = frame_bytes(header_bytes, h.fragment_length);
   if (h.kind == wire::Kind::kRendezvousRequest) return take_rendezvous(i, s, ctl, h, frame);
   if (h.kind != wire::Kind::kEager && h.kind != wire::Kind::kFragment) {
     poison(i, s, ctl, std::string("frame kind ") + wire::kind_name(h.kind) + " is not used by shm",
@@ -298,7 +306,8 @@ int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
     }
   }
   if (h.fragment_length != 0) {
-    copy_out(i, s.tail + sizeof h, payload_of(s.block) + h.fragment_offset, h.fragment_length);
+    copy_out(s, s.tail + kSealBytes + header_bytes, payload_of(s.block) + h.fragment_offset,
+             h.fragment_length);
   }
   s.done += h.fragment_length;
   consume(s, ctl, frame);

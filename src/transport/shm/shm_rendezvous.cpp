@@ -179,14 +179,14 @@ int ShmTransportImpl::write_rendezvous(Conn &c, rocl_gid_t destination, Message 
   const auto *base = static_cast<const std::byte *>(env_.pool->region_base());
   const auto offset = static_cast<std::uint64_t>(static_cast<const std::byte *>(msg->data) - base);
   const wire::RendezvousBody body{offset, static_cast<std::uint64_t>(cookie)};
-  if (const int rc = wait_space(c, frame_bytes(sizeof body) + kFrameAlign); rc != ROCL_OK) {
+  if (const int rc = wait_space(c, frame_bytes(sizeof h, sizeof body)); rc != ROCL_OK) {
     return rc;
   }
   c.pending[cookie] = block_of(msg);
   c.pending_mask |= std::uint64_t{1} << cookie;
   c.pending_bytes += msg->length;
   pending_total_.fetch_add(1, std::memory_order_relaxed);
-  put_frame(c, &h, reinterpret_cast<const std::byte *>(&body), sizeof body);
+  put_frame(c, &h, sizeof h, reinterpret_cast<const std::byte *>(&body), sizeof body);
   return ROCL_OK;
 }
 
@@ -202,7 +202,7 @@ int ShmTransportImpl::take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
     return -1;
   }
   wire::RendezvousBody body;
-  copy_out(i, s.tail + sizeof h, reinterpret_cast<std::byte *>(&body), sizeof body);
+  copy_out(s, s.tail + kSealBytes + sizeof h, reinterpret_cast<std::byte *>(&body), sizeof body);
   consume(s, ctl, frame);
   if (body.cookie >= 64) {
     poison(i, s, ctl, "rendezvous cookie " + std::to_string(body.cookie) + " is not 0..63", false);

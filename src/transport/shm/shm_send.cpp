@@ -101,26 +101,20 @@ void ShmTransportImpl::drop_conn(rocl_gid_t peer, Conn *c) noexcept {
 }
 
 // Writes one frame at c.head and publishes it; wait_space(c,
-// frame_bytes(len) + kFrameAlign) must have said yes. `header` is the
-// frame's 64 bytes (wire::MessageHeader or Hello): all but its first word,
-// then the payload, then a zero where the next frame will start, and last
-// the seal (shm_layout.hpp). Then wakes the receiver's thread only if it
-// sleeps and no caller of the receiver is polling (that caller will see the
-// frame; poll_end makes sure of it). Dekker pairing: we store the seal then
-// load sleeping/pollers; the receiver stores sleeping/pollers then loads
-// the seal.
-void ShmTransportImpl::put_frame(Conn &c, const void *header, const std::byte *payload,
-                                 std::uint64_t len) {
-  std::byte *at = c.ring + (c.head & (c.ring_bytes - 1));
-  const auto *h = static_cast<const std::byte *>(header);
-  std::memcpy(at + 8, h + 8, kFrameHeaderBytes - 8);
-  if (len != 0) copy_in(c, c.head + kFrameHeaderBytes, payload, len);
-  const std::uint64_t next = c.head + frame_bytes(len);
-  seal_at(c.ring + (next & (c.ring_bytes - 1))).store(0, std::memory_order_relaxed);
-  std::uint64_t seal;
-  std::memcpy(&seal, h, 8);
-  seal_at(at).store(seal, std::memory_order_release);
-  c.head = next;
+// frame_bytes(header_bytes, len)) must have said yes. The header (a
+// wire::ShortHeader or MessageHeader, or a Hello) and the payload first,
+// then the seal (shm_layout.hpp). Then wakes the receiver's thread only if
+// it sleeps and no caller of the receiver is polling (that caller will see
+// the frame; poll_end makes sure of it). Dekker pairing: we store the seal
+// then load sleeping/pollers; the receiver stores sleeping/pollers then
+// loads the seal.
+void ShmTransportImpl::put_frame(Conn &c, const void *header, std::uint64_t header_bytes,
+                                 const std::byte *payload, std::uint64_t len) {
+  copy_in(c, c.head + kSealBytes, static_cast<const std::byte *>(header), header_bytes);
+  if (len != 0) copy_in(c, c.head + kSealBytes + header_bytes, payload, len);
+  seal_at(c.ring + (c.head & (c.ring_bytes - 1)))
+      .store(c.seal_key ^ c.head, std::memory_order_release);
+  c.head += frame_bytes(header_bytes, len);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (c.hdr->sleeping.load(std::memory_order_relaxed) != 0 &&
       c.hdr->pollers.load(std::memory_order_relaxed) == 0) {
@@ -134,8 +128,6 @@ void ShmTransportImpl::wake(SegHeader *h) {
 }
 
 // Waits until `need` bytes are free in c's ring. ROCL_OK or ROCL_EPEER.
-// A frame needs its own bytes and one more kFrameAlign: the zero written
-// where the next frame starts must not land on a frame still unread.
 int ShmTransportImpl::wait_space(Conn &c, std::uint64_t need) {
   // The tail we saw last is a lower bound of the receiver's: if it leaves
   // room, do not touch the receiver's cache line at all.
@@ -210,24 +202,38 @@ std::uint64_t ShmTransportImpl::fragment_bytes(const Conn &c, std::uint64_t tota
 int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, Message *msg) {
   const std::uint64_t total = msg->length;
   const std::uint64_t chunk = fragment_bytes(c, total);
+  const auto *data = static_cast<const std::byte *>(msg->data);
+  if (total <= chunk) {  // one frame: a short header (one cache line up to 24 bytes)
+    wire::ShortHeader h;
+    h.magic = wire::kMagic;
+    h.version = wire::kVersion;
+    h.kind = wire::Kind::kShort;
+    h.length = static_cast<std::uint32_t>(total);
+    h.source = msg->header.source;
+    h.destination = destination;
+    h.tag = msg->header.tag;
+    h.domain = msg->header.domain;
+    if (const int rc = wait_space(c, frame_bytes(sizeof h, total)); rc != ROCL_OK) return rc;
+    put_frame(c, &h, sizeof h, data, total);
+    return ROCL_OK;
+  }
   wire::MessageHeader h{};
   h.magic = wire::kMagic;
   h.version = wire::kVersion;
-  h.kind = total > chunk ? wire::Kind::kFragment : wire::Kind::kEager;
+  h.kind = wire::Kind::kFragment;
   h.source = msg->header.source;
   h.destination = destination;
   h.tag = msg->header.tag;
   h.domain = msg->header.domain;
   h.message_id = next_id_.fetch_add(1, std::memory_order_relaxed);
   h.total_length = total;
-  const auto *data = static_cast<const std::byte *>(msg->data);
   std::uint64_t off = 0;
   do {
     const std::uint64_t len = std::min(total - off, chunk);
     h.fragment_offset = off;
     h.fragment_length = static_cast<std::uint32_t>(len);
-    if (const int rc = wait_space(c, frame_bytes(len) + kFrameAlign); rc != ROCL_OK) return rc;
-    put_frame(c, &h, data + off, len);
+    if (const int rc = wait_space(c, frame_bytes(sizeof h, len)); rc != ROCL_OK) return rc;
+    put_frame(c, &h, sizeof h, data + off, len);
     off += len;
   } while (off < total);
   return ROCL_OK;

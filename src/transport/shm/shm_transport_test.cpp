@@ -246,9 +246,9 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
   ::close(fd);
   ASSERT_NE(seg, MAP_FAILED);
   // Layout (shm_layout.hpp): challenge at byte 32, claims u32 at 128, SlotCtl[] of 256 B at
-  // 4096 (owner u32 at 0, verdict u32 at 4), rings after header_bytes (u64
-  // at 24), ring_bytes at 16. Frames start every 128 bytes and are published
-  // by their first 8 bytes, written last.
+  // 4096 (owner u32 at 0, verdict u32 at 4, seal key u64 at 64), rings after header_bytes (u64
+  // at 24), ring_bytes at 16. Frames start at multiples of 64 bytes: a seal (key ^ position,
+  // written last), then the header (a Hello first), then the payload.
   std::uint64_t ring_bytes, header_bytes;
   std::memcpy(&ring_bytes, seg + 16, 8);
   std::memcpy(&header_bytes, seg + 24, 8);
@@ -258,21 +258,27 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
   std::uint8_t *ctl = seg + 4096 + 256 * slot;
   auto *owner = reinterpret_cast<std::atomic<std::uint32_t> *>(ctl);
   auto *verdict = reinterpret_cast<std::atomic<std::uint32_t> *>(ctl + 4);
+  std::uint64_t key;
+  std::memcpy(&key, ctl + 64, 8);
+  EXPECT_EQ(key & 1, 1u);
   std::uint32_t zero = 0;
   ASSERT_TRUE(owner->compare_exchange_strong(zero, 4242));
   // Claimed slots are announced in the claims word (u32 at 128) so that the
   // receiver polls only slots in use.
   reinterpret_cast<std::atomic<std::uint32_t> *>(seg + 128)->fetch_add(1);
   std::uint8_t *ring = seg + header_bytes + slot * ring_bytes;
-  auto seal = [](std::uint8_t *at, std::uint64_t word) {
-    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t *>(at))
-        .store(word, std::memory_order_release);
+  auto seal = [&](std::uint64_t pos) {
+    std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t *>(ring + pos))
+        .store(key ^ pos, std::memory_order_release);
   };
   const std::uint64_t hello_magic = 0x6f6c6c65486d6853ull;
-  std::memcpy(ring + 8, &pid, 4);
-  std::memcpy(ring + 12, &slot, 4);
+  std::memcpy(ring + 8, &hello_magic, 8);
+  std::memcpy(ring + 16, &pid, 4);
+  std::memcpy(ring + 20, &slot, 4);
   auto proof = secret.prove("rocl-shm", ch);
-  std::memcpy(ring + 16, proof.data(), 32);
+  std::memcpy(ring + 24, proof.data(), 32);
+  std::uint32_t no_pool = ~0u;
+  std::memcpy(ring + 56, &no_pool, 4);
   wire::MessageHeader h{};
   h.magic = wire::kMagic;
   h.version = wire::kVersion;
@@ -280,11 +286,14 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
   h.flags = 0x10;
   h.source = 5;
   h.destination = 21;
-  std::memcpy(ring + 128 + 8, reinterpret_cast<const std::uint8_t *>(&h) + 8, 56);
-  seal(ring, hello_magic);
-  std::uint64_t first_word;
-  std::memcpy(&first_word, &h, 8);
-  seal(ring + 128, first_word);
+  std::memcpy(ring + 128 + 8, &h, sizeof h);  // the hello's frame: 8 + 64 bytes, 128 in all
+  // A seal of the wrong key is no frame: nothing happens.
+  std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t *>(ring))
+      .store(~key, std::memory_order_release);
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(verdict->load(), 0u);
+  seal(0);
+  seal(128);
   for (int i = 0; i < 400 && b.t->stats().poisoned == 0; ++i) std::this_thread::sleep_for(5ms);
   EXPECT_EQ(b.t->stats().poisoned, 1u);
   EXPECT_TRUE(b.logged("slot 1 (pid 4242)"));
