@@ -1,6 +1,7 @@
 // validate.cpp - frame header parsing and validation (docs/protocol.md).
 #include "wire/validate.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cinttypes>
 #include <cstring>
@@ -151,10 +152,9 @@ int decode_header(std::span<const std::byte> bytes, const Limits &limits, std::s
   return validate_header(*out, limits, peer);
 }
 
-namespace {
-
-// The rules of a short header (docs/protocol.md "Short headers").
-int validate_short(const ShortHeader &h, const Limits &limits, std::string_view peer) {
+// The rules of a short header (docs/protocol.md "Short headers"), the same
+// as decode_short_header's test, one by one.
+int reject_short_header(const ShortHeader &h, const Limits &limits, std::string_view peer) {
   const int pl = peer_len(peer);
   const char *p = peer_ptr(peer);
   if (h.magic != kMagic) {
@@ -164,6 +164,10 @@ int validate_short(const ShortHeader &h, const Limits &limits, std::string_view 
   if (h.version != kVersion) {
     return fail(ROCL_EPEER, "frame from %.*s: version %u is not supported (expected %u)", pl, p,
                 unsigned{h.version}, unsigned{kVersion});
+  }
+  if (h.kind != Kind::kShort) {
+    return fail(ROCL_EPEER, "frame from %.*s: kind %u in a 32-byte header is not 5 (short)", pl, p,
+                unsigned{static_cast<std::uint8_t>(h.kind)});
   }
   if (h.source == 0 || h.source == kAllOnes) {
     return fail(ROCL_EPEER, "frame from %.*s: source 0x%016" PRIx64 " is not a resource gid", pl, p,
@@ -177,15 +181,15 @@ int validate_short(const ShortHeader &h, const Limits &limits, std::string_view 
     return fail(ROCL_EPEER, "frame from %.*s: tag %" PRId32 " of a short frame is negative", pl, p,
                 h.tag);
   }
-  if (h.length > limits.max_fragment_bytes || h.length > limits.max_message_bytes) {
+  const std::uint64_t limit =
+      std::min<std::uint64_t>(limits.max_fragment_bytes, limits.max_message_bytes);
+  if (h.length > limit) {
     return fail(ROCL_EPEER,
-                "frame from %.*s: length %" PRIu32 " of a short frame exceeds the limit %" PRIu32,
-                pl, p, h.length, limits.max_fragment_bytes);
+                "frame from %.*s: length %" PRIu32 " of a short frame exceeds the limit %" PRIu64,
+                pl, p, h.length, limit);
   }
   return ROCL_OK;
 }
-
-}  // namespace
 
 int decode_frame_header(std::span<const std::byte> bytes, const Limits &limits,
                         std::string_view peer, MessageHeader *out, std::size_t *header_bytes) {
@@ -195,8 +199,9 @@ int decode_frame_header(std::span<const std::byte> bytes, const Limits &limits,
       return fail(ROCL_EPEER, "frame from %.*s: %zu bytes are shorter than the %zu-byte header",
                   peer_len(peer), peer_ptr(peer), bytes.size(), sizeof s);
     }
-    std::memcpy(&s, bytes.data(), sizeof s);
-    if (const int rc = validate_short(s, limits, peer); rc != ROCL_OK) return rc;
+    if (const int rc = decode_short_header(bytes.data(), limits, peer, &s); rc != ROCL_OK) {
+      return rc;
+    }
     *out = MessageHeader{};
     out->magic = s.magic;
     out->version = s.version;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
 
@@ -35,6 +36,26 @@ int validate_header(const MessageHeader &h, const Limits &limits, std::string_vi
 // ROCL_EPEER (a frame shorter than a header included).
 int decode_header(std::span<const std::byte> bytes, const Limits &limits, std::string_view peer,
                   MessageHeader *out);
+
+// Says which rule of docs/protocol.md "Short headers" h breaks (ROCL_EPEER
+// and the sentence), or ROCL_OK if none: decode_short_header's slow half.
+int reject_short_header(const ShortHeader &h, const Limits &limits, std::string_view peer);
+
+// Copies a ShortHeader out of 32 untrusted bytes and checks it: ROCL_OK, or
+// ROCL_EPEER with the sentence of reject_short_header. Inline, for the path
+// of every small message: the common case is a handful of compares.
+inline int decode_short_header(const std::byte *bytes, const Limits &limits, std::string_view peer,
+                               ShortHeader *out) {
+  std::memcpy(out, bytes, sizeof *out);
+  const ShortHeader &h = *out;
+  constexpr std::uint64_t kAllOnes = ~std::uint64_t{0};
+  if (h.magic == kMagic && h.version == kVersion && h.kind == Kind::kShort && h.source != 0 &&
+      h.source != kAllOnes && h.destination != 0 && h.destination != kAllOnes && h.tag >= 0 &&
+      h.length <= limits.max_fragment_bytes && h.length <= limits.max_message_bytes) {
+    return 0;  // ROCL_OK
+  }
+  return reject_short_header(h, limits, peer);
+}
 
 // The one entry for a transport that sends both header kinds (shm): the
 // header at the start of `bytes` is a ShortHeader if its kind byte says

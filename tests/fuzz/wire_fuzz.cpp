@@ -6,7 +6,9 @@
 //   1 byte op | 64-byte header | payload
 // where the payload is the next fragment_length bytes (fewer if the input
 // ends). op & 3: 0 add the frame after validate_header, 1 add it after
-// decode_header, 2 take (origin, message_id), 3 drop the origin;
+// decode_header (or decode_frame_header if op & 16, which reads a 32-byte
+// short header when the kind byte says so), 2 take (origin, message_id),
+// 3 drop the origin;
 // origin = (op >> 2) & 3 picks one of four peer contexts.
 // Every header goes through parse_header + validate_header; valid frames go
 // to a ReassemblyTable, which allocates exactly total_length bytes per
@@ -266,9 +268,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       case 0:
       case 1: {
         rocl::impl::clear_error();
-        // op 0 checks the parsed header, op 1 decodes it from the bytes again.
+        // op 0 checks the parsed header, op 1 decodes it from the bytes
+        // again: as a 64-byte header, or (op & 16) as whichever header its
+        // kind byte announces (a short one stands for an eager frame).
+        std::size_t header_bytes = 0;
         const int rc = (op & 3) == 0 ? validate_header(h, kLimits, peer)
-                                     : decode_header(record, kLimits, peer, &h);
+                       : (op & 16) != 0
+                           ? decode_frame_header(record, kLimits, peer, &h, &header_bytes)
+                           : decode_header(record, kLimits, peer, &h);
         if (rc != ROCL_OK) {
           CHECK(rc == ROCL_EPEER, "rc %d", rc);
           CHECK(std::strncmp(rocl::impl::last_error(), "frame from ctx", 14) == 0, "sentence");

@@ -58,7 +58,7 @@ ShmTransportImpl::~ShmTransportImpl() {
   {
     std::lock_guard<std::mutex> g(peers_mu_);
     for (auto &[peer, c] : peers_) {
-      std::lock_guard<std::mutex> lk(c->mu);
+      std::lock_guard<ConnMutex> lk(c->mu);
       reap(*c);
       drop_pending(*c);
     }

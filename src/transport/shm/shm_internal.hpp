@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,11 +58,72 @@ inline long futex(std::atomic<std::uint32_t> *addr, int op, std::uint32_t val, c
   return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(addr), op, val, ts, nullptr, 0);
 }
 
+// Copies n <= 24 bytes with a few fixed-size moves (a call to memcpy for
+// the payload of a small message cost as much as the rest of its copy).
+inline void copy_small(std::byte *dst, const std::byte *src, std::size_t n) noexcept {
+  if (n >= 8) {
+    if (n > 16) {
+      std::memcpy(dst, src, 16);
+    } else {
+      std::memcpy(dst, src, 8);
+    }
+    std::memcpy(dst + n - 8, src + n - 8, 8);  // overlaps what came before: fine
+  } else if (n >= 4) {
+    std::memcpy(dst, src, 4);
+    std::memcpy(dst + n - 4, src + n - 4, 4);
+  } else if (n != 0) {
+    dst[0] = src[0];
+    if (n > 1) std::memcpy(dst + n - 2, src + n - 2, 2);
+  }
+}
+
+// The lock of a connection's senders: uncontended, lock and unlock are one
+// atomic instruction each, inline (std::mutex: two calls into libc, ~60
+// instructions on the path of every small message). Contended, it spins
+// briefly, then sleeps on a futex (a sender may hold it while it waits for
+// ring space). 0 free, 1 held, 2 held and someone may sleep.
+class ConnMutex {
+ public:
+  void lock() noexcept {
+    std::uint32_t c = 0;
+    if (!word_.compare_exchange_strong(c, 1, std::memory_order_acquire)) lock_slow(c);
+  }
+  bool try_lock() noexcept {
+    std::uint32_t c = 0;
+    return word_.compare_exchange_strong(c, 1, std::memory_order_acquire);
+  }
+  void unlock() noexcept {
+    if (word_.exchange(0, std::memory_order_release) == 2) {
+      ::syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&word_), FUTEX_WAKE_PRIVATE, 1,
+                nullptr, nullptr, 0);
+    }
+  }
+
+ private:
+  void lock_slow(std::uint32_t c) noexcept {
+    for (int i = 0; i < 200 && c != 2; ++i) {
+      cpu_relax();
+      c = 0;
+      if (word_.load(std::memory_order_relaxed) == 0 &&
+          word_.compare_exchange_strong(c, 1, std::memory_order_acquire)) {
+        return;
+      }
+    }
+    if (c != 2) c = word_.exchange(2, std::memory_order_acquire);
+    while (c != 0) {
+      ::syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&word_), FUTEX_WAIT_PRIVATE, 2,
+                nullptr, nullptr, 0);
+      c = word_.exchange(2, std::memory_order_acquire);
+    }
+  }
+  std::atomic<std::uint32_t> word_{0};
+};
+
 // ---- Connections and slots -------------------------------------------------
 
 // Our side of a connection to a peer's inbox: a mapping and a claimed slot.
 struct Conn {
-  std::mutex mu;  // serialises the senders of this process to the peer
+  ConnMutex mu;  // serialises the senders of this process to the peer
   bool connected = false;
   bool dead = false;
   std::byte *seg = nullptr;
@@ -169,6 +231,7 @@ class ShmTransportImpl final : public ShmTransport {
   void drop_conn(rocl_gid_t peer, Conn *c) noexcept;
   void put_frame(Conn &c, const void *header, std::uint64_t header_bytes, const std::byte *payload,
                  std::uint64_t len);
+  void publish(Conn &c, std::byte *at, std::uint64_t bytes);
   static void wake(SegHeader *h);
   int wait_space(Conn &c, std::uint64_t need);
   void copy_in(Conn &c, std::uint64_t pos, const std::byte *src, std::uint64_t n);
@@ -185,12 +248,21 @@ class ShmTransportImpl final : public ShmTransport {
   void run();
   static int idle_spins() noexcept;
   void refresh_active();
-  int poll_once();
+  int poll_once(bool caller);
   void poison(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::string &why, bool refusal);
   void drop_partial(RxSlot &s);
   void copy_out(const RxSlot &s, std::uint64_t pos, std::byte *dst, std::uint64_t n) const;
   void consume(RxSlot &s, SlotCtl *ctl, std::uint64_t bytes);
+  static constexpr int kMessageDone = 2;  // poll_slot: a frame ended a message
   int poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
+  int take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
+  int take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at);
+  int deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b, const wire::MessageHeader &first);
+  // Counters only the holder of rx_busy_ adds to: a plain load and store
+  // (a locked add per delivered message was a fair part of its cost).
+  static void count(std::atomic<std::uint64_t> &c) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 
   // ---- Rendezvous (shm_rendezvous.cpp) ------------------------------------------
   bool in_pool(const Message *msg) const;

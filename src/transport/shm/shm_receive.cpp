@@ -88,7 +88,7 @@ int ShmTransportImpl::poll_locked(bool wait) noexcept {
     if (!wait) return 0;
     cpu_relax();
   }
-  const int n = poll_once();
+  const int n = poll_once(!wait);
   rx_busy_.clear(std::memory_order_release);
   return n;
 }
@@ -163,7 +163,10 @@ void ShmTransportImpl::refresh_active() {
   }
 }
 
-int ShmTransportImpl::poll_once() {
+// A caller stops at the first whole message: it is likely the one it waits
+// for, and looking at once at the next frame's place would fetch a cache
+// line the sender still holds from its last lap, on the way back to it.
+int ShmTransportImpl::poll_once(bool caller) {
   int n = 0;
   refresh_active();
   for (const std::uint32_t i : active_) {
@@ -174,7 +177,8 @@ int ShmTransportImpl::poll_once() {
     for (int k = 0; k < 16; ++k) {
       const int r = poll_slot(i, s, ctl);
       if (r <= 0) break;
-      n += r;
+      ++n;
+      if (caller && r == kMessageDone) return n;
     }
   }
   return n;
@@ -213,7 +217,8 @@ void ShmTransportImpl::consume(RxSlot &s, SlotCtl *ctl, std::uint64_t bytes) {
   ctl->tail.store(s.tail, std::memory_order_release);
 }
 
-// 1: handled a frame, 0: nothing there, -1: slot poisoned.
+// kMessageDone: handled a frame that ended a message (delivered or
+// dropped), 1: handled another frame, 0: nothing there, -1: slot poisoned.
 int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
   // The seal (shm_layout.hpp): the frame at the tail is there once its
   // first word is the slot's key ^ the tail.
@@ -222,26 +227,10 @@ int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
       (s.seal_key ^ s.tail)) {
     return 0;
   }
-  if (s.state == RxSlot::kNew) {
-    s.pid = ctl->owner.load(std::memory_order_relaxed);
-    Hello h;
-    copy_out(s, s.tail + kSealBytes, reinterpret_cast<std::byte *>(&h), sizeof h);
-    JobSecret::Digest proof;
-    std::memcpy(proof.data(), h.proof, 32);
-    if (h.magic != kHelloMagic || h.slot != i ||
-        !secret_->verify(shm::kProofLabel, challenge_, proof)) {
-      poison(i, s, ctl, "job secret proof did not verify", true);
-      return -1;
-    }
-    s.state = RxSlot::kOk;
-    try {
-      s.name = "shm slot " + std::to_string(i) + " (pid " + std::to_string(s.pid) + ")";
-    } catch (...) {  // only the sentences of later errors get poorer
-    }
-    s.pool_mapped = map_peer_pool(i, s.pid, h.pool_fd, h.pool_bytes);
-    consume(s, ctl, frame_bytes(sizeof h, 0));
-    ctl->verdict.store(s.pool_mapped ? kAcceptedPool : kAccepted, std::memory_order_release);
-    return 1;
+  if (s.state == RxSlot::kNew) return take_hello(i, s, ctl);
+  if (static_cast<wire::Kind>(at[kSealBytes + wire::kKindOffset]) == wire::Kind::kShort &&
+      s.block == nullptr) {
+    return take_short(i, s, ctl, at);
   }
   // The header's first 32 bytes, and the rest only if it is not a short
   // one: reading past a short frame would take the line the sender is
@@ -311,28 +300,91 @@ int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
   }
   s.done += h.fragment_length;
   consume(s, ctl, frame);
-  if (s.done < s.first.total_length) return 1;
+  if (s.done < s.first.total_length) return 1;  // a fragment: more to come
   BlockHeader *b = s.block;
   s.block = nullptr;
   s.done = 0;
+  return deliver_block(i, s, b, s.first);
+}
+
+// The Hello, the first frame of a slot: the sender proves the job secret.
+int ShmTransportImpl::take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
+  s.pid = ctl->owner.load(std::memory_order_relaxed);
+  Hello h;
+  copy_out(s, s.tail + kSealBytes, reinterpret_cast<std::byte *>(&h), sizeof h);
+  JobSecret::Digest proof;
+  std::memcpy(proof.data(), h.proof, 32);
+  if (h.magic != kHelloMagic || h.slot != i ||
+      !secret_->verify(shm::kProofLabel, challenge_, proof)) {
+    poison(i, s, ctl, "job secret proof did not verify", true);
+    return -1;
+  }
+  s.state = RxSlot::kOk;
+  try {
+    s.name = "shm slot " + std::to_string(i) + " (pid " + std::to_string(s.pid) + ")";
+  } catch (...) {  // only the sentences of later errors get poorer
+  }
+  s.pool_mapped = map_peer_pool(i, s.pid, h.pool_fd, h.pool_bytes);
+  consume(s, ctl, frame_bytes(sizeof h, 0));
+  ctl->verdict.store(s.pool_mapped ? kAcceptedPool : kAccepted, std::memory_order_release);
+  return 1;
+}
+
+// A message in one frame with a short header, the path of small messages:
+// a frame starts at a multiple of kFrameAlign, so its seal and header never
+// wrap, and one that fills a single line holds at most 24 payload bytes.
+int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at) {
+  wire::ShortHeader h;
+  if (wire::decode_short_header(at + kSealBytes, limits_, s.name, &h) != ROCL_OK) {
+    poison(i, s, ctl, last_error(), false);
+    return -1;
+  }
+  BlockHeader *b = env_.pool != nullptr ? env_.pool->allocate(h.length) : nullptr;
+  if (b == nullptr) {
+    poison(i, s, ctl,
+           env_.pool == nullptr ? std::string("no buffer pool to receive into")
+                                : "no pool block for a message of " + std::to_string(h.length) +
+                                      " bytes: " + last_error(),
+           false);
+    return -1;
+  }
+  const std::uint64_t frame = frame_bytes(sizeof h, h.length);
+  if (frame == kFrameAlign) {
+    copy_small(payload_of(b), at + kSealBytes + sizeof h, h.length);
+  } else {
+    copy_out(s, s.tail + kSealBytes + sizeof h, payload_of(b), h.length);
+  }
+  consume(s, ctl, frame);
+  wire::MessageHeader whole{};
+  whole.source = h.source;
+  whole.destination = h.destination;
+  whole.tag = h.tag;
+  whole.domain = h.domain;
+  whole.total_length = h.length;
+  return deliver_block(i, s, b, whole);
+}
+
+// Hands a received message (block b, described by `first`) to the sink.
+int ShmTransportImpl::deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b,
+                                    const wire::MessageHeader &first) {
   Message *m = message_in(b);
-  m->header = CoreHeader{s.first.source, s.first.tag, s.first.domain};
+  m->header = CoreHeader{first.source, first.tag, first.domain};
   m->data = payload_of(b);
-  m->length = s.first.total_length;
+  m->length = first.total_length;
   b->state.store(BlockState::kLibrary, std::memory_order_release);
-  if (env_.sink->deliver(s.first.destination, m) != ROCL_OK) {
-    unknown_.fetch_add(1);
+  if (env_.sink->deliver(first.destination, m) != ROCL_OK) {
+    count(unknown_);
     char line[160];
     std::snprintf(line, sizeof line,
                   "shm: message from slot %u (pid %u) for unknown resource 0x%016" PRIx64, i, s.pid,
-                  s.first.destination);
+                  first.destination);
     log(line);
     std::destroy_at(m);
     env_.pool->release(b, BlockState::kLibrary);
   } else {
-    delivered_.fetch_add(1);
+    count(delivered_);
   }
-  return 1;
+  return kMessageDone;
 }
 
 }  // namespace rocl::impl::shm::detail

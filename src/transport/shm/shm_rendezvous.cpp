@@ -147,7 +147,7 @@ void ShmTransportImpl::reap_all() {
   std::unique_lock<std::mutex> g(peers_mu_, std::try_to_lock);
   if (!g.owns_lock()) return;
   for (auto &[peer, c] : peers_) {
-    std::unique_lock<std::mutex> lk(c->mu, std::try_to_lock);
+    std::unique_lock<ConnMutex> lk(c->mu, std::try_to_lock);
     if (lk.owns_lock()) reap(*c);
   }
 }
@@ -214,7 +214,7 @@ int ShmTransportImpl::take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
     hand_back(st);
     log("shm: no pool block for a rendezvous stub from pid " + std::to_string(s.pid) +
         "; message dropped: " + last_error());
-    return 1;
+    return kMessageDone;
   }
   std::memcpy(payload_of(b), &st, sizeof st);
   Message *m = message_in(b);
@@ -223,13 +223,13 @@ int ShmTransportImpl::take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
   m->rendezvous = true;
   b->state.store(BlockState::kLibrary, std::memory_order_release);
   if (env_.sink->deliver(h.destination, m) != ROCL_OK) {
-    unknown_.fetch_add(1);
+    count(unknown_);
     log("shm: rendezvous message from pid " + std::to_string(s.pid) + " for an unknown resource");
     discard(m);
   } else {
-    delivered_.fetch_add(1);
+    count(delivered_);
   }
-  return 1;
+  return kMessageDone;
 }
 
 }  // namespace rocl::impl::shm::detail

@@ -21,7 +21,7 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
   }
   Conn *c = conn_to(peer);
   if (c == nullptr) return fail(ROCL_ENOMEM, "shm: out of memory");
-  std::unique_lock<std::mutex> lk(c->mu);
+  std::unique_lock<ConnMutex> lk(c->mu);
   if (c->dead) {
     const pid_t pid = c->pid;
     lk.unlock();
@@ -112,9 +112,14 @@ void ShmTransportImpl::put_frame(Conn &c, const void *header, std::uint64_t head
                                  const std::byte *payload, std::uint64_t len) {
   copy_in(c, c.head + kSealBytes, static_cast<const std::byte *>(header), header_bytes);
   if (len != 0) copy_in(c, c.head + kSealBytes + header_bytes, payload, len);
-  seal_at(c.ring + (c.head & (c.ring_bytes - 1)))
-      .store(c.seal_key ^ c.head, std::memory_order_release);
-  c.head += frame_bytes(header_bytes, len);
+  publish(c, c.ring + (c.head & (c.ring_bytes - 1)), frame_bytes(header_bytes, len));
+}
+
+// Seals the frame of `bytes` bytes written at c.head (its place in the ring
+// is `at`) and wakes the receiver if it must (put_frame).
+void ShmTransportImpl::publish(Conn &c, std::byte *at, std::uint64_t bytes) {
+  seal_at(at).store(c.seal_key ^ c.head, std::memory_order_release);
+  c.head += bytes;
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (c.hdr->sleeping.load(std::memory_order_relaxed) != 0 &&
       c.hdr->pollers.load(std::memory_order_relaxed) == 0) {
@@ -213,8 +218,17 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, Message *ms
     h.destination = destination;
     h.tag = msg->header.tag;
     h.domain = msg->header.domain;
-    if (const int rc = wait_space(c, frame_bytes(sizeof h, total)); rc != ROCL_OK) return rc;
-    put_frame(c, &h, sizeof h, data, total);
+    const std::uint64_t bytes = frame_bytes(sizeof h, total);
+    if (const int rc = wait_space(c, bytes); rc != ROCL_OK) return rc;
+    if (bytes != kFrameAlign) {
+      put_frame(c, &h, sizeof h, data, total);
+      return ROCL_OK;
+    }
+    // One line, which never wraps: written with fixed-size moves.
+    std::byte *at = c.ring + (c.head & (c.ring_bytes - 1));
+    std::memcpy(at + kSealBytes, &h, sizeof h);
+    copy_small(at + kSealBytes + sizeof h, data, total);
+    publish(c, at, bytes);
     return ROCL_OK;
   }
   wire::MessageHeader h{};

@@ -15,9 +15,9 @@
 // Segment layout (docs: see the structs in shm_layout.hpp):
 //   SegHeader (magic, version, slot count, ring bytes, the receiver's 32-byte
 //   random challenge, a futex word + "receiver sleeps" flag), then kSlots
-//   SlotCtl (owner pid, verdict, tail, rendezvous cookies: each on its own
-//   cache line, std::atomic<uint64_t>/<uint32_t>, lock-free), then the
-//   rings. A ring has no head index: frames are sealed (shm_layout.hpp).
+//   SlotCtl (owner pid, verdict, seal key, tail, rendezvous cookies: each on
+//   its own cache line, std::atomic<uint64_t>/<uint32_t>, lock-free), then
+//   the rings. A ring has no head index: frames are sealed (shm_layout.hpp).
 //
 // Connection: made lazily by the first send() to a peer context (gid) and
 // kept: the sender claims a free slot by CAS(owner 0 -> its pid), writes a
@@ -33,14 +33,17 @@
 // As with tcp, send() must not be called from inside MessageSink::deliver for
 // a peer not yet connected to (the handshake waits for a progress thread).
 //
-// Frames: wire::MessageHeader + payload, padded to 128 bytes (a header never
-// wraps around the ring), published by their first word (the seal). A
+// Frames: a seal, a header (wire::ShortHeader for a message in one frame,
+// wire::MessageHeader for fragments and rendezvous requests), the payload,
+// padded to 64 bytes (a message of up to 24 bytes is one cache line),
+// published by the seal, key ^ position, written last. A
 // message larger than 2 KiB goes as consecutive kFragment frames of about a
 // quarter of it, 2-32 KiB (same message_id, increasing offsets), so that
 // the two copies overlap (shm_send.cpp: fragment_bytes); one slot has one
 // producer, so fragments arrive in order and are copied straight into the
 // pool block allocated for the message.
-// Every header read from shared memory goes through wire::decode_header and
+// Every header read from shared memory goes through wire::decode_frame_header
+// (or decode_short_header) and
 // the sequencing checks; a bad frame is logged (naming
 // slot, pid and field) and poisons that slot only; the progress thread keeps
 // running. The other process is treated as possibly hostile.

@@ -110,6 +110,41 @@ TEST_F(ShmPair, SizesBothWaysWithChecksums) {
   EXPECT_EQ(b.pool.stats().in_use_buffers, 0u);
 }
 
+// Every size a short frame takes (one line up to 24 bytes, more lines up to
+// the fragment size) and the first fragmented ones, in a ring small enough
+// that frames of every size wrap around its end many times over.
+TEST(ShmTransport, SmallAndShortFramesWrapTheRingIntact) {
+  JobSecret secret = JobSecret::generate();
+  shm::Config small;
+  small.ring_bytes = 4096;
+  End a{1, &secret, small};
+  End b{2, &secret, small};
+  std::vector<std::size_t> sizes;
+  for (int lap = 0; lap < 6; ++lap) {
+    for (std::size_t n = 0; n <= 40; ++n) sizes.push_back(n);
+    for (std::size_t n : {63, 64, 65, 100, 200, 511, 1000, 1023, 1024, 1025, 3000}) {
+      sizes.push_back(n);
+    }
+  }
+  std::vector<std::uint64_t> sums;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::uint64_t sum = 0;
+    Message *m = make_message(a.pool, sizes[i], i + 1, 11, static_cast<int>(i), &sum);
+    ASSERT_EQ(a.t->send(2, b.t->address(), 21, m), ROCL_OK) << i << ": " << last_error();
+    sums.push_back(sum);
+  }
+  ASSERT_TRUE(b.sink.wait_for(sizes.size()));
+  const auto got = b.sink.snapshot();
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    EXPECT_EQ(got[i].length, sizes[i]) << i;
+    EXPECT_EQ(got[i].sum, sums[i]) << i;
+    EXPECT_EQ(got[i].tag, static_cast<int>(i));
+    EXPECT_EQ(got[i].source, 11u);
+    EXPECT_EQ(got[i].destination, 21u);
+  }
+  EXPECT_EQ(b.t->stats().poisoned, 0u);
+}
+
 // The poll lease (shm_transport.hpp): after a polling caller got its
 // message, `pollers` stays raised for a while, so senders do not wake the
 // thread; a message arriving then, with nobody polling, is still delivered
