@@ -219,7 +219,7 @@ std::shared_ptr<Conn> TcpTransportImpl::connect_peer(rocl_gid_t peer,
   {
     std::lock_guard lock(mu_);
     all_.emplace(c.get(), c);
-    conn_count_.store(all_.size());
+    count_conns_locked();
     // The peer may have connected to us meanwhile, and we may have sent on
     // its connection already: keep sending there (order), c carries the
     // peer's messages only.
@@ -249,7 +249,7 @@ void TcpTransportImpl::accept_all() {
     {
       std::lock_guard lock(mu_);
       all_.emplace(c.get(), c);
-      conn_count_.store(all_.size());
+      count_conns_locked();
     }
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
@@ -314,7 +314,7 @@ void TcpTransportImpl::drop(Conn *c) {
     c->peer_address.clear();
   }
   all_.erase(it);
-  conn_count_.store(all_.size());
+  count_conns_locked();
 }
 
 Step TcpTransportImpl::rx_handshake(Conn &c) {

@@ -378,7 +378,9 @@ class TcpTransportImpl final : public TcpTransport {
   void park();
   bool wait_until_ready();
   void kick();
-  int drive_locked();
+  // direct: may read the only connection straight away (callers' progress).
+  int drive_locked(bool direct = false);
+  int read_solo(Conn &c);
   void handle_event(const epoll_event &ev);
   void on_conn(Conn *c, std::uint32_t events);
 
@@ -403,6 +405,14 @@ class TcpTransportImpl final : public TcpTransport {
   // all_.size(), read without mu_: with no connection, callers' progress()
   // has nothing to poll (the thread accepts) and returns at once.
   std::atomic<std::size_t> conn_count_{0};
+  // The connection when all_ holds exactly one, else null (set with
+  // conn_count_, under mu_). A driver may use it: only a driver drops a
+  // connection, so it stays alive while the driver holds rx_mu_.
+  std::atomic<Conn *> solo_{nullptr};
+  void count_conns_locked() noexcept {
+    conn_count_.store(all_.size());
+    solo_.store(all_.size() == 1 ? all_.begin()->first : nullptr, std::memory_order_release);
+  }
   // The connection we send on to each peer, by its listening address
   // (looked up by string_view: no string made per send).
   struct AddressHash {
@@ -424,6 +434,7 @@ class TcpTransportImpl final : public TcpTransport {
   std::atomic<int> pollers_{0};           // callers between poll_begin and poll_end; a futex
   std::atomic<bool> in_epoll_{false};     // the thread is in (or about to enter) epoll_wait
   int drive_depth_ = 0;                   // > 1: a nested drive (pull inside deliver)
+  unsigned direct_drives_ = 0;            // drives that read solo_ without epoll
 
   // Rendezvous, receiver side: requests whose stubs are out, by {conn, cookie}.
   std::mutex rndv_mu_;               // rndv_in_ and every Pull::state

@@ -32,7 +32,7 @@ int TcpTransportImpl::progress() noexcept {
   if (conn_count_.load(std::memory_order_relaxed) == 0) return 0;
   std::unique_lock lock(rx_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return 0;
-  const int n = drive_locked();
+  const int n = drive_locked(true);
   caller_events_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
   return n;
 }
@@ -102,17 +102,41 @@ void TcpTransportImpl::kick() {
 // Re-entrant: a pull inside deliver drives again from within a drive (a
 // nested drive); only the outermost one frees the connections dropped
 // meanwhile, since the drives below it on the stack may still hold them.
-int TcpTransportImpl::drive_locked() {
+// direct: with a single connection and nothing paused, a caller reads it
+// straight away, in kEpollEvery - 1 drives out of kEpollEvery: a message
+// then costs one system call (the read) instead of two (epoll_wait, then
+// the read) between its arrival and its delivery; the epoll of every
+// kEpollEvery-th drive sees the rest (a new connection, room to write).
+int TcpTransportImpl::drive_locked(bool direct) {
+  constexpr unsigned kEpollEvery = 16;
   const DrivingScope scope(this);
   const bool outermost = drive_depth_++ == 0;
   if (outermost) resumed_ = 0;
-  std::array<epoll_event, kMaxEvents> evs;
-  const int n = ::epoll_wait(epoll_fd_, evs.data(), kMaxEvents, 0);
-  for (int i = 0; i < n; ++i) handle_event(evs[i]);
+  Conn *solo = direct ? solo_.load(std::memory_order_acquire) : nullptr;
+  int n = 0;
+  if (solo != nullptr && outermost && paused_n_.load(std::memory_order_relaxed) == 0 &&
+      ++direct_drives_ % kEpollEvery != 0) {
+    n = read_solo(*solo);
+  } else {
+    std::array<epoll_event, kMaxEvents> evs;
+    n = ::epoll_wait(epoll_fd_, evs.data(), kMaxEvents, 0);
+    for (int i = 0; i < n; ++i) handle_event(evs[i]);
+  }
   retry_paused_if_due();
   if (outermost) graveyard_.clear();
   --drive_depth_;
   return std::max(n, 0) + resumed_;
+}
+
+// The only connection, read as if epoll had said it is readable: 1 if
+// bytes came (or it was dropped), 0 if none.
+int TcpTransportImpl::read_solo(Conn &c) {
+  if (c.rx == Rx::kNeedBlock) return 0;  // paused: retry_paused_if_due() reads it
+  if (!receive(c)) {
+    drop(&c);
+    return 1;
+  }
+  return c.turn_read != 0 ? 1 : 0;
 }
 
 void TcpTransportImpl::handle_event(const epoll_event &ev) {

@@ -58,7 +58,7 @@ TcpTransportImpl::~TcpTransportImpl() {
   }
   for (auto &[c, sp] : all_) close_conn(*sp, false);
   all_.clear();
-  conn_count_.store(0);
+  count_conns_locked();
   peers_.clear();
   paused_.clear();
   for (int fd : {listen_fd_, epoll_fd_, wake_fd_}) {

@@ -515,6 +515,31 @@ TEST(TcpTransport, APollingCallerReceivesWhileTheThreadStaysOffTheSockets) {
   expect_seeds_in_order(b.sink, 2 * kN);
 }
 
+// With one connection a polling caller reads it without epoll (one system
+// call per message instead of two); every kEpollEvery-th drive still
+// polls epoll, so a second peer's connection is accepted and served by the
+// caller while the thread stays parked, and the first connection works on.
+TEST(TcpTransport, APollingCallerOnOneConnectionStillAcceptsASecond) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret), b(2, &secret), c(3, &secret);
+  send_range(a, b, 0, 1);
+  ASSERT_TRUE(b.sink.wait_for(1));
+  ASSERT_EQ(b.t->stats().open_connections, 1u);
+  b.t->poll_begin();
+  std::this_thread::sleep_for(20ms);  // the thread, kicked out of epoll_wait, parks
+  const std::uint64_t thread_before = b.t->stats().thread_events;
+  constexpr std::uint32_t kN = 200;
+  std::thread sender([&] { send_range(c, b, 1, kN); });
+  EXPECT_TRUE(progress_until(*b.t, b.sink, kN));
+  sender.join();
+  EXPECT_EQ(b.t->stats().open_connections, 2u);
+  send_range(a, b, kN, kN + 50);
+  EXPECT_TRUE(progress_until(*b.t, b.sink, kN + 50));
+  EXPECT_EQ(b.t->stats().thread_events, thread_before) << "the thread touched the sockets";
+  b.t->poll_end(false);
+  expect_seeds_in_order(b.sink, kN + 50);
+}
+
 // Without a connection a polling caller has nothing to poll (no system call
 // per round, which would slow shm polled next to tcp): progress() returns
 // at once and the thread, left in epoll_wait, accepts the first connection.
