@@ -85,6 +85,9 @@ class EnvelopeQueue {
   template <class Match>
   E *find(const H &key, Match &&match) const {
     if (size_ == 0) return nullptr;
+    // One envelope (a thread waiting for its next message, the common
+    // case): compare it, without the index's tree walk.
+    if (size_ == 1) return match(all_.head->header) ? all_.head : nullptr;
     if (key.is_pattern()) {
       for (E *e = all_.head; e != nullptr; e = e->all_next_) {
         if (match(e->header)) return e;

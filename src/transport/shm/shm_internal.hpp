@@ -257,7 +257,8 @@ class ShmTransportImpl final : public ShmTransport {
   int poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
   int take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
   int take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at);
-  int deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b, const wire::MessageHeader &first);
+  int deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b, const CoreHeader &header,
+                    rocl_gid_t destination, std::uint64_t length);
   // Counters only the holder of rx_busy_ adds to: a plain load and store
   // (a locked add per delivered message was a fair part of its cost).
   static void count(std::atomic<std::uint64_t> &c) noexcept {

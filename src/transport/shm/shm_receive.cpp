@@ -304,7 +304,8 @@ int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
   BlockHeader *b = s.block;
   s.block = nullptr;
   s.done = 0;
-  return deliver_block(i, s, b, s.first);
+  return deliver_block(i, s, b, CoreHeader{s.first.source, s.first.tag, s.first.domain},
+                       s.first.destination, s.first.total_length);
 }
 
 // The Hello, the first frame of a slot: the sender proves the job secret.
@@ -355,29 +356,24 @@ int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const
     copy_out(s, s.tail + kSealBytes + sizeof h, payload_of(b), h.length);
   }
   consume(s, ctl, frame);
-  wire::MessageHeader whole{};
-  whole.source = h.source;
-  whole.destination = h.destination;
-  whole.tag = h.tag;
-  whole.domain = h.domain;
-  whole.total_length = h.length;
-  return deliver_block(i, s, b, whole);
+  return deliver_block(i, s, b, CoreHeader{h.source, h.tag, h.domain}, h.destination, h.length);
 }
 
-// Hands a received message (block b, described by `first`) to the sink.
+// Hands a received message (block b) to the sink.
 int ShmTransportImpl::deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b,
-                                    const wire::MessageHeader &first) {
+                                    const CoreHeader &header, rocl_gid_t destination,
+                                    std::uint64_t length) {
   Message *m = message_in(b);
-  m->header = CoreHeader{first.source, first.tag, first.domain};
+  m->header = header;
   m->data = payload_of(b);
-  m->length = first.total_length;
+  m->length = length;
   b->state.store(BlockState::kLibrary, std::memory_order_release);
-  if (env_.sink->deliver(first.destination, m) != ROCL_OK) {
+  if (env_.sink->deliver(destination, m) != ROCL_OK) {
     count(unknown_);
     char line[160];
     std::snprintf(line, sizeof line,
                   "shm: message from slot %u (pid %u) for unknown resource 0x%016" PRIx64, i, s.pid,
-                  first.destination);
+                  destination);
     log(line);
     std::destroy_at(m);
     env_.pool->release(b, BlockState::kLibrary);
