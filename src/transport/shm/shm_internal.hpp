@@ -295,6 +295,7 @@ class ShmTransportImpl final : public ShmTransport {
   JobSecret::Challenge challenge_{};
   std::vector<RxSlot> rx_;             // only by the holder of rx_busy_ (as the two below)
   std::vector<std::uint32_t> active_;  // claimed slots, in index order
+  std::size_t first_slot_ = 0;         // where in active_ a caller's poll starts
   // Senders' pools by slot: written once at the handshake (before any stub
   // of that slot exists), read by pull() on any thread, unmapped at the end.
   std::vector<PeerPool> pools_;

@@ -166,10 +166,17 @@ void ShmTransportImpl::refresh_active() {
 // A caller stops at the first whole message: it is likely the one it waits
 // for, and looking at once at the next frame's place would fetch a cache
 // line the sender still holds from its last lap, on the way back to it.
+// The next poll then starts at the slot after that one, so that a sender
+// that streams does not keep a caller from the others' messages.
 int ShmTransportImpl::poll_once(bool caller) {
   int n = 0;
   refresh_active();
-  for (const std::uint32_t i : active_) {
+  const std::size_t count = active_.size();
+  if (first_slot_ >= count) first_slot_ = 0;
+  for (std::size_t j = 0; j < count; ++j) {
+    std::size_t at = first_slot_ + j;
+    if (at >= count) at -= count;
+    const std::uint32_t i = active_[at];
     RxSlot &s = rx_[i];
     if (s.state == RxSlot::kPoisoned) continue;
     SlotCtl *ctl = slot_ctl(seg_, i);
@@ -178,7 +185,10 @@ int ShmTransportImpl::poll_once(bool caller) {
       const int r = poll_slot(i, s, ctl);
       if (r <= 0) break;
       ++n;
-      if (caller && r == kMessageDone) return n;
+      if (caller && r == kMessageDone) {
+        first_slot_ = at + 1;
+        return n;
+      }
     }
   }
   return n;

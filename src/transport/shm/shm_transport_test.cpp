@@ -145,6 +145,33 @@ TEST(ShmTransport, SmallAndShortFramesWrapTheRingIntact) {
   EXPECT_EQ(b.t->stats().poisoned, 0u);
 }
 
+// A polling caller stops at each whole message (progress() returns); the
+// next poll starts at the next slot, so a sender with a full ring cannot
+// keep a caller from another sender's message.
+TEST(ShmTransport, APollingCallerIsNotStarvedByOneBusySender) {
+  JobSecret secret = JobSecret::generate();
+  End busy{1, &secret}, other{3, &secret}, b{2, &secret};
+  ASSERT_EQ(busy.t->send(2, b.t->address(), 21, make_message(busy.pool, 8, 0, 11, 1)), ROCL_OK);
+  ASSERT_EQ(other.t->send(2, b.t->address(), 21, make_message(other.pool, 8, 0, 33, 1)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(2));  // both slots claimed, in this order
+  b.t->poll_begin();
+  std::this_thread::sleep_for(20ms);  // the thread leaves the rings to callers
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_EQ(busy.t->send(2, b.t->address(), 21, make_message(busy.pool, 8, i, 11, 1)), ROCL_OK);
+  }
+  ASSERT_EQ(other.t->send(2, b.t->address(), 21, make_message(other.pool, 8, 7, 33, 999)), ROCL_OK);
+  auto has_other = [&] {
+    for (const auto &g : b.sink.snapshot()) {
+      if (g.tag == 999) return true;
+    }
+    return false;
+  };
+  for (int i = 0; i < 4 && !has_other(); ++i) EXPECT_EQ(b.t->progress(), 1);
+  EXPECT_TRUE(has_other()) << "the other sender's message waited behind the busy one's";
+  b.t->poll_end(false);
+  ASSERT_TRUE(b.sink.wait_for(203));
+}
+
 // The poll lease (shm_transport.hpp): after a polling caller got its
 // message, `pollers` stays raised for a while, so senders do not wake the
 // thread; a message arriving then, with nobody polling, is still delivered
