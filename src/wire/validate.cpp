@@ -27,6 +27,38 @@ const char *peer_ptr(std::string_view peer) {
   return peer.empty() ? "" : peer.data();
 }
 
+// The rules both headers start with: magic and version.
+int check_magic_version(std::uint16_t magic, std::uint8_t version, int pl, const char *p) {
+  if (magic != kMagic) {
+    return fail(ROCL_EPEER, "frame from %.*s: magic 0x%04x is not 0x%04x", pl, p, unsigned{magic},
+                unsigned{kMagic});
+  }
+  if (version != kVersion) {
+    return fail(ROCL_EPEER, "frame from %.*s: version %u is not supported (expected %u)", pl, p,
+                unsigned{version}, unsigned{kVersion});
+  }
+  return ROCL_OK;
+}
+
+// The rules on the envelope both headers carry: real gids, a tag >= 0
+// (every kind defined so far belongs to a user message and carries one).
+int check_gids_and_tag(std::uint64_t source, std::uint64_t destination, std::int32_t tag, Kind kind,
+                       int pl, const char *p) {
+  if (source == 0 || source == kAllOnes) {
+    return fail(ROCL_EPEER, "frame from %.*s: source 0x%016" PRIx64 " is not a resource gid", pl, p,
+                source);
+  }
+  if (destination == 0 || destination == kAllOnes) {
+    return fail(ROCL_EPEER, "frame from %.*s: destination 0x%016" PRIx64 " is not a resource gid",
+                pl, p, destination);
+  }
+  if (tag < 0) {
+    return fail(ROCL_EPEER, "frame from %.*s: tag %" PRId32 " of a %s frame is negative", pl, p,
+                tag, kind_name(kind));
+  }
+  return ROCL_OK;
+}
+
 }  // namespace
 
 const char *kind_name(Kind k) noexcept {
@@ -56,14 +88,7 @@ bool parse_header(std::span<const std::byte> bytes, MessageHeader *out) noexcept
 int validate_header(const MessageHeader &h, const Limits &limits, std::string_view peer) {
   const int pl = peer_len(peer);
   const char *p = peer_ptr(peer);
-  if (h.magic != kMagic) {
-    return fail(ROCL_EPEER, "frame from %.*s: magic 0x%04x is not 0x%04x", pl, p, unsigned{h.magic},
-                unsigned{kMagic});
-  }
-  if (h.version != kVersion) {
-    return fail(ROCL_EPEER, "frame from %.*s: version %u is not supported (expected %u)", pl, p,
-                unsigned{h.version}, unsigned{kVersion});
-  }
+  if (const int rc = check_magic_version(h.magic, h.version, pl, p); rc != ROCL_OK) return rc;
   const auto kind = static_cast<std::uint8_t>(h.kind);
   if (h.kind == Kind::kShort) {
     return fail(ROCL_EPEER, "frame from %.*s: kind 5 (short) in a 64-byte header", pl, p);
@@ -76,18 +101,9 @@ int validate_header(const MessageHeader &h, const Limits &limits, std::string_vi
     return fail(ROCL_EPEER, "frame from %.*s: flags 0x%08" PRIx32 " must be 0 (reserved)", pl, p,
                 h.flags);
   }
-  if (h.source == 0 || h.source == kAllOnes) {
-    return fail(ROCL_EPEER, "frame from %.*s: source 0x%016" PRIx64 " is not a resource gid", pl, p,
-                h.source);
-  }
-  if (h.destination == 0 || h.destination == kAllOnes) {
-    return fail(ROCL_EPEER, "frame from %.*s: destination 0x%016" PRIx64 " is not a resource gid",
-                pl, p, h.destination);
-  }
-  // Every kind defined so far belongs to a user message and carries its tag.
-  if (h.tag < 0) {
-    return fail(ROCL_EPEER, "frame from %.*s: tag %" PRId32 " of a %s frame is negative", pl, p,
-                h.tag, kind_name(h.kind));
+  if (const int rc = check_gids_and_tag(h.source, h.destination, h.tag, h.kind, pl, p);
+      rc != ROCL_OK) {
+    return rc;
   }
   if (h.total_length > limits.max_message_bytes) {
     return fail(ROCL_EPEER, "frame from %.*s: total_length %" PRIu64 " exceeds the limit %" PRIu64,
@@ -157,29 +173,14 @@ int decode_header(std::span<const std::byte> bytes, const Limits &limits, std::s
 int reject_short_header(const ShortHeader &h, const Limits &limits, std::string_view peer) {
   const int pl = peer_len(peer);
   const char *p = peer_ptr(peer);
-  if (h.magic != kMagic) {
-    return fail(ROCL_EPEER, "frame from %.*s: magic 0x%04x is not 0x%04x", pl, p, unsigned{h.magic},
-                unsigned{kMagic});
-  }
-  if (h.version != kVersion) {
-    return fail(ROCL_EPEER, "frame from %.*s: version %u is not supported (expected %u)", pl, p,
-                unsigned{h.version}, unsigned{kVersion});
-  }
+  if (const int rc = check_magic_version(h.magic, h.version, pl, p); rc != ROCL_OK) return rc;
   if (h.kind != Kind::kShort) {
     return fail(ROCL_EPEER, "frame from %.*s: kind %u in a 32-byte header is not 5 (short)", pl, p,
                 unsigned{static_cast<std::uint8_t>(h.kind)});
   }
-  if (h.source == 0 || h.source == kAllOnes) {
-    return fail(ROCL_EPEER, "frame from %.*s: source 0x%016" PRIx64 " is not a resource gid", pl, p,
-                h.source);
-  }
-  if (h.destination == 0 || h.destination == kAllOnes) {
-    return fail(ROCL_EPEER, "frame from %.*s: destination 0x%016" PRIx64 " is not a resource gid",
-                pl, p, h.destination);
-  }
-  if (h.tag < 0) {
-    return fail(ROCL_EPEER, "frame from %.*s: tag %" PRId32 " of a short frame is negative", pl, p,
-                h.tag);
+  if (const int rc = check_gids_and_tag(h.source, h.destination, h.tag, h.kind, pl, p);
+      rc != ROCL_OK) {
+    return rc;
   }
   const std::uint64_t limit =
       std::min<std::uint64_t>(limits.max_fragment_bytes, limits.max_message_bytes);
