@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -28,7 +29,7 @@ int hex_value(char c) {
 }
 
 void fill_random(std::uint8_t *out, std::size_t n) {
-  if (RAND_bytes(out, static_cast<int>(n)) != 1) {
+  if (!JobSecret::random_bytes(out, n)) {
     throw std::runtime_error("rocl: the system's random source failed");
   }
 }
@@ -39,6 +40,11 @@ JobSecret JobSecret::generate() {
   JobSecret s;
   fill_random(s.key_.data(), s.key_.size());
   return s;
+}
+
+bool JobSecret::random_bytes(void *out, std::size_t n) noexcept {
+  return n <= static_cast<std::size_t>(INT_MAX) &&
+         RAND_bytes(static_cast<unsigned char *>(out), static_cast<int>(n)) == 1;
 }
 
 JobSecret::Challenge JobSecret::random_challenge() {

@@ -36,6 +36,9 @@ class JobSecret {
               const Digest &proof) const;
 
   static Challenge random_challenge();
+  // n bytes from the same random source as the secrets and challenges:
+  // false if it failed (it throws nothing).
+  static bool random_bytes(void *out, std::size_t n) noexcept;
 
  private:
   std::array<std::uint8_t, kBytes> key_{};

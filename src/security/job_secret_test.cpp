@@ -3,9 +3,12 @@
 #include "security/job_secret.hpp"
 
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
+#include <array>
 
+#include <array>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -43,6 +46,17 @@ TEST(JobSecret, ProofsDependOnSecretLabelAndChallenge) {
   EXPECT_FALSE(b.verify("tcp", c1, proof));
   EXPECT_FALSE(a.verify("shm", c1, proof));
   EXPECT_FALSE(a.verify("tcp", c2, proof));
+}
+
+TEST(JobSecret, RandomBytesFillWhatIsAsked) {
+  std::array<std::uint64_t, 64> a{}, b{};
+  ASSERT_TRUE(JobSecret::random_bytes(a.data(), sizeof a));
+  ASSERT_TRUE(JobSecret::random_bytes(b.data(), sizeof b));
+  EXPECT_NE(a, b);
+  int zero_words = 0;
+  for (std::uint64_t w : a) zero_words += w == 0;
+  EXPECT_LT(zero_words, 2);  // 64 random words: a zero one is a 1 in 2^58 chance
+  EXPECT_TRUE(JobSecret::random_bytes(nullptr, 0));
 }
 
 TEST(JobSecret, RefusesFilesOthersCanRead) {

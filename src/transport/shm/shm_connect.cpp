@@ -5,7 +5,6 @@
 // and the job secret handshake (design: shm_transport.hpp).
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -19,20 +18,6 @@
 #include "transport/shm/shm_process.hpp"
 
 namespace rocl::impl::shm::detail {
-namespace {
-// n bytes from the kernel's random source; false (errno set) if it failed.
-bool random_bytes(void *out, std::size_t n) {
-  auto *p = static_cast<unsigned char *>(out);
-  while (n != 0) {
-    const ssize_t got = ::getrandom(p, n, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got;
-    n -= static_cast<std::size_t>(got);
-  }
-  return true;
-}
-}  // namespace
 
 ShmTransportImpl::ShmTransportImpl(const TransportEnv &env, const shm::Config &cfg, shm::LogFn log)
     : env_(env), cfg_(cfg), log_(std::move(log)) {
@@ -105,8 +90,8 @@ int ShmTransportImpl::init() {
   std::memcpy(hdr_->challenge, challenge_.data(), 32);
   rx_.resize(cfg_.slots);
   std::vector<std::uint64_t> keys(cfg_.slots);
-  if (!random_bytes(keys.data(), keys.size() * sizeof keys[0])) {
-    return fail(ROCL_ENOMEM, "shm: no random bytes for the seal keys: %s", std::strerror(errno));
+  if (!JobSecret::random_bytes(keys.data(), keys.size() * sizeof keys[0])) {
+    return fail(ROCL_ENOMEM, "shm: the random source gave no bytes for the seal keys");
   }
   for (std::uint32_t i = 0; i < cfg_.slots; ++i) {
     SlotCtl *ctl = new (slot_ctl(seg_, i)) SlotCtl{};

@@ -257,6 +257,7 @@ class ShmTransportImpl final : public ShmTransport {
   int poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
   int take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
   int take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at);
+  BlockHeader *receive_block(std::uint32_t i, RxSlot &s, SlotCtl *ctl, std::uint64_t length);
   int deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b, const CoreHeader &header,
                     rocl_gid_t destination, std::uint64_t length);
   // Counters only the holder of rx_busy_ adds to: a plain load and store

@@ -275,18 +275,8 @@ int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
              false);
       return -1;
     }
-    if (env_.pool == nullptr) {
-      poison(i, s, ctl, "no buffer pool to receive into", false);
-      return -1;
-    }
-    BlockHeader *b = env_.pool->allocate(h.total_length);
-    if (b == nullptr) {
-      poison(i, s, ctl,
-             "no pool block for a message of " + std::to_string(h.total_length) +
-                 " bytes: " + last_error(),
-             false);
-      return -1;
-    }
+    BlockHeader *b = receive_block(i, s, ctl, h.total_length);
+    if (b == nullptr) return -1;
     b->state.store(BlockState::kLibrary, std::memory_order_relaxed);
     s.block = b;
     s.first = h;
@@ -350,15 +340,8 @@ int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const
     poison(i, s, ctl, last_error(), false);
     return -1;
   }
-  BlockHeader *b = env_.pool != nullptr ? env_.pool->allocate(h.length) : nullptr;
-  if (b == nullptr) {
-    poison(i, s, ctl,
-           env_.pool == nullptr ? std::string("no buffer pool to receive into")
-                                : "no pool block for a message of " + std::to_string(h.length) +
-                                      " bytes: " + last_error(),
-           false);
-    return -1;
-  }
+  BlockHeader *b = receive_block(i, s, ctl, h.length);
+  if (b == nullptr) return -1;
   const std::uint64_t frame = frame_bytes(sizeof h, h.length);
   if (frame == kFrameAlign) {
     copy_small(payload_of(b), at + kSealBytes + sizeof h, h.length);
@@ -367,6 +350,23 @@ int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const
   }
   consume(s, ctl, frame);
   return deliver_block(i, s, b, CoreHeader{h.source, h.tag, h.domain}, h.destination, h.length);
+}
+
+// A pool block for a message of `length` bytes from slot i, or null with
+// the slot poisoned (no pool, or the pool is out of memory: said why).
+BlockHeader *ShmTransportImpl::receive_block(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
+                                             std::uint64_t length) {
+  if (env_.pool == nullptr) {
+    poison(i, s, ctl, "no buffer pool to receive into", false);
+    return nullptr;
+  }
+  BlockHeader *b = env_.pool->allocate(length);
+  if (b == nullptr) {
+    poison(i, s, ctl,
+           "no pool block for a message of " + std::to_string(length) + " bytes: " + last_error(),
+           false);
+  }
+  return b;
 }
 
 // Hands a received message (block b) to the sink.
