@@ -490,16 +490,23 @@ void expect_seeds_in_order(RecordingSink &sink, std::uint32_t n) {
   }
 }
 
+// Connects a to b (seed 0 delivered by b's thread, which makes the
+// handshake), then makes the test thread b's polling caller and waits until
+// b's thread, kicked out of epoll_wait, has parked. Returns b's
+// thread_events then: they must not grow while the caller drives.
+std::uint64_t connect_then_poll(Node &a, Node &b) {
+  send_range(a, b, 0, 1);
+  EXPECT_TRUE(b.sink.wait_for(1));
+  EXPECT_EQ(b.t->stats().open_connections, 1u);
+  b.t->poll_begin();
+  std::this_thread::sleep_for(20ms);
+  return b.t->stats().thread_events;
+}
+
 TEST(TcpTransport, APollingCallerReceivesWhileTheThreadStaysOffTheSockets) {
   const JobSecret secret = JobSecret::generate();
   Node a(1, &secret), b(2, &secret);
-  // Connect first: the handshake needs a driver on b, the test thread below.
-  send_range(a, b, 0, 1);
-  ASSERT_TRUE(b.sink.wait_for(1));
-
-  b.t->poll_begin();
-  std::this_thread::sleep_for(20ms);  // the thread, kicked out of epoll_wait, parks
-  const std::uint64_t thread_before = b.t->stats().thread_events;
+  const std::uint64_t thread_before = connect_then_poll(a, b);
   constexpr std::uint32_t kN = 300;
   std::thread sender([&] { send_range(a, b, 1, kN); });
   EXPECT_TRUE(progress_until(*b.t, b.sink, kN));
@@ -522,12 +529,7 @@ TEST(TcpTransport, APollingCallerReceivesWhileTheThreadStaysOffTheSockets) {
 TEST(TcpTransport, APollingCallerOnOneConnectionStillAcceptsASecond) {
   const JobSecret secret = JobSecret::generate();
   Node a(1, &secret), b(2, &secret), c(3, &secret);
-  send_range(a, b, 0, 1);
-  ASSERT_TRUE(b.sink.wait_for(1));
-  ASSERT_EQ(b.t->stats().open_connections, 1u);
-  b.t->poll_begin();
-  std::this_thread::sleep_for(20ms);  // the thread, kicked out of epoll_wait, parks
-  const std::uint64_t thread_before = b.t->stats().thread_events;
+  const std::uint64_t thread_before = connect_then_poll(a, b);
   constexpr std::uint32_t kN = 200;
   std::thread sender([&] { send_range(c, b, 1, kN); });
   EXPECT_TRUE(progress_until(*b.t, b.sink, kN));
