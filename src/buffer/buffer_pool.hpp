@@ -102,6 +102,14 @@ class BufferPool {
   // core can say "already returned".
   BlockHeader *find_any_state(const void *p) const noexcept;
 
+  // Whether the cap leaves room for a buffer of len bytes at all: when
+  // allocate fails for one that could fit, waiting for blocks to be
+  // released can help (a transport pauses); otherwise it cannot.
+  bool can_ever_hold(std::size_t len) const noexcept {
+    const unsigned y = order_for(len);
+    return y < 64 && (std::size_t{1} << y) <= cap_;
+  }
+
   // p lies inside the pool region.
   bool contains(const void *p) const noexcept {
     return reinterpret_cast<std::uintptr_t>(p) - base_ < size_;

@@ -248,6 +248,11 @@ int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
 
 bool Context::origin_gone(rocl_gid_t origin) noexcept {
   if (origin == ROCL_ANY_GID || resources_.contains(origin)) return false;
+  // Input held back for want of pool blocks may hold the origin's last
+  // messages, sent before its process exited: not gone until it is read.
+  for (auto &t : transports_) {
+    if (t->holds_unread_input()) return false;
+  }
   try {
     rocl_gid_t gid = origin;
     AttrList none(64);

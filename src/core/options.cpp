@@ -52,7 +52,9 @@ const OptionRow kOptions[] = {
      Type::kUint, field_of<&Options::linger_ms>},
     {"ROCL_PEER_CHECK_MS", "500",
      "A receive waiting for one origin checks this often that the origin still exists, and "
-     "fails with ROCL_EPEER naming it once its process has exited or died (0: never).",
+     "fails with ROCL_EPEER naming it once its process has exited or died (0: never); not "
+     "while input is held unread for want of pool blocks (the origin's last messages may be "
+     "in it).",
      Type::kUint, field_of<&Options::peer_check_ms>},
     {"ROCL_TRANSPORTS", "auto",
      "Comma-separated transports to enable, in order of preference (built: see "

@@ -141,6 +141,14 @@ class Transport {
   // it every round whatever it asks. Default 1.
   virtual unsigned progress_stride() const noexcept { return 1; }
 
+  // True while input that has arrived is held back unread because the
+  // buffer pool has no block for it (flow control: the application holds
+  // the buffers). The core then takes no origin for gone when its process
+  // has exited: its last messages may be in that input (in a ring, or in
+  // the kernel's socket buffer), to be delivered once blocks are released.
+  // Any thread; may be momentarily stale. Default: never.
+  virtual bool holds_unread_input() const noexcept { return false; }
+
   // Rendezvous, receiver side. A transport may deliver a stub instead of a
   // large message: a Message with rendezvous = true and length = the
   // message's length, whose block holds only the transport's bookkeeping

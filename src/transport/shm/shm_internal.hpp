@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -161,7 +162,9 @@ struct RxSlot {
   BlockHeader *block = nullptr;  // message being reassembled
   wire::MessageHeader first{};
   std::uint64_t done = 0;
-  std::string name;  // "shm slot N (pid P)", for error sentences
+  std::string name;           // "shm slot N (pid P)", for error sentences
+  bool paused = false;        // no pool block for its next message: retried every kRetryMs
+  bool pause_logged = false;  // said so once
 };
 
 // ---- Rendezvous --------------------------------------------------------------
@@ -213,6 +216,9 @@ class ShmTransportImpl final : public ShmTransport {
   // shm_rendezvous.cpp
   int pull(Message *stub, Message **out) noexcept override;
   void discard(Message *stub) noexcept override;
+  bool holds_unread_input() const noexcept override {
+    return paused_slots_.load(std::memory_order_relaxed) != 0;
+  }
 
  private:
   void log(const std::string &s) {
@@ -258,6 +264,9 @@ class ShmTransportImpl final : public ShmTransport {
   int take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
   int take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at);
   BlockHeader *receive_block(std::uint32_t i, RxSlot &s, SlotCtl *ctl, std::uint64_t length);
+  void pause(RxSlot &s, std::uint64_t length);
+  void resume(RxSlot &s);
+  bool retry_due();
   int deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b, const CoreHeader &header,
                     rocl_gid_t destination, std::uint64_t length);
   // Counters only the holder of rx_busy_ adds to: a plain load and store
@@ -301,6 +310,10 @@ class ShmTransportImpl final : public ShmTransport {
   // of that slot exists), read by pull() on any thread, unmapped at the end.
   std::vector<PeerPool> pools_;
   std::uint32_t seen_claims_ = 0;
+  // Slots paused for want of a pool block (written by the holder of
+  // rx_busy_, read by anyone), and when poll_once retries them next.
+  std::atomic<std::uint32_t> paused_slots_{0};
+  std::chrono::steady_clock::time_point next_retry_{};
   std::atomic_flag rx_busy_ = ATOMIC_FLAG_INIT;
   // The poll lease (shm_transport.hpp): callers between poll_begin and
   // poll_end, whether hdr_->pollers is raised (changed under lease_mu_),
@@ -328,7 +341,7 @@ class ShmTransportImpl final : public ShmTransport {
   std::atomic<std::int64_t> pending_total_{0};  // rendezvous buffers not yet reaped
 
   std::atomic<std::uint64_t> refused_{0}, poisoned_{0}, unknown_{0}, delivered_{0};
-  std::atomic<std::uint64_t> lend_refused_{0};
+  std::atomic<std::uint64_t> lend_refused_{0}, paused_reads_{0};
 };
 
 }  // namespace rocl::impl::shm::detail

@@ -134,9 +134,12 @@ void ShmTransportImpl::run() {
     const std::uint32_t seq = hdr_->wake_seq.load(std::memory_order_acquire);
     reap_all();
     if ((callers_poll() || poll_locked(true) == 0) && !stop_.load()) {
-      // Sleep long, unless senders' buffers wait to be reaped, or callers
-      // poll: then wake when their lease may have run out.
-      long us = pending_total_.load(std::memory_order_relaxed) != 0 ? 1000 : 50000;
+      // Sleep long, unless senders' buffers wait to be reaped or a paused
+      // slot waits for a pool block (kRetryMs), or callers poll: then wake
+      // when their lease may have run out.
+      const bool soon = pending_total_.load(std::memory_order_relaxed) != 0 ||
+                        paused_slots_.load(std::memory_order_relaxed) != 0;
+      long us = soon ? shm::kRetryMs * 1000L : 50000;
       if (callers_poll()) us = std::min<long>(us, shm::kPollLeaseUs);
       timespec ts{0, us * 1000};
       futex(&hdr_->wake_seq, FUTEX_WAIT, seq, &ts);
@@ -173,17 +176,19 @@ int ShmTransportImpl::poll_once(bool caller) {
   refresh_active();
   const std::size_t count = active_.size();
   if (first_slot_ >= count) first_slot_ = 0;
+  const bool retry = paused_slots_.load(std::memory_order_relaxed) != 0 && retry_due();
   for (std::size_t j = 0; j < count; ++j) {
     std::size_t at = first_slot_ + j;
     if (at >= count) at -= count;
     const std::uint32_t i = active_[at];
     RxSlot &s = rx_[i];
-    if (s.state == RxSlot::kPoisoned) continue;
+    if (s.state == RxSlot::kPoisoned || (s.paused && !retry)) continue;
     SlotCtl *ctl = slot_ctl(seg_, i);
     // Drain a bounded number of frames per slot per round for fairness.
     for (int k = 0; k < 16; ++k) {
       const int r = poll_slot(i, s, ctl);
       if (r <= 0) break;
+      if (s.paused) resume(s);
       ++n;
       if (caller && r == kMessageDone) {
         first_slot_ = at + 1;
@@ -197,6 +202,7 @@ int ShmTransportImpl::poll_once(bool caller) {
 void ShmTransportImpl::poison(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::string &why,
                               bool refusal) {
   s.state = RxSlot::kPoisoned;
+  if (s.paused) resume(s);
   drop_partial(s);
   // Counted and said before the verdict is published: a sender that sees
   // it (and fails its send) finds both already there.
@@ -276,7 +282,7 @@ int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
       return -1;
     }
     BlockHeader *b = receive_block(i, s, ctl, h.total_length);
-    if (b == nullptr) return -1;
+    if (b == nullptr) return s.paused ? 0 : -1;  // paused: the frame waits in the ring
     b->state.store(BlockState::kLibrary, std::memory_order_relaxed);
     s.block = b;
     s.first = h;
@@ -341,7 +347,7 @@ int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const
     return -1;
   }
   BlockHeader *b = receive_block(i, s, ctl, h.length);
-  if (b == nullptr) return -1;
+  if (b == nullptr) return s.paused ? 0 : -1;  // paused: the frame waits in the ring
   const std::uint64_t frame = frame_bytes(sizeof h, h.length);
   if (frame == kFrameAlign) {
     copy_small(payload_of(b), at + kSealBytes + sizeof h, h.length);
@@ -352,8 +358,10 @@ int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const
   return deliver_block(i, s, b, CoreHeader{h.source, h.tag, h.domain}, h.destination, h.length);
 }
 
-// A pool block for a message of `length` bytes from slot i, or null with
-// the slot poisoned (no pool, or the pool is out of memory: said why).
+// A pool block for a message of `length` bytes from slot i, or null: then
+// the slot is paused if the pool is full for now (the caller leaves the
+// frame in the ring; shm_transport.hpp: flow control), or poisoned if no
+// block can ever hold the message (or there is no pool), said why.
 BlockHeader *ShmTransportImpl::receive_block(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
                                              std::uint64_t length) {
   if (env_.pool == nullptr) {
@@ -361,12 +369,45 @@ BlockHeader *ShmTransportImpl::receive_block(std::uint32_t i, RxSlot &s, SlotCtl
     return nullptr;
   }
   BlockHeader *b = env_.pool->allocate(length);
-  if (b == nullptr) {
+  if (b != nullptr) return b;
+  if (!env_.pool->can_ever_hold(length)) {
     poison(i, s, ctl,
-           "no pool block for a message of " + std::to_string(length) + " bytes: " + last_error(),
+           "a message of " + std::to_string(length) +
+               " bytes can never fit the buffer pool (ROCL_POOL_MAX): " + last_error(),
            false);
+    return nullptr;
   }
-  return b;
+  pause(s, length);
+  return nullptr;
+}
+
+void ShmTransportImpl::pause(RxSlot &s, std::uint64_t length) {
+  if (!s.paused) {
+    s.paused = true;
+    paused_slots_.store(paused_slots_.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+    count(paused_reads_);
+  }
+  if (!s.pause_logged) {
+    s.pause_logged = true;
+    log("shm: no buffer for a " + std::to_string(length) + "-byte message from " + s.name +
+        " (pool full): reading the slot paused until blocks are released (logged once per "
+        "slot)");
+  }
+}
+
+void ShmTransportImpl::resume(RxSlot &s) {
+  s.paused = false;
+  paused_slots_.store(paused_slots_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+}
+
+// Whether paused slots are due for another try (every kRetryMs: a failing
+// allocation is not free, the pool reclaims its caches first).
+bool ShmTransportImpl::retry_due() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_retry_) return false;
+  next_retry_ = now + std::chrono::milliseconds(shm::kRetryMs);
+  return true;
 }
 
 // Hands a received message (block b) to the sink.

@@ -203,19 +203,14 @@ int ShmTransportImpl::take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
   }
   wire::RendezvousBody body;
   copy_out(s, s.tail + kSealBytes + sizeof h, reinterpret_cast<std::byte *>(&body), sizeof body);
-  consume(s, ctl, frame);
   if (body.cookie >= 64) {
     poison(i, s, ctl, "rendezvous cookie " + std::to_string(body.cookie) + " is not 0..63", false);
     return -1;
   }
   const Stub st{this, ctl, pools_[i].base, pools_[i].bytes, body.address, body.cookie, s.pid, i};
-  BlockHeader *b = env_.pool->allocate(sizeof st);
-  if (b == nullptr) {
-    hand_back(st);
-    log("shm: no pool block for a rendezvous stub from pid " + std::to_string(s.pid) +
-        "; message dropped: " + last_error());
-    return kMessageDone;
-  }
+  BlockHeader *b = receive_block(i, s, ctl, sizeof st);
+  if (b == nullptr) return s.paused ? 0 : -1;  // paused: the request waits in the ring
+  consume(s, ctl, frame);
   std::memcpy(payload_of(b), &st, sizeof st);
   Message *m = message_in(b);
   m->header = CoreHeader{h.source, h.tag, h.domain};

@@ -15,6 +15,7 @@ shm::Stats ShmTransportImpl::stats() const noexcept {
   s.unknown_destination = unknown_.load();
   s.delivered = delivered_.load();
   s.lend_refused = lend_refused_.load();
+  s.paused_reads = paused_reads_.load();
   return s;
 }
 

@@ -79,6 +79,16 @@
 // Each message gets a block of total_length bytes from env.pool (payload
 // copied ring -> block once), state kLibrary, and goes to
 // env.sink->deliver; ROCL_EBADGID is logged and the block released.
+// Flow control on the receiving side (a receiver slower than its senders
+// loses nothing): when env.pool has no block for a message (its cap is
+// reached: the application holds the buffers), the slot is paused: the
+// frame stays in the ring, which then fills and holds its sender back
+// (send() waits for room), while the other slots go on; the allocation is
+// retried about every kRetryMs. Logged once per slot ("... reading the
+// slot paused ..."), counted in Stats::paused_reads. While a slot is paused
+// holds_unread_input() is true (the core then takes no origin for gone:
+// its messages may still be in the ring). Only a message that can never
+// fit the pool (ROCL_POOL_MAX) poisons the slot.
 // progress() returns the frames handled.
 //
 // Cleanup: memfd segments vanish with their last mapping and descriptor;
@@ -109,6 +119,8 @@ inline constexpr std::uint64_t kMaxPendingBytes = std::uint64_t{256} << 20;
 // whole period of this length went by without a caller's poll, so it stays
 // raised 1-2 periods after the last polling caller got its message.
 inline constexpr std::int64_t kPollLeaseUs = 500;
+// A slot paused for want of a pool block retries its allocation this often.
+inline constexpr int kRetryMs = 1;
 
 struct Config {
   std::uint32_t slots = 64;                           // sending end-points per inbox (<= 1024)
@@ -121,6 +133,7 @@ struct Stats {
   std::uint64_t unknown_destination = 0;  // arrivals the sink refused with ROCL_EBADGID
   std::uint64_t delivered = 0;            // messages handed to the sink
   std::uint64_t lend_refused = 0;         // large sends copied eagerly: enough lent already
+  std::uint64_t paused_reads = 0;         // times a slot was paused: no pool block (pool full)
 };
 
 using LogFn = std::function<void(const std::string &)>;

@@ -27,8 +27,8 @@ using transport_test::RecordingSink;
 
 struct End {
   explicit End(std::uint64_t instance, const JobSecret *secret, shm::Config cfg = {},
-               std::size_t rendezvous_threshold = 0)
-      : pool(PoolConfig{std::size_t{1} << 30, std::size_t{2} << 20}) {
+               std::size_t rendezvous_threshold = 0, std::size_t pool_cap = std::size_t{1} << 30)
+      : pool(PoolConfig{pool_cap, std::size_t{2} << 20}) {
     sink.pool = &pool;
     TransportEnv env{&sink, instance, &pool, secret};
     env.rendezvous_threshold = rendezvous_threshold;
@@ -108,6 +108,53 @@ TEST_F(ShmPair, SizesBothWaysWithChecksums) {
   }
   EXPECT_EQ(a.pool.stats().in_use_buffers, 0u);  // sent blocks went back
   EXPECT_EQ(b.pool.stats().in_use_buffers, 0u);
+}
+
+// Flow control at the receiver: with its pool full (the application holds
+// every block), arriving messages wait in the ring, which fills and holds
+// the sender back; nothing is dropped, and once blocks are released all
+// arrive, in order and intact. Messages of one short frame and of two
+// fragments alternate (both ways of taking a block pause).
+TEST(ShmTransport, AFullPoolPausesTheSlotAndHoldsTheSenderBack) {
+  JobSecret secret = JobSecret::generate();
+  shm::Config small;
+  small.ring_bytes = 16384;
+  End a{1, &secret, small};
+  End b{2, &secret, small, 0, std::size_t{4} << 20};
+  ASSERT_TRUE(a.t && b.t);
+  std::vector<BlockHeader *> held;
+  while (BlockHeader *h = b.pool.allocate(16)) held.push_back(h);
+  ASSERT_FALSE(held.empty());
+  constexpr int kMessages = 40;  // far more than the ring holds
+  auto length = [](int i) { return i % 2 == 0 ? std::size_t{3000} : std::size_t{16}; };
+  std::atomic<int> sent{0};
+  std::vector<std::uint64_t> sums(kMessages);
+  std::thread sender([&] {
+    for (int i = 0; i < kMessages; ++i) {
+      Message *m = make_message(a.pool, length(i), i + 1, 11, i, &sums[i]);
+      if (a.t->send(2, b.t->address(), 21, m) != ROCL_OK) return;
+      sent.fetch_add(1);
+    }
+  });
+  std::this_thread::sleep_for(300ms);
+  EXPECT_LT(sent.load(), kMessages);  // held back by the full ring
+  EXPECT_EQ(b.sink.count(), 0u);
+  EXPECT_GE(b.t->stats().paused_reads, 1u);
+  EXPECT_TRUE(b.t->holds_unread_input());
+  EXPECT_TRUE(b.logged("reading the slot paused"));
+  for (BlockHeader *h : held) b.pool.release(h, BlockState::kUser);
+  b.pool.flush_thread_cache();
+  sender.join();
+  EXPECT_EQ(sent.load(), kMessages);
+  ASSERT_TRUE(b.sink.wait_for(kMessages));
+  const auto got = b.sink.snapshot();
+  for (int i = 0; i < kMessages; ++i) {
+    EXPECT_EQ(got[i].tag, i);
+    EXPECT_EQ(got[i].length, length(i));
+    EXPECT_EQ(got[i].sum, sums[i]);
+  }
+  EXPECT_EQ(b.t->stats().poisoned, 0u);
+  EXPECT_FALSE(b.t->holds_unread_input());
 }
 
 // Every size a short frame takes (one line up to 24 bytes, more lines up to

@@ -271,6 +271,10 @@ void TcpTransportImpl::close_conn(Conn &c, bool count) {
   std::lock_guard lock(c.mu);
   if (c.dead) return;
   c.dead = true;
+  if (c.rx_paused) {  // its unread bytes go with it
+    c.rx_paused = false;
+    held_.fetch_sub(1, std::memory_order_relaxed);
+  }
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
   ::close(c.fd);
   for (auto &m : c.q) {

@@ -287,6 +287,11 @@ class TcpTransportImpl final : public TcpTransport {
   // tcp_rendezvous.cpp
   int pull(Message *stub, Message **out) noexcept override;
   void discard(Message *stub) noexcept override;
+  // A connection paused for want of a pool block (its bytes wait in the
+  // stage and the kernel's socket buffer).
+  bool holds_unread_input() const noexcept override {
+    return held_.load(std::memory_order_relaxed) != 0;
+  }
 
  private:
   void log(const std::string &s) { log_(s); }
@@ -431,6 +436,7 @@ class TcpTransportImpl final : public TcpTransport {
   Clock::time_point next_retry_{};
   int resumed_ = 0;                       // paused connections that got a block, this drive
   std::atomic<std::size_t> paused_n_{0};  // paused_.size(), for the thread's epoll timeout
+  std::atomic<std::size_t> held_{0};      // live connections with rx_paused set
   std::atomic<int> pollers_{0};           // callers between poll_begin and poll_end; a futex
   std::atomic<bool> in_epoll_{false};     // the thread is in (or about to enter) epoll_wait
   int drive_depth_ = 0;                   // > 1: a nested drive (pull inside deliver)

@@ -27,6 +27,7 @@ void TcpTransportImpl::pause_reading(Conn &c) {
     std::lock_guard lock(c.mu);
     if (!c.rx_paused) {
       c.rx_paused = true;
+      held_.fetch_add(1, std::memory_order_relaxed);
       update_interest(c);
       paused_reads_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -49,6 +50,7 @@ void TcpTransportImpl::resume_reading(Conn &c) {
   std::lock_guard lock(c.mu);
   if (!c.rx_paused) return;
   c.rx_paused = false;
+  held_.fetch_sub(1, std::memory_order_relaxed);
   update_interest(c);
   ++resumed_;
 }
@@ -346,9 +348,7 @@ Take TcpTransportImpl::take_block(Conn &c) {
 
 // Whether waiting for the pool can help: its cap holds a block for len.
 bool TcpTransportImpl::can_ever_fit(std::uint64_t len) const {
-  if (env_.pool == nullptr) return false;
-  const unsigned order = BufferPool::order_for(static_cast<std::size_t>(len));
-  return order < 64 && (std::size_t{1} << order) <= env_.pool->stats().cap_bytes;
+  return env_.pool != nullptr && env_.pool->can_ever_hold(static_cast<std::size_t>(len));
 }
 
 // The current frame is complete; deliver the message if it was the last (or

@@ -1854,8 +1854,10 @@ TEST(TcpStage, FramesStagedWhenThePoolRunsOutComeOnceBlocksAreReturned) {
     ASSERT_TRUE(eventually([&] { return b.t->stats().paused_reads > paused; }));
     std::this_thread::sleep_for(20ms);  // the driver is idle, the frames staged
     EXPECT_LT(b.sink.count(), want.size());
+    EXPECT_TRUE(b.t->holds_unread_input());  // the core keeps the sender alive
     ASSERT_TRUE(b.sink.drain(kPerRound, 200us, 10000ms)) << "staged frames never came";
   }
+  EXPECT_TRUE(eventually([&] { return !b.t->holds_unread_input(); }));
   std::this_thread::sleep_for(20ms);  // a duplicate would show up now
   ASSERT_EQ(b.sink.count(), want.size());
   {
