@@ -75,7 +75,7 @@ class Context final : public MessageSink {
                    Route route) noexcept;
   int resolve(rocl_gid_t dgid, Route *route) noexcept;
   int finish_receive(Envelope *msg, rocl_status_t *status) noexcept;
-  int pull_if_rendezvous(Envelope **msg) noexcept;
+  int pull_if_rendezvous(Resource *r, Envelope **msg) noexcept;
   int complete_request(rocl_request **req, rocl_status_t *status) noexcept;
   bool origin_gone(rocl_gid_t origin) noexcept;
   int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg) noexcept;

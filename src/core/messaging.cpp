@@ -304,13 +304,35 @@ int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **m
 }
 
 // A matched rendezvous stub becomes the message here, on the receiving
-// thread: the transport copies the payload from the sender once.
-int Context::pull_if_rendezvous(Envelope **msg) noexcept {
+// thread: the transport copies the payload from the sender once. If our
+// pool has no block for it, the stub goes back to r's mailbox, in its
+// place: the message is not lost, a later receive can take it.
+int Context::pull_if_rendezvous(Resource *r, Envelope **msg) noexcept {
   if (!(*msg)->rendezvous) return ROCL_OK;
+  auto *stub = static_cast<Message *>(*msg);
+  Transport *t = rendezvous_transport(stub);
   Message *m = nullptr;
-  const int rc = rendezvous_transport(*msg)->pull(static_cast<Message *>(*msg), &m);
-  if (rc == ROCL_OK) *msg = m;
-  return rc;
+  const int rc = t->pull(stub, &m);
+  if (rc == ROCL_OK) {
+    *msg = m;
+    return ROCL_OK;
+  }
+  if (m != stub) return rc;  // the transport said why
+  const std::string why = last_error();
+  bool kept = false;
+  try {
+    kept = r->mailbox().requeue(stub);
+  } catch (const std::bad_alloc &) {  // a new header's index bin
+  }
+  if (!kept) {
+    t->discard(stub);
+    return fail(rc, "%s; the message is dropped (its resource is closing, or out of memory)",
+                why.c_str());
+  }
+  return fail(rc,
+              "%s; the message stays queued: receive it again once buffers are returned "
+              "(rocl_bfret) or with a larger ROCL_POOL_MAX",
+              why.c_str());
 }
 
 int Context::finish_receive(Envelope *msg, rocl_status_t *status) noexcept {
@@ -348,7 +370,7 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gi
   }
   int rc = ROCL_OK;
   if (msg == nullptr) rc = await_receive(r, env, timeout, &msg);
-  resources_.put(r);
+  if (rc != ROCL_OK) resources_.put(r);
   if (rc == ROCL_ETIMEDOUT) {
     if (timeout == 0) return rc;  // polling is normal: no sentence to format
     return fail(rc, "rocl_recv: no message on %#llx within %d ms", ull(dgid), timeout);
@@ -363,7 +385,10 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gi
     return fail(rc, "rocl_recv: resource %#llx was deleted while waiting", ull(dgid));
   }
   if (rc != ROCL_OK) return fail(rc, "rocl_recv: %s", error_name(rc));
-  if (int prc = pull_if_rendezvous(&msg); prc != ROCL_OK) return prc;  // pull said why
+  // r is still held: a stub the pool has no block for goes back to its mailbox.
+  const int prc = pull_if_rendezvous(r, &msg);
+  resources_.put(r);
+  if (prc != ROCL_OK) return prc;  // pull said why
   rocl_status_t st;
   finish_receive(msg, &st);
   *ptr = st.ptr;

@@ -84,7 +84,7 @@ int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcep
     if (r->message == nullptr && r->env.status != ROCL_OK) {
       rc = r->env.status;
       st.error = rc;
-    } else if (rc = pull_if_rendezvous(&msg); rc != ROCL_OK) {
+    } else if (rc = pull_if_rendezvous(r->resource, &msg); rc != ROCL_OK) {
       st.error = rc;
     } else {
       finish_receive(msg, &st);

@@ -3,17 +3,22 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
 namespace rocl::impl {
 namespace {
 thread_local char t_last_error[512];
 }
 
+// Formats into a buffer of its own first: an argument may be last_error()
+// itself (a sentence that wraps the one before it).
 int fail(int code, const char *fmt, ...) {
+  char sentence[sizeof t_last_error];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(t_last_error, sizeof t_last_error, fmt, ap);
+  std::vsnprintf(sentence, sizeof sentence, fmt, ap);
   va_end(ap);
+  std::memcpy(t_last_error, sentence, sizeof sentence);
   return code;
 }
 

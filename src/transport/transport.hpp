@@ -157,9 +157,13 @@ class Transport {
   // calls pull(stub) on the receiving thread, which allocates the real
   // block, copies the payload straight from the sender's buffer (one copy),
   // lets the sender release its buffer, releases the stub and returns the
-  // message in *out (state kLibrary, as any arrival) with ROCL_OK. On
-  // failure it also releases the stub and lets the sender go, and returns
-  // the code of fail() naming the peer. discard(stub) drops a stub nobody
+  // message in *out (state kLibrary, as any arrival) with ROCL_OK. If the
+  // pool has no block for the payload it changes nothing (the stub stays as
+  // it was, the sender keeps its buffer), sets *out = stub and returns
+  // ROCL_ENOMEM from fail(): the core puts the stub back in the mailbox,
+  // so nothing is lost. On any other failure it releases the stub, lets
+  // the sender go and returns the code of fail() naming the peer, leaving
+  // *out alone. discard(stub) drops a stub nobody
   // will receive (its resource was deleted). Thread safe. Defaults:
   // transports that never make stubs.
   virtual int pull(Message *stub, Message **out) noexcept {

@@ -112,19 +112,24 @@ class EnvelopeQueue {
   // Appends e with sequence number `order`. Allocates only if e's header has
   // no bin yet; throws std::bad_alloc then, having changed nothing.
   void push(E *e, std::uint64_t order) {
-    List *list = &patterns_;
-    if (e->header.is_pattern()) {
-      ++patterns_size_;
-    } else {
-      const auto [it, inserted] = bins_.try_emplace(e->header);
-      list = &it->second;
-      if (!inserted && list->head == nullptr) --empty_bins_;
-    }
-    e->queue_ = kind_;
+    List *list = enter(e);
     e->order_ = order;
-    e->sub_list_ = list;
     link_back<&E::all_prev_, &E::all_next_>(all_, e);
     link_back<&E::sub_prev_, &E::sub_next_>(*list, e);
+    ++size_;
+  }
+
+  // For an envelope matched without being queued: the order it would have
+  // had, so that reinsert can put it in its place later.
+  static void set_order(E *e, std::uint64_t order) noexcept { e->order_ = order; }
+
+  // Puts e back where it was queued before (order e->order_, kept from
+  // then): after the envelopes with smaller orders, before those queued
+  // since. Allocates as push does (and changes nothing if that throws).
+  void reinsert(E *e) {
+    List *list = enter(e);
+    link_in_order<&E::all_prev_, &E::all_next_>(all_, e);
+    link_in_order<&E::sub_prev_, &E::sub_next_>(*list, e);
     ++size_;
   }
 
@@ -177,6 +182,43 @@ class EnvelopeQueue {
   }
 
  private:
+  // The list e joins besides all_ (its header's bin, made if need be, or
+  // the patterns'), with e marked as queued here and the counts updated
+  // but for size_. Throws std::bad_alloc before changing anything.
+  List *enter(E *e) {
+    List *list = &patterns_;
+    if (e->header.is_pattern()) {
+      ++patterns_size_;
+    } else {
+      const auto [it, inserted] = bins_.try_emplace(e->header);
+      list = &it->second;
+      if (!inserted && list->head == nullptr) --empty_bins_;
+    }
+    e->queue_ = kind_;
+    e->sub_list_ = list;
+    return list;
+  }
+
+  // Links e before the first envelope of `list` with a larger order (at
+  // the back if none): a walk from the front, for the rare reinsert.
+  template <E *E::*Prev, E *E::*Next>
+  static void link_in_order(List &list, E *e) noexcept {
+    E *next = list.head;
+    while (next != nullptr && next->order_ < e->order_) next = next->*Next;
+    if (next == nullptr) {
+      link_back<Prev, Next>(list, e);
+      return;
+    }
+    e->*Next = next;
+    e->*Prev = next->*Prev;
+    if (next->*Prev != nullptr) {
+      (next->*Prev)->*Next = e;
+    } else {
+      list.head = e;
+    }
+    next->*Prev = e;
+  }
+
   template <E *E::*Prev, E *E::*Next>
   static void link_back(List &list, E *e) noexcept {
     e->*Prev = list.tail;
@@ -267,9 +309,25 @@ class Communicator {
       expected_.remove(recv);
       recv->matched = msg;
       msg->matched = recv;
+      Queue::set_order(msg, next_order_++);  // its place in arrival order, for requeue
     }
     recv->complete.signal();
     return Delivery::kMatched;
+  }
+
+  // Puts back a message a receive was matched with but cannot take after
+  // all (its owner could not pull it in: no memory), as if it had never
+  // been matched: into the unexpected queue at its place in arrival order,
+  // so that the next matching receive takes it first and messages with
+  // its header still never overtake each other. Returns false if the
+  // Communicator was closed meanwhile: the caller keeps msg (and drops it
+  // as close() would have). Allocates as deliver does.
+  bool requeue(Env *msg) {
+    std::lock_guard<Lock> guard(lock_);
+    if (closed_) return false;
+    msg->matched = nullptr;
+    unexpected_.reinsert(msg);
+    return true;
   }
 
   // Posts a receive; recv->header may be a pattern. Never blocks. First

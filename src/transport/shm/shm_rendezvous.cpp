@@ -25,13 +25,13 @@ int ShmTransportImpl::pull(Message *stub, Message **out) noexcept {
   const Stub st = stub_of(stub);
   const CoreHeader header = stub->header;
   const std::size_t len = stub->length;
-  release_stub(stub);
   BlockHeader *b = env_.pool->allocate(len);
-  if (b == nullptr) {
-    hand_back(st);
+  if (b == nullptr) {  // the stub stays, for the core to queue again
+    *out = stub;
     return fail(ROCL_ENOMEM, "shm: no pool block for a %zu-byte message from pid %u: %s", len,
                 st.pid, last_error());
   }
+  release_stub(stub);
   const int rc = read_peer(st, payload_of(b), len);
   hand_back(st);
   if (rc != ROCL_OK) {

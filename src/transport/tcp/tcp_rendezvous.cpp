@@ -483,14 +483,14 @@ int TcpTransportImpl::pull(Message *stub, Message **out) noexcept {
   const Stub st = stub_of(stub);
   const CoreHeader header = stub->header;
   const std::size_t len = stub->length;
-  release_stub(stub);
   BlockHeader *b = env_.pool != nullptr ? env_.pool->allocate(len) : nullptr;
-  if (b == nullptr) {
+  if (b == nullptr) {  // the stub stays, for the core to queue again
     const std::string why = last_error();
-    let_go(st);
+    *out = stub;
     return fail(ROCL_ENOMEM, "tcp: no pool block for a %zu-byte rendezvous message from %s: %s",
                 len, st.peer, why.c_str());
   }
+  release_stub(stub);
   b->state.store(BlockState::kLibrary, std::memory_order_relaxed);
   Pull p(b);
   std::shared_ptr<Conn> c;

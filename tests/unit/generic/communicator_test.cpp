@@ -275,6 +275,55 @@ TEST(Communicator, SameHeaderNeverOvertakes) {
   }
 }
 
+// A matched message put back (its receiver could not take it) returns to
+// its place in arrival order: taken from the queue or matched on arrival,
+// it is again the first a matching receive gets, before the messages of
+// its header and bin that arrived after it, and after those before it.
+TEST(Communicator, RequeuedMessagesKeepTheirPlaceInArrivalOrder) {
+  Comm c;
+  Pool p;
+  TestEnv &m0 = p.make(hdr(1, 1), 0);
+  TestEnv &m1 = p.make(hdr(1, 1), 1);
+  TestEnv &m2 = p.make(hdr(2, 1), 2);
+  TestEnv &m3 = p.make(hdr(1, 1), 3);
+  ASSERT_EQ(c.deliver(&m0), Delivery::kQueued);
+  ASSERT_EQ(c.deliver(&m1), Delivery::kQueued);
+  ASSERT_EQ(c.deliver(&m2), Delivery::kQueued);
+  ASSERT_EQ(c.deliver(&m3), Delivery::kQueued);
+  // m1 taken (m0 first), then put back: m0 remains before it.
+  EXPECT_EQ(c.post_receive(&p.make(hdr(1, 1))), &m0);
+  EXPECT_EQ(c.post_receive(&p.make(hdr(1, 1))), &m1);
+  ASSERT_TRUE(c.requeue(&m1));
+  EXPECT_EQ(m1.matched, nullptr);
+  EXPECT_EQ(c.unexpected_size(), 3u);
+  // A wildcard gets m1 (arrived before m2 and m3), an exact one as well.
+  EXPECT_EQ(c.post_receive(&p.make(hdr(kAny, 1))), &m1);
+  ASSERT_TRUE(c.requeue(&m1));
+  EXPECT_EQ(c.post_receive(&p.make(hdr(1, 1))), &m1);
+  ASSERT_TRUE(c.requeue(&m1));
+  EXPECT_EQ(c.post_receive(&p.make(hdr(1, 1))), &m1);
+  EXPECT_EQ(c.post_receive(&p.make(hdr(kAny, kAny))), &m2);
+  EXPECT_EQ(c.post_receive(&p.make(hdr(1, 1))), &m3);
+  EXPECT_EQ(c.unexpected_size(), 0u);
+  // Matched on arrival, then put back: before what arrived after it.
+  TestEnv &waiting = p.make(hdr(5, 5));
+  ASSERT_EQ(c.post_receive(&waiting), nullptr);
+  TestEnv &m4 = p.make(hdr(5, 5), 4);
+  TestEnv &m5 = p.make(hdr(5, 5), 5);
+  ASSERT_EQ(c.deliver(&m4), Delivery::kMatched);
+  EXPECT_EQ(waiting.matched, &m4);
+  ASSERT_EQ(c.deliver(&m5), Delivery::kQueued);
+  ASSERT_TRUE(c.requeue(&m4));
+  EXPECT_EQ(c.post_receive(&p.make(hdr(5, kAny))), &m4);
+  EXPECT_EQ(c.post_receive(&p.make(hdr(5, 5))), &m5);
+  // Closed meanwhile: refused, the caller keeps the message.
+  TestEnv &m6 = p.make(hdr(6, 6), 6);
+  ASSERT_EQ(c.deliver(&m6), Delivery::kQueued);
+  EXPECT_EQ(c.post_receive(&p.make(hdr(6, 6))), &m6);
+  c.close(-1, [](Envelope<TestHeader> *) {});
+  EXPECT_FALSE(c.requeue(&m6));
+}
+
 TEST(Communicator, ContextsAreSeparate) {
   Comm c;
   Pool p;
