@@ -83,7 +83,7 @@ if [ $quick = 1 ]; then
   rounds=${rounds:-1}
   run_limit=120
 else
-  lat_sizes=1,4,16,64,256,1K,4K,16K,64K,256K,1M,4M,16M
+  lat_sizes=1,4,8,16,64,256,1K,4K,16K,64K,256K,1M,4M,16M
   bw_sizes=4K,16K,64K,256K,1M,4M,16M
   reps=3
   seconds=0.2
