@@ -108,11 +108,25 @@ void ShmTransportImpl::drop_conn(rocl_gid_t peer, Conn *c) noexcept {
 // the frame; poll_end makes sure of it). Dekker pairing: we store the seal
 // then load sleeping/pollers; the receiver stores sleeping/pollers then
 // loads the seal.
+//
+// The frame's first line, the one the receiver polls, is written last, in
+// one burst with the seal: had it been written first, a poll between that
+// write and the seal (while the lines after it are being written) would
+// take the line back, and the seal would have to fetch it once more.
 void ShmTransportImpl::put_frame(Conn &c, const void *header, std::uint64_t header_bytes,
                                  const std::byte *payload, std::uint64_t len) {
-  copy_in(c, c.head + kSealBytes, static_cast<const std::byte *>(header), header_bytes);
-  if (len != 0) copy_in(c, c.head + kSealBytes + header_bytes, payload, len);
-  publish(c, c.ring + (c.head & (c.ring_bytes - 1)), frame_bytes(header_bytes, len));
+  constexpr std::uint64_t kFirstLine = kFrameAlign - kSealBytes;  // bytes after the seal
+  const auto *h = static_cast<const std::byte *>(header);
+  const std::uint64_t h_first = std::min(header_bytes, kFirstLine);
+  const std::uint64_t p_first = std::min(len, kFirstLine - h_first);
+  if (header_bytes > h_first) copy_in(c, c.head + kFrameAlign, h + h_first, header_bytes - h_first);
+  if (len > p_first) {
+    copy_in(c, c.head + kSealBytes + header_bytes + p_first, payload + p_first, len - p_first);
+  }
+  std::byte *at = c.ring + (c.head & (c.ring_bytes - 1));  // a frame's first line never wraps
+  std::memcpy(at + kSealBytes, h, h_first);
+  if (p_first != 0) std::memcpy(at + kSealBytes + h_first, payload, p_first);
+  publish(c, at, frame_bytes(header_bytes, len));
 }
 
 // Seals the frame of `bytes` bytes written at c.head (its place in the ring
