@@ -22,12 +22,13 @@
 #define MESSAGES 3
 #define MAX_HELD 4096
 
-#define CHECK(cond, what)                                                                           \
-  do {                                                                                              \
-    if (!(cond)) {                                                                                  \
-      fprintf(stderr, "exit_while_paused rank %d: %s failed: %s\n", rank, what, rocl_last_error()); \
-      exit(1);                                                                                      \
-    }                                                                                               \
+#define CHECK(cond, what)                                                       \
+  do {                                                                          \
+    if (!(cond)) {                                                              \
+      fprintf(stderr, "exit_while_paused rank %d: %s failed: %s\n", rank, what, \
+              rocl_last_error());                                               \
+      exit(1);                                                                  \
+    }                                                                           \
   } while (0)
 
 static int rank;
@@ -108,9 +109,10 @@ int main(void) {
     CHECK(rocl_bfret(p) == ROCL_OK, "rocl_bfret");
   }
   free(want);
-  printf("exit_while_paused: rank 1 received all %d messages after its pool freed up, %d blocks "
-         "held meanwhile\n",
-         MESSAGES, n_held);
+  printf(
+      "exit_while_paused: rank 1 received all %d messages after its pool freed up, %d blocks "
+      "held meanwhile\n",
+      MESSAGES, n_held);
   CHECK(rocl_exit() == ROCL_OK, "rocl_exit");
   return 0;
 }

@@ -18,13 +18,13 @@
 #define SMALL_HELD 64
 #define MAX_HELD 64
 
-#define CHECK(cond, what)                                                                         \
-  do {                                                                                            \
-    if (!(cond)) {                                                                                \
-      fprintf(stderr, "pull_without_memory rank %d: %s failed: %s\n", rank, what,                 \
-              rocl_last_error());                                                                 \
-      exit(1);                                                                                    \
-    }                                                                                             \
+#define CHECK(cond, what)                                                         \
+  do {                                                                            \
+    if (!(cond)) {                                                                \
+      fprintf(stderr, "pull_without_memory rank %d: %s failed: %s\n", rank, what, \
+              rocl_last_error());                                                 \
+      exit(1);                                                                    \
+    }                                                                             \
   } while (0)
 
 static int rank;
