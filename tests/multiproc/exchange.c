@@ -22,17 +22,8 @@ static void fill(unsigned char *p, size_t n, unsigned seed) {
 
 #include "find_rank.h"
 
-#define CHECK(cond, what)                                                    \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      fprintf(stderr, "exchange: %s failed: %s\n", what, rocl_last_error()); \
-      exit(1);                                                               \
-    }                                                                        \
-  } while (0)
-
 int main(void) {
-  const char *rank_env = getenv("ROCL_RANK");
-  int rank = rank_env ? atoi(rank_env) : 0;
+  int rank = start_rank("exchange");
   CHECK(rocl_init() > 0, "rocl_init");
   const int64_t me = (int64_t)register_rank("exchange", rank);
   rocl_gid_t peer = find_rank("exchange", 1 - rank);

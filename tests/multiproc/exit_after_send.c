@@ -17,14 +17,6 @@
 
 #include "find_rank.h"
 
-#define CHECK(cond, what)                                                                         \
-  do {                                                                                            \
-    if (!(cond)) {                                                                                \
-      fprintf(stderr, "exit_after_send rank %d: %s failed: %s\n", rank, what, rocl_last_error()); \
-      exit(1);                                                                                    \
-    }                                                                                             \
-  } while (0)
-
 static int rank;
 
 static void fill(unsigned char *p, size_t n, unsigned seed) {
@@ -32,8 +24,7 @@ static void fill(unsigned char *p, size_t n, unsigned seed) {
 }
 
 int main(void) {
-  const char *rank_env = getenv("ROCL_RANK");
-  rank = rank_env ? atoi(rank_env) : 0;
+  rank = start_rank("exit_after_send");
   CHECK(rocl_init() > 0, "rocl_init");
   const int64_t me = (int64_t)register_rank("exit_after_send", rank);
   rocl_gid_t peer = find_rank("exit_after_send", 1 - rank);

@@ -22,15 +22,6 @@
 #define MESSAGES 3
 #define MAX_HELD 4096
 
-#define CHECK(cond, what)                                                       \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      fprintf(stderr, "exit_while_paused rank %d: %s failed: %s\n", rank, what, \
-              rocl_last_error());                                               \
-      exit(1);                                                                  \
-    }                                                                           \
-  } while (0)
-
 static int rank;
 static rocl_gid_t peer;
 static void *held[MAX_HELD];
@@ -59,8 +50,7 @@ static void *release_later(void *unused) {
 }
 
 int main(void) {
-  const char *rank_env = getenv("ROCL_RANK");
-  rank = rank_env ? atoi(rank_env) : 0;
+  rank = start_rank("exit_while_paused");
   CHECK(rocl_init() > 0, "rocl_init");
   const rocl_gid_t me = register_rank("exit_while_paused", rank);
   peer = find_rank("exit_while_paused", 1 - rank);

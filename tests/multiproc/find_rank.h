@@ -1,13 +1,36 @@
-/* find_rank.h - for the small C programs run under roclrun: register_rank
- * registers this process's resource {type=<type>, rank=<rank>}; find_rank
- * waits (up to 10 s) until another process's is in the job's directory and
- * returns its gid. Both exit 1 naming the program and the rank on failure. */
+/* find_rank.h - for the small C programs run under roclrun: start_rank
+ * reads this process's rank; register_rank registers its resource
+ * {type=<type>, rank=<rank>}; find_rank waits (up to 10 s) until another
+ * process's is in the job's directory and returns its gid; CHECK exits 1
+ * naming the program, the rank, what failed and rocl_last_error(). All
+ * exit 1 naming the program and the rank on failure. */
 #pragma once
 #include <rocl/rocl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static const char *check_program = "?";
+static int check_rank = -1;
+
+/* This process's rank (ROCL_RANK, 0 without it), remembered with the
+ * program's name for CHECK. Call it first. */
+__attribute__((unused)) static int start_rank(const char *program) {
+  const char *env = getenv("ROCL_RANK");
+  check_program = program;
+  check_rank = env ? atoi(env) : 0;
+  return check_rank;
+}
+
+#define CHECK(cond, what)                                                               \
+  do {                                                                                  \
+    if (!(cond)) {                                                                      \
+      fprintf(stderr, "%s rank %d: %s failed: %s\n", check_program, check_rank, (what), \
+              rocl_last_error());                                                       \
+      exit(1);                                                                          \
+    }                                                                                   \
+  } while (0)
 
 static rocl_gid_t register_rank(const char *type, int rank) {
   char rank_text[16];

@@ -18,15 +18,6 @@
 #define SMALL_HELD 64
 #define MAX_HELD 64
 
-#define CHECK(cond, what)                                                         \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      fprintf(stderr, "pull_without_memory rank %d: %s failed: %s\n", rank, what, \
-              rocl_last_error());                                                 \
-      exit(1);                                                                    \
-    }                                                                             \
-  } while (0)
-
 static int rank;
 
 static void fill(unsigned char *p, size_t n) {
@@ -34,8 +25,7 @@ static void fill(unsigned char *p, size_t n) {
 }
 
 int main(void) {
-  const char *rank_env = getenv("ROCL_RANK");
-  rank = rank_env ? atoi(rank_env) : 0;
+  rank = start_rank("pull_without_memory");
   CHECK(rocl_init() > 0, "rocl_init");
   const rocl_gid_t me = register_rank("pull_without_memory", rank);
   const rocl_gid_t peer = find_rank("pull_without_memory", 1 - rank);

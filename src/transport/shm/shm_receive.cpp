@@ -384,8 +384,7 @@ BlockHeader *ShmTransportImpl::receive_block(std::uint32_t i, RxSlot &s, SlotCtl
 void ShmTransportImpl::pause(RxSlot &s, std::uint64_t length) {
   if (!s.paused) {
     s.paused = true;
-    paused_slots_.store(paused_slots_.load(std::memory_order_relaxed) + 1,
-                        std::memory_order_relaxed);
+    paused_slots_.fetch_add(1, std::memory_order_relaxed);
     count(paused_reads_);
   }
   if (!s.pause_logged) {
@@ -398,7 +397,7 @@ void ShmTransportImpl::pause(RxSlot &s, std::uint64_t length) {
 
 void ShmTransportImpl::resume(RxSlot &s) {
   s.paused = false;
-  paused_slots_.store(paused_slots_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  paused_slots_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 // Whether paused slots are due for another try (every kRetryMs: a failing
