@@ -241,6 +241,7 @@ class ShmTransportImpl final : public ShmTransport {
   static void wake(SegHeader *h);
   int wait_space(Conn &c, std::uint64_t need);
   void copy_in(Conn &c, std::uint64_t pos, const std::byte *src, std::uint64_t n);
+  static void own_ahead(const Conn &c, std::uint64_t bytes);
   std::uint64_t fragment_bytes(const Conn &c, std::uint64_t total) const;
   int write_message(Conn &c, rocl_gid_t destination, Message *msg);
 

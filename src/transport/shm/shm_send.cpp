@@ -205,6 +205,37 @@ void ShmTransportImpl::copy_in(Conn &c, std::uint64_t pos, const std::byte *src,
   if (n > first) std::memcpy(c.ring, src + first, n - first);
 }
 
+namespace {
+// PREFETCHW: fetch a line to write it. Written as an instruction because
+// __builtin_prefetch(p, 1) becomes a read prefetch (the line comes shared)
+// unless the whole build targets prfchw; cpus without it ignore it.
+inline void prefetch_for_write(const std::byte *p) {
+#if defined(__x86_64__)
+  asm volatile("prefetchw %0" : : "m"(*p));
+#else
+  __builtin_prefetch(p, 1, 3);
+#endif
+}
+}  // namespace
+
+// Asks for ownership of the ring lines after c.head that the next message
+// will probably fill (as many as the last one took, at most 32 KiB, and
+// only free ones), except the first line, which the receiver is about to
+// poll. Written one lap ago, those lines have left the caches by now (a
+// ring is 1 MiB) or sit in the receiver's as it read them; had the next
+// send asked for each of them as it wrote, it would wait for them on the
+// message's path, while now they come while we wait for the reply. 4 KiB
+// one-way 0.70 -> 0.65 us (alternated, 14 of 15 rounds faster); 256 B to
+// 64 KiB and streams unchanged.
+void ShmTransportImpl::own_ahead(const Conn &c, std::uint64_t bytes) {
+  constexpr std::uint64_t kMost = 32768;
+  const std::uint64_t free = c.ring_bytes - (c.head - c.seen_tail);
+  const std::uint64_t n = std::min({bytes, kMost, free});
+  for (std::uint64_t off = kFrameAlign; off < n; off += kFrameAlign) {
+    prefetch_for_write(c.ring + ((c.head + off) & (c.ring_bytes - 1)));
+  }
+}
+
 // The size of a message's fragments: about a quarter of the message, 2 to
 // 32 KiB, so that the receiver copies one out of the ring while the sender
 // copies the next one in; a message of at most 2 KiB is one frame. Measured
@@ -236,6 +267,7 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, Message *ms
     if (const int rc = wait_space(c, bytes); rc != ROCL_OK) return rc;
     if (bytes != kFrameAlign) {
       put_frame(c, &h, sizeof h, data, total);
+      own_ahead(c, bytes);
       return ROCL_OK;
     }
     // One line, which never wraps: written with fixed-size moves.
@@ -255,6 +287,7 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, Message *ms
   h.domain = msg->header.domain;
   h.message_id = next_id_.fetch_add(1, std::memory_order_relaxed);
   h.total_length = total;
+  const std::uint64_t start = c.head;
   std::uint64_t off = 0;
   do {
     const std::uint64_t len = std::min(total - off, chunk);
@@ -264,6 +297,7 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, Message *ms
     put_frame(c, &h, sizeof h, data + off, len);
     off += len;
   } while (off < total);
+  own_ahead(c, c.head - start);
   return ROCL_OK;
 }
 
