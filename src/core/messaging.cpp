@@ -263,7 +263,11 @@ bool Context::origin_gone(rocl_gid_t origin) noexcept {
 }
 
 int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg) noexcept {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
+  // No clock read unless there is a timeout: a receive waiting for ever
+  // reads none before it spins (each read costs about one poll).
+  const auto deadline = timeout > 0
+                            ? std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout)
+                            : std::chrono::steady_clock::time_point::max();
   // Spin first, reading the transports' rings and sockets ourselves; only
   // then sleep (and let the transports' threads wake us).
   bool done = spin_with_progress(env.complete, timeout);
