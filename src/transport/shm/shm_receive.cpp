@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 
@@ -340,7 +341,26 @@ int ShmTransportImpl::take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
 // A message in one frame with a short header, the path of small messages:
 // a frame starts at a multiple of kFrameAlign, so its seal and header never
 // wrap, and one that fills a single line holds at most 24 payload bytes.
+//
+// The frame's other lines are asked for at once, before the header is
+// checked and a block found: the sender wrote them just now, so each comes
+// from its cache, and asked together they come in one cross-core round trip
+// instead of the two or three a copy's loads make (the cpu's own prefetcher
+// fetches lines in pairs and learns a stream only after a few misses).
+// Up to 10 lines: 256 B one-way 0.22-0.25 -> 0.21-0.22 us, 1 KiB ~5% faster
+// (alternated, 9 of 10 rounds faster); at 2 KiB prefetching all 33 lines was
+// slower and 10 made no difference, and a fragment's lines (2 KiB and more)
+// stream well without it. The length is read unchecked: a prefetch of a
+// wrong line is only wasted.
 int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at) {
+  constexpr std::uint64_t kPrefetchBytes = 10 * kFrameAlign;
+  std::uint32_t claimed;  // ShortHeader::length
+  std::memcpy(&claimed, at + kSealBytes + offsetof(wire::ShortHeader, length), sizeof claimed);
+  const std::uint64_t end =
+      std::min(frame_bytes(sizeof(wire::ShortHeader), claimed), kPrefetchBytes);
+  for (std::uint64_t off = kFrameAlign; off < end; off += kFrameAlign) {
+    __builtin_prefetch(s.ring + ((s.tail + off) & (cfg_.ring_bytes - 1)), 0, 3);
+  }
   wire::ShortHeader h;
   if (wire::decode_short_header(at + kSealBytes, limits_, s.name, &h) != ROCL_OK) {
     poison(i, s, ctl, last_error(), false);
