@@ -326,6 +326,8 @@ class ShmTransportImpl final : public ShmTransport {
   std::uint64_t seen_polls_ = 0;
   std::atomic<bool> hand_back_{false};
   std::mutex lease_mu_;
+  // The current lease period (the thread's own: run() only).
+  std::int64_t lease_us_ = shm::kPollLeaseUs;
   std::thread thread_;
   std::atomic<bool> stop_{false};
 

@@ -121,6 +121,7 @@ void ShmTransportImpl::run() {
   int spins = idle_spins();
   while (!stop_.load(std::memory_order_relaxed)) {
     if (!callers_poll() || lower_pollers_if_idle()) {
+      lease_us_ = shm::kPollLeaseUs;  // nobody polls (now): the next lease starts short
       if (poll_locked(true) != 0) {
         idle = 0;
         continue;
@@ -141,7 +142,10 @@ void ShmTransportImpl::run() {
       const bool soon = pending_total_.load(std::memory_order_relaxed) != 0 ||
                         paused_slots_.load(std::memory_order_relaxed) != 0;
       long us = soon ? shm::kRetryMs * 1000L : 50000;
-      if (callers_poll()) us = std::min<long>(us, shm::kPollLeaseUs);
+      if (callers_poll()) {
+        us = std::min<long>(us, lease_us_);
+        lease_us_ = std::min(lease_us_ * 2, shm::kMaxPollLeaseUs);  // polled: the next is longer
+      }
       timespec ts{0, us * 1000};
       futex(&hdr_->wake_seq, FUTEX_WAIT, seq, &ts);
     }

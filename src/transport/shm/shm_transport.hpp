@@ -69,13 +69,18 @@
 // The receive state is guarded by a try-lock, so one thread polls at a time.
 // `pollers` is written only when polling starts and ends, not per receive:
 // poll_end(false) of the last polling caller leaves it raised for 1-2
-// kPollLeaseUs periods (the lease), so a thread that receives again soon, as in a
+// lease periods (the lease), so a thread that receives again soon, as in a
 // ping-pong, writes no cache line its senders read (writing it per receive
 // cost a cross-core transfer on each message's path). The progress thread
-// lowers it when the lease runs out and polls once (a sender that saw it
-// raised did not wake anyone: Dekker); poll_end(true) lowers it at once and
-// wakes the thread. So a message that arrives while no caller polls waits
-// at most the lease for the thread, unless a caller polls before.
+// lowers it when a whole period went by without a poll, and polls once (a
+// sender that saw it raised did not wake anyone: Dekker); poll_end(true)
+// lowers it at once and wakes the thread. The period starts at
+// kPollLeaseUs and doubles, up to kMaxPollLeaseUs, each time the thread
+// finds that callers polled: its checks are timer wake-ups, which on a
+// process pinned to one cpu take that cpu from the polling caller (at 0.5
+// ms they cost a ping-pong ~10%). So a message that arrives while no
+// caller polls waits at most two periods (at most 2 x kMaxPollLeaseUs after
+// a long stretch of polling) for the thread, unless a caller polls before.
 // Each message gets a block of total_length bytes from env.pool (payload
 // copied ring -> block once), state kLibrary, and goes to
 // env.sink->deliver; ROCL_EBADGID is logged and the block released.
@@ -116,9 +121,13 @@ inline constexpr int kHandshakeTimeoutMs = 5000;
 // through the ring like a small one, so send() never waits for a receive.
 inline constexpr std::uint64_t kMaxPendingBytes = std::uint64_t{256} << 20;
 // The poll lease (shm_receive.cpp): the `pollers` word is lowered once a
-// whole period of this length went by without a caller's poll, so it stays
-// raised 1-2 periods after the last polling caller got its message.
+// whole period went by without a caller's poll, so it stays raised 1-2
+// periods after the last polling caller got its message. The period starts
+// at kPollLeaseUs and doubles while callers keep polling, up to
+// kMaxPollLeaseUs (8 B ping-pong with the period fixed at 0.5 ms: 8 of 8
+// alternations ~10% slower than with 20 ms, and twice the context switches).
 inline constexpr std::int64_t kPollLeaseUs = 500;
+inline constexpr std::int64_t kMaxPollLeaseUs = 4000;
 // A slot paused for want of a pool block retries its allocation this often.
 inline constexpr int kRetryMs = 1;
 
