@@ -50,12 +50,18 @@ bool Context::spin_with_progress(const generic::Completion &done, int timeout_ms
   // The clock is first read after 16 empty rounds (or the first frame), not
   // before the first poll: a reply that comes at once (a ping-pong) is then
   // seen one clock read (~25 ns here) earlier. The spin runs that much longer.
-  const auto no_time = Clock::time_point::min();
-  Clock::time_point limit = no_time;  // never past the caller's timeout
-  Clock::time_point end = no_time;
-  auto start_clock = [&](Clock::time_point now) {
-    limit = timeout_ms > 0 ? now + std::chrono::milliseconds(timeout_ms) : Clock::time_point::max();
-    end = now + spin;
+  bool timed = false;
+  Clock::time_point limit;  // never past the caller's timeout
+  Clock::time_point end;
+  auto read_clock = [&] {  // the first read starts the spin and the timeout
+    const Clock::time_point now = Clock::now();
+    if (!timed) {
+      timed = true;
+      limit =
+          timeout_ms > 0 ? now + std::chrono::milliseconds(timeout_ms) : Clock::time_point::max();
+      end = now + spin;
+    }
+    return now;
   };
   for (Transport *t : polled_) t->poll_begin();
   bool ok = false;
@@ -72,19 +78,14 @@ bool Context::spin_with_progress(const generic::Completion &done, int timeout_ms
     if (handled == 0) {
       cpu_relax();
       // Reading the clock costs about as much as a poll; check now and then.
-      if ((i & 15u) == 0) {
-        const Clock::time_point now = Clock::now();
-        if (end == no_time) start_clock(now);
-        if (now >= end) break;
-      }
+      if ((i & 15u) == 0 && read_clock() >= end) break;
     } else {
       // Frames keep coming (the fragments of a large message, say): spin on
       // rather than hand each of them to a thread that must be woken. Before,
       // a message whose fragments took longer than the spin to arrive put
       // both ends into a mode where every fragment paid a wake-up (a 1 MiB
       // ping-pong 38 -> 415 us).
-      const Clock::time_point now = Clock::now();
-      if (end == no_time) start_clock(now);
+      const Clock::time_point now = read_clock();
       if (now >= limit) break;
       end = std::min(now + spin, limit);
     }

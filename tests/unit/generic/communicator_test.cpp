@@ -286,10 +286,7 @@ TEST(Communicator, RequeuedMessagesKeepTheirPlaceInArrivalOrder) {
   TestEnv &m1 = p.make(hdr(1, 1), 1);
   TestEnv &m2 = p.make(hdr(2, 1), 2);
   TestEnv &m3 = p.make(hdr(1, 1), 3);
-  ASSERT_EQ(c.deliver(&m0), Delivery::kQueued);
-  ASSERT_EQ(c.deliver(&m1), Delivery::kQueued);
-  ASSERT_EQ(c.deliver(&m2), Delivery::kQueued);
-  ASSERT_EQ(c.deliver(&m3), Delivery::kQueued);
+  for (TestEnv *m : {&m0, &m1, &m2, &m3}) ASSERT_EQ(c.deliver(m), Delivery::kQueued);
   // m1 taken (m0 first), then put back: m0 remains before it.
   EXPECT_EQ(c.post_receive(&p.make(hdr(1, 1))), &m0);
   EXPECT_EQ(c.post_receive(&p.make(hdr(1, 1))), &m1);
