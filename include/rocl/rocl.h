@@ -234,7 +234,8 @@ typedef struct rocl_status {
   rocl_gid_t origin;
   int tag;
   int error; /* ROCL_OK or why the operation failed */
-  size_t len;
+  size_t len;     /* the message's length (also when it was cut to fit, see rocl_recvx) */
+  unsigned flags; /* the sender's message flags (rocl_sendx), 0 otherwise */
 } rocl_status_t;
 
 /* Starts a send with the same buffer rules as rocl_send and sets *req.
@@ -261,6 +262,43 @@ int rocl_wait(rocl_request_t *req, rocl_status_t *status, int timeout);
 /* Cancels a pending receive: ROCL_OK (request freed, *req = NULL, nothing
  * received), or ROCL_EALREADY if it already completed (test/wait it). */
 int rocl_cancel(rocl_request_t *req);
+
+/* ---- domains, flags, receives into memory, probes (for layers: MPI, ...) -- */
+
+/* A domain is a message context (CoR domains, MPI communicators): a message
+ * sent in one domain is received only by receives in that domain; domain 0
+ * is the one rocl_send/rocl_recv use. Message flags are 8 bits the sender
+ * attaches and the receiver reads in rocl_status_t.flags; they play no part
+ * in matching (a layer marks, say, "acknowledge this message"). */
+#define ROCL_DOMAIN_MAX 0x00ffffffu
+#define ROCL_FLAGS_MAX 0xffu
+
+/* rocl_send in `domain` (0..ROCL_DOMAIN_MAX) with `flags` (0..ROCL_FLAGS_MAX);
+ * everything else as rocl_send. */
+int rocl_sendx(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsigned flags,
+               void *ptr, size_t len);
+int rocl_isendx(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsigned flags,
+                void *ptr, size_t len, rocl_request_t *req);
+
+/* rocl_recv in `domain`, reporting in *status (not NULL). With into == NULL
+ * the message's buffer is handed over as rocl_recv does (status->ptr). With
+ * into != NULL the payload is copied there, at most cap bytes, and its
+ * buffer goes back to the pool: status->ptr = into, status->len = the
+ * message's full length, so len > cap tells that it was cut. */
+int rocl_recvx(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, void *into, size_t cap,
+               rocl_status_t *status, int timeout);
+/* rocl_irecv in `domain`, copying into (into, cap) on completion as
+ * rocl_recvx does (into == NULL: the buffer is handed over). */
+int rocl_irecvx(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, void *into,
+                size_t cap, rocl_request_t *req);
+
+/* Looks for a message on dgid that rocl_recvx(dgid, ogid, tag, domain) would
+ * receive, without receiving it: fills *status (origin, tag, len, flags;
+ * ptr NULL). timeout as rocl_recv's (< 0 waits until one arrives, 0 looks
+ * once). Returns ROCL_OK, ROCL_ETIMEDOUT, ROCL_EBADGID, ROCL_EINVAL or
+ * ROCL_EDELETED. */
+int rocl_probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, rocl_status_t *status,
+               int timeout);
 
 /* ---- introspection ---------------------------------------------------------- */
 

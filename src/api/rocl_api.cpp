@@ -131,25 +131,83 @@ size_t rocl_bfsize(void *ptr) {
 
 int rocl_send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, size_t len) {
   Context *ctx = context_for("rocl_send");
-  return ctx != nullptr ? ctx->send(ogid, dgid, tag, ptr, len) : ROCL_ENOINIT;
+  return ctx != nullptr ? ctx->send(ogid, dgid, tag, 0, ptr, len) : ROCL_ENOINIT;
 }
 
 int rocl_recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gid_t *aogid, int *atag,
               size_t *alen, int timeout) {
   Context *ctx = context_for("rocl_recv");
-  return ctx != nullptr ? ctx->recv(dgid, ogid, tag, ptr, aogid, atag, alen, timeout)
-                        : ROCL_ENOINIT;
+  if (ctx == nullptr) return ROCL_ENOINIT;
+  if (ptr == nullptr) return fail(ROCL_EINVAL, "rocl_recv: ptr (where to put the buffer) is NULL");
+  rocl_status_t st;
+  const int rc = ctx->recv(dgid, ogid, tag, 0, nullptr, 0, &st, timeout);
+  if (rc != ROCL_OK) return rc;
+  *ptr = st.ptr;
+  if (aogid != nullptr) *aogid = st.origin;
+  if (atag != nullptr) *atag = st.tag;
+  if (alen != nullptr) *alen = st.len;
+  return ROCL_OK;
 }
 
 int rocl_isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, size_t len,
                rocl_request_t *req) {
   Context *ctx = context_for("rocl_isend");
-  return ctx != nullptr ? ctx->isend(ogid, dgid, tag, ptr, len, req) : ROCL_ENOINIT;
+  return ctx != nullptr ? ctx->isend(ogid, dgid, tag, 0, ptr, len, req) : ROCL_ENOINIT;
 }
 
 int rocl_irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, rocl_request_t *req) {
   Context *ctx = context_for("rocl_irecv");
-  return ctx != nullptr ? ctx->irecv(dgid, ogid, tag, req) : ROCL_ENOINIT;
+  return ctx != nullptr ? ctx->irecv(dgid, ogid, tag, 0, nullptr, 0, req) : ROCL_ENOINIT;
+}
+
+// The x forms: domain and flags checked here, the rest as above.
+namespace {
+bool bad_domain(const char *who, uint32_t domain, unsigned flags) {
+  if (domain > ROCL_DOMAIN_MAX) {
+    fail(ROCL_EINVAL, "%s: domain %#x exceeds ROCL_DOMAIN_MAX", who, unsigned(domain));
+    return true;
+  }
+  if (flags > ROCL_FLAGS_MAX) {
+    fail(ROCL_EINVAL, "%s: flags %#x exceed ROCL_FLAGS_MAX", who, flags);
+    return true;
+  }
+  return false;
+}
+}  // namespace
+
+int rocl_sendx(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsigned flags,
+               void *ptr, size_t len) {
+  Context *ctx = context_for("rocl_sendx");
+  if (ctx == nullptr) return ROCL_ENOINIT;
+  if (bad_domain("rocl_sendx", domain, flags)) return ROCL_EINVAL;
+  return ctx->send(ogid, dgid, tag, rocl::impl::domain_word(domain, flags), ptr, len);
+}
+
+int rocl_isendx(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsigned flags,
+                void *ptr, size_t len, rocl_request_t *req) {
+  Context *ctx = context_for("rocl_isendx");
+  if (ctx == nullptr) return ROCL_ENOINIT;
+  if (bad_domain("rocl_isendx", domain, flags)) return ROCL_EINVAL;
+  return ctx->isend(ogid, dgid, tag, rocl::impl::domain_word(domain, flags), ptr, len, req);
+}
+
+int rocl_recvx(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, void *into, size_t cap,
+               rocl_status_t *status, int timeout) {
+  Context *ctx = context_for("rocl_recvx");
+  return ctx != nullptr ? ctx->recv(dgid, ogid, tag, domain, into, cap, status, timeout)
+                        : ROCL_ENOINIT;
+}
+
+int rocl_irecvx(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, void *into, size_t cap,
+                rocl_request_t *req) {
+  Context *ctx = context_for("rocl_irecvx");
+  return ctx != nullptr ? ctx->irecv(dgid, ogid, tag, domain, into, cap, req) : ROCL_ENOINIT;
+}
+
+int rocl_probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, rocl_status_t *status,
+               int timeout) {
+  Context *ctx = context_for("rocl_probe");
+  return ctx != nullptr ? ctx->probe(dgid, ogid, tag, domain, status, timeout) : ROCL_ENOINIT;
 }
 
 int rocl_test(rocl_request_t *req, int *done, rocl_status_t *status) {

@@ -52,13 +52,18 @@ class Context final : public MessageSink {
   int buffer_status(void *ptr) noexcept;
   std::size_t buffer_size(void *ptr) noexcept;
 
-  // Messages (rocl_send / rocl_recv and the immediate forms).
-  int send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::size_t len) noexcept;
-  int recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gid_t *aogid, int *atag,
-           std::size_t *alen, int timeout) noexcept;
-  int isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::size_t len,
-            rocl_request **req) noexcept;
-  int irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, rocl_request **req) noexcept;
+  // Messages (rocl_send / rocl_recv, the x forms and the immediate forms).
+  // `domain_word` is domain_word(domain, flags) (message.hpp).
+  int send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
+           std::size_t len) noexcept;
+  int recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, void *into,
+           std::size_t cap, rocl_status_t *status, int timeout) noexcept;
+  int probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, rocl_status_t *status,
+            int timeout) noexcept;
+  int isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
+            std::size_t len, rocl_request **req) noexcept;
+  int irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, void *into,
+            std::size_t cap, rocl_request **req) noexcept;
   int test(rocl_request **req, int *done, rocl_status_t *status) noexcept;
   int wait(rocl_request **req, rocl_status_t *status, int timeout) noexcept;
   int cancel(rocl_request **req) noexcept;
@@ -74,7 +79,8 @@ class Context final : public MessageSink {
   int route_remote(rocl_gid_t dgid, Message *msg, std::uint64_t epoch, RouteCache::Lookup found,
                    Route route) noexcept;
   int resolve(rocl_gid_t dgid, Route *route) noexcept;
-  int finish_receive(Envelope *msg, rocl_status_t *status) noexcept;
+  int finish_receive(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status) noexcept;
+  int check_receive_args(const char *who, int tag, std::uint32_t domain) noexcept;
   int pull_if_rendezvous(Resource *r, Envelope **msg) noexcept;
   int complete_request(rocl_request **req, rocl_status_t *status) noexcept;
   bool origin_gone(rocl_gid_t origin) noexcept;

@@ -12,24 +12,37 @@
 
 namespace rocl::impl {
 
+// The domain word a message carries (wire field `domain`): bits 0..23 are
+// the domain, matched exactly; bits 24..31 are flags of the layer above
+// (MPI: "synchronous send, acknowledge the match"), carried to the receiver
+// and never matched, so that a flagged message is received by exactly the
+// receives an unflagged one would be, in the same order.
+inline constexpr std::uint32_t kDomainMask = ROCL_DOMAIN_MAX;
+inline constexpr unsigned kFlagsShift = 24;
+inline std::uint32_t domain_word(std::uint32_t domain, unsigned flags) {
+  return (domain & kDomainMask) | (static_cast<std::uint32_t>(flags) << kFlagsShift);
+}
+
 // What a resource's receives match on. Source and tag take wildcards;
 // the domain (message context) never does: a message sent in one domain is
 // never received in another.
 struct CoreHeader {
   rocl_gid_t source;
   std::int32_t tag;
-  std::uint32_t domain;
+  std::uint32_t domain;  // the domain word: domain | flags << kFlagsShift
 
   bool is_pattern() const { return source == ROCL_ANY_GID || tag == ROCL_ANY_TAG; }
   bool operator==(const CoreHeader &o) const {
     return (source == o.source || source == ROCL_ANY_GID || o.source == ROCL_ANY_GID) &&
-           (tag == o.tag || tag == ROCL_ANY_TAG || o.tag == ROCL_ANY_TAG) && domain == o.domain;
+           (tag == o.tag || tag == ROCL_ANY_TAG || o.tag == ROCL_ANY_TAG) &&
+           ((domain ^ o.domain) & kDomainMask) == 0;
   }
   bool operator<(const CoreHeader &o) const {
     if (source != o.source) return source < o.source;
     if (tag != o.tag) return tag < o.tag;
-    return domain < o.domain;
+    return (domain & kDomainMask) < (o.domain & kDomainMask);
   }
+  unsigned flags() const { return domain >> kFlagsShift; }
 };
 
 using Envelope = generic::Envelope<CoreHeader>;

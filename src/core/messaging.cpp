@@ -4,9 +4,13 @@
 // of a bftoret buffer, or a copy), then route it: the local hand-off first,
 // then (later issues) the transports that reach the destination's context.
 // Receive: post an envelope on the resource's mailbox and wait on it.
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include "core/context.hpp"
 #include "status/status.hpp"
@@ -200,7 +204,8 @@ int Context::route_remote(rocl_gid_t dgid, Message *msg, std::uint64_t epoch,
   return route.transport->send(route.context, route.address, dgid, msg);
 }
 
-int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::size_t len) noexcept {
+int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
+                  std::size_t len) noexcept {
   if (tag < 0)
     return fail(ROCL_EINVAL, "rocl_send: tag %d is negative (tags are 0..%d)", tag, ROCL_TAG_MAX);
   if (!resources_.contains(ogid)) {
@@ -210,7 +215,7 @@ int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::siz
   Outgoing out;
   if (int rc = prepare_outgoing("rocl_send", ptr, len, out); rc != ROCL_OK) return rc;
   Message *msg = message_in(out.block);
-  msg->header = CoreHeader{ogid, tag, 0};
+  msg->header = CoreHeader{ogid, tag, domain_word};
   msg->data = payload_of(out.block);
   msg->length = len;
   if (int rc = route(dgid, msg); rc != ROCL_OK) {
@@ -339,13 +344,22 @@ int Context::pull_if_rendezvous(Resource *r, Envelope **msg) noexcept {
               why.c_str());
 }
 
-int Context::finish_receive(Envelope *msg, rocl_status_t *status) noexcept {
+// Hands the message over: its buffer to the caller (into == nullptr), or
+// its payload copied into (into, cap) and its block back to the pool.
+int Context::finish_receive(Envelope *msg, void *into, std::size_t cap,
+                            rocl_status_t *status) noexcept {
   BlockHeader *b = block_of(msg);
-  status->ptr = msg->data;
+  status->ptr = into != nullptr ? into : msg->data;
   status->origin = msg->header.source;
   status->tag = msg->header.tag;
   status->len = msg->length;
+  status->flags = msg->header.flags();
   status->error = ROCL_OK;
+  if (into != nullptr) {
+    if (msg->length != 0 && cap != 0) std::memcpy(into, msg->data, std::min(cap, msg->length));
+    free_message(msg);
+    return ROCL_OK;
+  }
   std::destroy_at(static_cast<Message *>(msg));
   b->return_after_send = false;
   b->send_status.store(SendStatus::kIdle, std::memory_order_relaxed);
@@ -353,18 +367,25 @@ int Context::finish_receive(Envelope *msg, rocl_status_t *status) noexcept {
   return ROCL_OK;
 }
 
-int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gid_t *aogid,
-                  int *atag, std::size_t *alen, int timeout) noexcept {
-  if (ptr == nullptr) return fail(ROCL_EINVAL, "rocl_recv: ptr (where to put the buffer) is NULL");
-  if (tag < ROCL_ANY_TAG) {
-    return fail(ROCL_EINVAL, "rocl_recv: tag %d is neither >= 0 nor ROCL_ANY", tag);
+int Context::check_receive_args(const char *who, int tag, std::uint32_t domain) noexcept {
+  if (tag < ROCL_ANY_TAG)
+    return fail(ROCL_EINVAL, "%s: tag %d is neither >= 0 nor ROCL_ANY", who, tag);
+  if (domain > kDomainMask) {
+    return fail(ROCL_EINVAL, "%s: domain %#x exceeds ROCL_DOMAIN_MAX", who, unsigned(domain));
   }
+  return ROCL_OK;
+}
+
+int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, void *into,
+                  std::size_t cap, rocl_status_t *status, int timeout) noexcept {
+  if (status == nullptr) return fail(ROCL_EINVAL, "rocl_recv: nowhere to put the message (NULL)");
+  if (int rc = check_receive_args("rocl_recv", tag, domain); rc != ROCL_OK) return rc;
   Resource *r = resources_.get(dgid);
   if (r == nullptr) {
     return fail(ROCL_EBADGID, "rocl_recv: gid %#llx is not a resource of this context", ull(dgid));
   }
   Envelope env;
-  env.header = CoreHeader{ogid, tag, 0};
+  env.header = CoreHeader{ogid, tag, domain};
   Envelope *msg = nullptr;
   try {
     msg = r->mailbox().post_receive(&env);
@@ -393,13 +414,50 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gi
   const int prc = pull_if_rendezvous(r, &msg);
   resources_.put(r);
   if (prc != ROCL_OK) return prc;  // pull said why
-  rocl_status_t st;
-  finish_receive(msg, &st);
-  *ptr = st.ptr;
-  if (aogid != nullptr) *aogid = st.origin;
-  if (atag != nullptr) *atag = st.tag;
-  if (alen != nullptr) *alen = st.len;
-  return ROCL_OK;
+  return finish_receive(msg, into, cap, status);
+}
+
+int Context::probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain,
+                   rocl_status_t *status, int timeout) noexcept {
+  if (status == nullptr) return fail(ROCL_EINVAL, "rocl_probe: status is NULL");
+  if (int rc = check_receive_args("rocl_probe", tag, domain); rc != ROCL_OK) return rc;
+  Resource *r = resources_.get(dgid);
+  if (r == nullptr) {
+    return fail(ROCL_EBADGID, "rocl_probe: gid %#llx is not a resource of this context", ull(dgid));
+  }
+  // Nothing to wait on (a probe posts no envelope): look, drive the
+  // transports, look again; after the spin period back off to naps of up
+  // to 1 ms, which the transports' threads fill meanwhile.
+  const CoreHeader pattern{ogid, tag, domain};
+  const auto start = std::chrono::steady_clock::now();
+  const auto spin = std::chrono::microseconds(options_.spin_us);
+  std::chrono::microseconds nap{1};
+  int rc = ROCL_ETIMEDOUT;
+  for (;;) {
+    std::size_t length = 0;
+    const std::optional<CoreHeader> found = r->mailbox().probe(pattern, &length);
+    if (found) {
+      *status = rocl_status_t{nullptr, found->source, found->tag, ROCL_OK, length, found->flags()};
+      rc = ROCL_OK;
+      break;
+    }
+    if (r->mailbox().closed()) {
+      rc = fail(ROCL_EDELETED, "rocl_probe: resource %#llx was deleted while waiting", ull(dgid));
+      break;
+    }
+    if (timeout == 0) break;
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (timeout > 0 && waited >= std::chrono::milliseconds(timeout)) {
+      rc = fail(ROCL_ETIMEDOUT, "rocl_probe: no message on %#llx within %d ms", ull(dgid), timeout);
+      break;
+    }
+    if (progress_transports() == 0 && waited > spin) {
+      std::this_thread::sleep_for(nap);
+      nap = std::min(nap * 2, std::chrono::microseconds(1000));
+    }
+  }
+  resources_.put(r);
+  return rc;
 }
 
 }  // namespace rocl::impl

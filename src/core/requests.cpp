@@ -14,33 +14,34 @@ struct rocl_request {
   rocl::impl::Resource *resource = nullptr;
   rocl::impl::Envelope env;
   rocl::impl::Envelope *message = nullptr;  // matched at post time
+  void *into = nullptr;                     // receive into memory (rocl_irecvx), or hand over
+  std::size_t cap = 0;
   rocl_status_t send_status{};
 };
 
 namespace rocl::impl {
 
-int Context::isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, std::size_t len,
-                   rocl_request **req) noexcept {
+int Context::isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
+                   std::size_t len, rocl_request **req) noexcept {
   if (req == nullptr) return fail(ROCL_EINVAL, "rocl_isend: req is NULL");
   auto *r = new (std::nothrow) rocl_request(rocl_request::Kind::kSend);
   if (r == nullptr) return fail(ROCL_ENOMEM, "rocl_isend: out of memory for the request");
   // Sends are accepted (delivered or queued) before they return, so the
   // request is complete from the start; later transports complete it later.
-  int rc = send(ogid, dgid, tag, ptr, len);
+  int rc = send(ogid, dgid, tag, domain_word, ptr, len);
   if (rc != ROCL_OK) {
     delete r;
     return rc;
   }
-  r->send_status = rocl_status_t{nullptr, dgid, tag, ROCL_OK, len};
+  r->send_status = rocl_status_t{nullptr, dgid, tag, ROCL_OK, len, domain_word >> kFlagsShift};
   *req = r;
   return ROCL_OK;
 }
 
-int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, rocl_request **req) noexcept {
+int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, void *into,
+                   std::size_t cap, rocl_request **req) noexcept {
   if (req == nullptr) return fail(ROCL_EINVAL, "rocl_irecv: req is NULL");
-  if (tag < ROCL_ANY_TAG) {
-    return fail(ROCL_EINVAL, "rocl_irecv: tag %d is neither >= 0 nor ROCL_ANY", tag);
-  }
+  if (int rc = check_receive_args("rocl_irecv", tag, domain); rc != ROCL_OK) return rc;
   Resource *res = resources_.get(dgid);
   if (res == nullptr) {
     return fail(ROCL_EBADGID, "rocl_irecv: gid %#llx is not a resource of this context",
@@ -53,7 +54,9 @@ int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, rocl_request **req
   }
   r->resource = res;
   res->note_request(+1);
-  r->env.header = CoreHeader{ogid, tag, 0};
+  r->env.header = CoreHeader{ogid, tag, domain};
+  r->into = into;
+  r->cap = cap;
   try {
     r->message = res->mailbox().post_receive(&r->env);
   } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
@@ -87,7 +90,7 @@ int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcep
     } else if (rc = pull_if_rendezvous(r->resource, &msg); rc != ROCL_OK) {
       st.error = rc;
     } else {
-      finish_receive(msg, &st);
+      finish_receive(msg, r->into, r->cap, &st);
     }
     r->resource->note_request(-1);
     resources_.put(r->resource);

@@ -379,13 +379,15 @@ class Communicator {
   }
 
   // The header of the unexpected message that arrived earliest among those
-  // matching `pattern` (which may be concrete), without removing it. Never
+  // matching `pattern` (which may be concrete), without removing it; its
+  // length (Envelope::length) in *length if length != nullptr. Never
   // blocks.
-  std::optional<H> probe(const H &pattern) const {
+  std::optional<H> probe(const H &pattern, std::size_t *length = nullptr) const {
     std::lock_guard<Lock> guard(lock_);
     const Env *msg = unexpected_.find(
         pattern, [&pattern](const H &arrived) { return bool(arrived == pattern); });
     if (msg == nullptr) return std::nullopt;
+    if (length != nullptr) *length = msg->length;
     return msg->header;
   }
 
