@@ -273,6 +273,17 @@ int rocl_cancel(rocl_request_t *req);
 #define ROCL_DOMAIN_MAX 0x00ffffffu
 #define ROCL_FLAGS_MAX 0xffu
 
+/* Message flag: acknowledge the match (synchronous sends). When a receive
+ * matches a message sent with ROCL_FLAG_ACK, rocl sends the origin an empty
+ * message from the receiving resource, with the message's tag, in domain
+ * (domain | ROCL_ACK_DOMAIN): the sender waits for it with rocl_recvx.
+ * Sent once per message, whoever matched it (a blocking or immediate
+ * receive, on whichever thread) and whether or not anyone waits for the
+ * receive afterwards. Domains with ROCL_ACK_DOMAIN set are for these
+ * acknowledgements only. The receiver's status does not show the flag. */
+#define ROCL_FLAG_ACK 0x80u
+#define ROCL_ACK_DOMAIN 0x00800000u
+
 /* rocl_send in `domain` (0..ROCL_DOMAIN_MAX) with `flags` (0..ROCL_FLAGS_MAX);
  * everything else as rocl_send. */
 int rocl_sendx(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsigned flags,

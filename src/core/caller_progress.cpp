@@ -26,6 +26,7 @@ inline void cpu_relax() noexcept {
 int Context::progress_transports() noexcept {
   int n = 0;
   for (Transport *t : polled_) n += t->progress();
+  progressed();
   return n;
 }
 
@@ -35,6 +36,7 @@ int Context::progress_round(unsigned round) noexcept {
   for (std::size_t k = 0; k < polled_.size(); ++k) {
     if (round % poll_strides_[k] == 0) n += polled_[k]->progress();
   }
+  progressed();
   return n;
 }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -70,6 +71,9 @@ class Context final : public MessageSink {
 
   // MessageSink: arrivals from every transport.
   int deliver(rocl_gid_t destination, Message *msg) noexcept override;
+  void progressed() noexcept override {
+    if (acks_waiting_.load(std::memory_order_acquire)) send_acks();
+  }
 
  private:
   struct Outgoing;
@@ -87,6 +91,15 @@ class Context final : public MessageSink {
   int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg) noexcept;
   void free_message(Envelope *msg) noexcept;
   void start_transports();
+  // ROCL_FLAG_ACK (acks.cpp): a message matched on `receiver`: queue its
+  // acknowledgement (under a transport's locks) or send it now.
+  void note_match(rocl_gid_t receiver, const CoreHeader &h, bool may_send_now) noexcept;
+  void send_acks() noexcept;
+  struct Ack {
+    rocl_gid_t from, to;
+    int tag;
+    std::uint32_t domain;
+  };
   // Caller progress (caller_progress.cpp): one progress() round over the
   // transports between processes; and a spin of at most ROCL_SPIN_US (and
   // timeout_ms) that drives them until `done`, round i polling the
@@ -114,6 +127,9 @@ class Context final : public MessageSink {
   // resource table, so a sender that found the gid in the directory but not
   // yet in the table can wait for it instead of failing.
   std::shared_mutex registering_;
+  std::mutex acks_mu_;  // acks_: acknowledgements deliver() queued
+  std::vector<Ack> acks_;
+  std::atomic<bool> acks_waiting_{false};
 };
 
 }  // namespace rocl::impl

@@ -225,6 +225,8 @@ int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domai
   if (out.original != nullptr) {
     out.original->send_status.store(SendStatus::kSent, std::memory_order_release);
   }
+  // A local receive it matched (the in-process hand-off) may owe an acknowledgement.
+  progressed();
   return ROCL_OK;
 }
 
@@ -239,12 +241,14 @@ int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
   }
   if (r == nullptr) return ROCL_EBADGID;
   generic::Delivery d;
+  const CoreHeader header = msg->header;  // msg is the receiver's once matched
   try {
     d = r->mailbox().deliver(msg);
   } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
     resources_.put(r);
     return fail(ROCL_ENOMEM, "out of memory queuing a message for %#llx", ull(destination));
   }
+  if (d == generic::Delivery::kMatched) note_match(destination, header, false);
   resources_.put(r);
   return d == generic::Delivery::kClosed ? ROCL_EBADGID : ROCL_OK;
 }
@@ -328,6 +332,8 @@ int Context::pull_if_rendezvous(Resource *r, Envelope **msg) noexcept {
   }
   if (m != stub) return rc;  // the transport said why
   const std::string why = last_error();
+  // Its match was acknowledged (ROCL_FLAG_ACK): the next one must not be.
+  stub->header.domain &= ~(std::uint32_t{ROCL_FLAG_ACK} << kFlagsShift);
   bool kept = false;
   try {
     kept = r->mailbox().requeue(stub);
@@ -394,6 +400,7 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domai
     return fail(ROCL_ENOMEM, "rocl_recv: out of memory posting a receive");
   }
   int rc = ROCL_OK;
+  if (msg != nullptr) note_match(dgid, msg->header, true);
   if (msg == nullptr) rc = await_receive(r, env, timeout, &msg);
   if (rc != ROCL_OK) resources_.put(r);
   if (rc == ROCL_ETIMEDOUT) {
@@ -413,6 +420,7 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domai
   // r is still held: a stub the pool has no block for goes back to its mailbox.
   const int prc = pull_if_rendezvous(r, &msg);
   resources_.put(r);
+  progressed();                    // a pull drives its transport, which may have matched others
   if (prc != ROCL_OK) return prc;  // pull said why
   return finish_receive(msg, into, cap, status);
 }
@@ -433,7 +441,7 @@ int Context::probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t doma
   const auto spin = std::chrono::microseconds(options_.spin_us);
   std::chrono::microseconds nap{1};
   int rc = ROCL_ETIMEDOUT;
-  for (;;) {
+  for (int round = 0;; ++round) {
     std::size_t length = 0;
     const std::optional<CoreHeader> found = r->mailbox().probe(pattern, &length);
     if (found) {
@@ -445,13 +453,15 @@ int Context::probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t doma
       rc = fail(ROCL_EDELETED, "rocl_probe: resource %#llx was deleted while waiting", ull(dgid));
       break;
     }
-    if (timeout == 0) break;
+    // A poll (timeout 0) drives the transports once and looks again: a
+    // loop of polls is how a caller waits, and must see arrivals itself.
+    if (timeout == 0 && round > 0) break;
     const auto waited = std::chrono::steady_clock::now() - start;
     if (timeout > 0 && waited >= std::chrono::milliseconds(timeout)) {
       rc = fail(ROCL_ETIMEDOUT, "rocl_probe: no message on %#llx within %d ms", ull(dgid), timeout);
       break;
     }
-    if (progress_transports() == 0 && waited > spin) {
+    if (progress_transports() == 0 && timeout != 0 && waited > spin) {
       std::this_thread::sleep_for(nap);
       nap = std::min(nap * 2, std::chrono::microseconds(1000));
     }

@@ -59,6 +59,7 @@ int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t doma
   r->cap = cap;
   try {
     r->message = res->mailbox().post_receive(&r->env);
+    if (r->message != nullptr) note_match(dgid, r->message->header, true);
   } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
     res->note_request(-1);
     resources_.put(res);
@@ -98,6 +99,7 @@ int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcep
   if (status != nullptr) *status = st;
   delete r;
   *req = nullptr;
+  progressed();  // a pull drives its transport, which may have matched others
   return rc;
 }
 

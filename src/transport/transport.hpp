@@ -33,6 +33,11 @@ class MessageSink {
   // is in progress (at most one directory round trip), so that a message
   // for a resource a peer has just found in the directory is not refused.
   virtual int deliver(rocl_gid_t destination, Message *msg) noexcept = 0;
+  // Called by a transport's own thread after a round of progress, outside
+  // its locks: the core sends what deliver() could not send from under
+  // them (acknowledgements of matched messages, ROCL_FLAG_ACK). Cheap when
+  // there is nothing (one load).
+  virtual void progressed() noexcept {}
 };
 
 class JobSecret;

@@ -120,6 +120,7 @@ void ShmTransportImpl::run() {
   int idle = 0;
   int spins = idle_spins();
   while (!stop_.load(std::memory_order_relaxed)) {
+    env_.sink->progressed();  // what the polls of the last round delivered
     if (!callers_poll() || lower_pollers_if_idle()) {
       lease_us_ = shm::kPollLeaseUs;  // nobody polls (now): the next lease starts short
       if (poll_locked(true) != 0) {

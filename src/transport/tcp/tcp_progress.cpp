@@ -62,8 +62,12 @@ void TcpTransportImpl::run() {
       continue;
     }
     if (!wait_until_ready()) continue;
-    std::lock_guard lock(rx_mu_);
-    thread_events_.fetch_add(static_cast<std::uint64_t>(drive_locked()), std::memory_order_relaxed);
+    {
+      std::lock_guard lock(rx_mu_);
+      thread_events_.fetch_add(static_cast<std::uint64_t>(drive_locked()),
+                               std::memory_order_relaxed);
+    }
+    env_.sink->progressed();
   }
 }
 

@@ -177,4 +177,31 @@ TEST_F(Domains, ProbeOfADeletedResourceFails) {
   deleter.join();
 }
 
+// ROCL_FLAG_ACK: one empty acknowledgement per matched message, from the
+// receiver, with the message's tag, in domain | ROCL_ACK_DOMAIN.
+TEST_F(Domains, AMatchedMessageWithTheAckFlagIsAcknowledgedOnce) {
+  rocl_status_t st{};
+  ASSERT_EQ(send(5, 3, ROCL_FLAG_ACK, "sync"), ROCL_OK);  // queued: nobody receives yet
+  EXPECT_EQ(rocl_probe(a_, b_, 5, 3 | ROCL_ACK_DOMAIN, &st, 0), ROCL_ETIMEDOUT);
+  EXPECT_EQ(recv(5, 3, 16, &st), "sync");
+  ASSERT_EQ(rocl_recvx(a_, b_, 5, 3 | ROCL_ACK_DOMAIN, nullptr, 0, &st, 2000), ROCL_OK)
+      << rocl_last_error();
+  EXPECT_EQ(st.len, 0u);
+  EXPECT_EQ(st.origin, b_);
+  ASSERT_EQ(rocl_bfret(st.ptr), ROCL_OK);
+  // A receive posted first, matched by the send itself.
+  char into[8];
+  rocl_request_t req = ROCL_REQUEST_NULL;
+  ASSERT_EQ(rocl_irecvx(b_, a_, 6, 3, into, sizeof into, &req), ROCL_OK);
+  ASSERT_EQ(send(6, 3, ROCL_FLAG_ACK, "posted"), ROCL_OK);
+  ASSERT_EQ(rocl_recvx(a_, b_, 6, 3 | ROCL_ACK_DOMAIN, into, 0, &st, 2000), ROCL_OK);
+  ASSERT_EQ(rocl_wait(&req, &st, 2000), ROCL_OK);
+  // Exactly one each, and none for a message without the flag.
+  ASSERT_EQ(send(7, 3, 0, "plain"), ROCL_OK);
+  EXPECT_EQ(recv(7, 3, 16, &st), "plain");
+  EXPECT_EQ(rocl_probe(a_, ROCL_ANY_GID, ROCL_ANY_TAG, 3 | ROCL_ACK_DOMAIN, &st, 20),
+            ROCL_ETIMEDOUT);
+  expect_pool_at_baseline();
+}
+
 }  // namespace
