@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -32,6 +33,22 @@ extern char **environ;
 
 namespace rocl::impl {
 namespace {
+
+// The rank-th cpu (round robin) of those this process may run on.
+bool core_for(int rank, cpu_set_t *out) {
+  cpu_set_t allowed;
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return false;
+  const int n = CPU_COUNT(&allowed);
+  if (n == 0) return false;
+  int want = rank % n;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed) || want-- != 0) continue;
+    CPU_ZERO(out);
+    CPU_SET(cpu, out);
+    return true;
+  }
+  return false;
+}
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
@@ -275,6 +292,10 @@ int Job::spawn(int rank, const JobInfo &info) {
   // stdin: rank 0 gets the launcher's unless it is a terminal (a rank in a
   // background process group reading the terminal would be stopped).
   const bool give_stdin = rank == 0 && !::isatty(0);
+  // --bind-to core: rank i on the i-th cpu we may use (round robin),
+  // chosen here because the child may only make async-signal-safe calls.
+  cpu_set_t bind;
+  const bool binding = opt_.bind_to_core && core_for(rank, &bind);
 
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -286,6 +307,7 @@ int Job::spawn(int rank, const JobInfo &info) {
   }
   if (pid == 0) {  // child: async-signal-safe calls only
     ::setpgid(0, 0);
+    if (binding) ::sched_setaffinity(0, sizeof bind, &bind);
     sigs_.restore_in_child();
     sigset_t none;
     sigemptyset(&none);

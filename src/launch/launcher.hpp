@@ -48,6 +48,7 @@ struct LaunchOptions {
   int nprocs = 0;                 // 1..kMaxProcs
   std::vector<std::string> argv;  // program (looked up in PATH) and arguments
   bool prefix_output = true;      // false: ranks inherit stdout/stderr
+  bool bind_to_core = false;      // rank i pinned to the (i mod n)-th allowed cpu
   int grace_ms = 2000;            // SIGTERM -> SIGKILL delay
   double timeout_s = 0;           // > 0: stop everything after it, exit 124
   std::string tmp_root = "/tmp";  // where rocl-<uid>/ lives

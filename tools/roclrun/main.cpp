@@ -20,6 +20,8 @@ const char kUsage[] =
     "  -n N            number of processes (1 to 1024), required\n"
     "  --no-prefix     leave the output alone (processes inherit stdout and\n"
     "                  stderr) instead of putting \"[rank] \" before each line\n"
+    "  --bind-to core  pin rank i to the (i mod n)-th cpu this process may use\n"
+    "                  (benchmarks: a waiting rank keeps its cpu warm)\n"
     "  --grace-ms MS   after SIGTERM, wait MS milliseconds before SIGKILL\n"
     "                  (default 2000)\n"
     "  --timeout S     stop everything after S seconds (exit status 124)\n"
@@ -91,6 +93,12 @@ int main(int argc, char **argv) {
       return 0;
     } else if (name == "--no-prefix") {
       opt.prefix_output = false;
+    } else if (name == "--bind-to") {
+      if (!need_value() || value != "core") {
+        return usage_error("--bind-to takes 'core' (rank i on the i-th allowed cpu), not '%s'",
+                           has_value || i < argc ? value.c_str() : "");
+      }
+      opt.bind_to_core = true;
     } else if (name == "-n" || name == "--np") {
       long n = 0;
       if (!need_value()) return usage_error("%s needs a number", name.c_str());
