@@ -1,0 +1,370 @@
+/* mpi.h - rocl's MPI: the MPI 3.1 subset of docs/mpi.md, a thin translation
+ * onto rocl (one rocl resource per rank per communicator, MPI's queues are
+ * the resource's generic Communicator). Handles are pointers to library
+ * objects; the predefined ones are the addresses of library globals. */
+#ifndef ROCL_MPI_H
+#define ROCL_MPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ROCL_MPI 1
+#define MPI_VERSION 3
+#define MPI_SUBVERSION 1
+
+/* ---- handles ------------------------------------------------------------ */
+
+typedef struct rocl_mpi_comm *MPI_Comm;
+typedef struct rocl_mpi_datatype *MPI_Datatype;
+typedef struct rocl_mpi_op *MPI_Op;
+typedef struct rocl_mpi_request *MPI_Request;
+typedef struct rocl_mpi_errhandler *MPI_Errhandler;
+typedef struct rocl_mpi_group *MPI_Group;     /* only for the unsupported calls */
+typedef struct rocl_mpi_info *MPI_Info;       /* only for the unsupported calls */
+typedef struct rocl_mpi_win *MPI_Win;         /* only for the unsupported calls */
+typedef struct rocl_mpi_message *MPI_Message; /* only for the unsupported calls */
+typedef intptr_t MPI_Aint;
+typedef long long MPI_Count;
+typedef long long MPI_Offset;
+
+typedef struct MPI_Status {
+  int MPI_SOURCE;
+  int MPI_TAG;
+  int MPI_ERROR;
+  int rocl_cancelled;   /* private: Test_cancelled */
+  long long rocl_bytes; /* private: Get_count */
+} MPI_Status;
+
+typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
+
+/* ---- predefined objects --------------------------------------------------- */
+
+extern struct rocl_mpi_comm rocl_mpi_comm_world, rocl_mpi_comm_self;
+#define MPI_COMM_WORLD (&rocl_mpi_comm_world)
+#define MPI_COMM_SELF (&rocl_mpi_comm_self)
+#define MPI_COMM_NULL ((MPI_Comm)0)
+
+#define ROCL_MPI_TYPES(X)                                                                          \
+  X(char)                                                                                          \
+  X(signed_char) X(unsigned_char) X(byte) X(short) X(unsigned_short) X(int) X(unsigned) X(long)    \
+      X(unsigned_long) X(long_long) X(unsigned_long_long) X(float) X(double) X(long_double)        \
+          X(c_bool) X(int8) X(uint8) X(int16) X(uint16) X(int32) X(uint32) X(int64) X(uint64)      \
+              X(aint) X(count) X(offset) X(wchar) X(packed) X(float_int) X(double_int) X(long_int) \
+                  X(2int) X(short_int) X(long_double_int)
+#define ROCL_MPI_DECLARE_TYPE(name) extern struct rocl_mpi_datatype rocl_mpi_type_##name;
+ROCL_MPI_TYPES(ROCL_MPI_DECLARE_TYPE)
+#undef ROCL_MPI_DECLARE_TYPE
+#define MPI_CHAR (&rocl_mpi_type_char)
+#define MPI_SIGNED_CHAR (&rocl_mpi_type_signed_char)
+#define MPI_UNSIGNED_CHAR (&rocl_mpi_type_unsigned_char)
+#define MPI_BYTE (&rocl_mpi_type_byte)
+#define MPI_SHORT (&rocl_mpi_type_short)
+#define MPI_UNSIGNED_SHORT (&rocl_mpi_type_unsigned_short)
+#define MPI_INT (&rocl_mpi_type_int)
+#define MPI_UNSIGNED (&rocl_mpi_type_unsigned)
+#define MPI_LONG (&rocl_mpi_type_long)
+#define MPI_UNSIGNED_LONG (&rocl_mpi_type_unsigned_long)
+#define MPI_LONG_LONG (&rocl_mpi_type_long_long)
+#define MPI_LONG_LONG_INT MPI_LONG_LONG
+#define MPI_UNSIGNED_LONG_LONG (&rocl_mpi_type_unsigned_long_long)
+#define MPI_FLOAT (&rocl_mpi_type_float)
+#define MPI_DOUBLE (&rocl_mpi_type_double)
+#define MPI_LONG_DOUBLE (&rocl_mpi_type_long_double)
+#define MPI_C_BOOL (&rocl_mpi_type_c_bool)
+#define MPI_INT8_T (&rocl_mpi_type_int8)
+#define MPI_UINT8_T (&rocl_mpi_type_uint8)
+#define MPI_INT16_T (&rocl_mpi_type_int16)
+#define MPI_UINT16_T (&rocl_mpi_type_uint16)
+#define MPI_INT32_T (&rocl_mpi_type_int32)
+#define MPI_UINT32_T (&rocl_mpi_type_uint32)
+#define MPI_INT64_T (&rocl_mpi_type_int64)
+#define MPI_UINT64_T (&rocl_mpi_type_uint64)
+#define MPI_AINT (&rocl_mpi_type_aint)
+#define MPI_COUNT (&rocl_mpi_type_count)
+#define MPI_OFFSET (&rocl_mpi_type_offset)
+#define MPI_WCHAR (&rocl_mpi_type_wchar)
+#define MPI_PACKED (&rocl_mpi_type_packed)
+#define MPI_FLOAT_INT (&rocl_mpi_type_float_int)
+#define MPI_DOUBLE_INT (&rocl_mpi_type_double_int)
+#define MPI_LONG_INT (&rocl_mpi_type_long_int)
+#define MPI_2INT (&rocl_mpi_type_2int)
+#define MPI_SHORT_INT (&rocl_mpi_type_short_int)
+#define MPI_LONG_DOUBLE_INT (&rocl_mpi_type_long_double_int)
+#define MPI_DATATYPE_NULL ((MPI_Datatype)0)
+
+#define ROCL_MPI_OPS(X) \
+  X(max) X(min) X(sum) X(prod) X(land) X(band) X(lor) X(bor) X(lxor) X(bxor) X(maxloc) X(minloc)
+#define ROCL_MPI_DECLARE_OP(name) extern struct rocl_mpi_op rocl_mpi_op_##name;
+ROCL_MPI_OPS(ROCL_MPI_DECLARE_OP)
+#undef ROCL_MPI_DECLARE_OP
+#define MPI_MAX (&rocl_mpi_op_max)
+#define MPI_MIN (&rocl_mpi_op_min)
+#define MPI_SUM (&rocl_mpi_op_sum)
+#define MPI_PROD (&rocl_mpi_op_prod)
+#define MPI_LAND (&rocl_mpi_op_land)
+#define MPI_BAND (&rocl_mpi_op_band)
+#define MPI_LOR (&rocl_mpi_op_lor)
+#define MPI_BOR (&rocl_mpi_op_bor)
+#define MPI_LXOR (&rocl_mpi_op_lxor)
+#define MPI_BXOR (&rocl_mpi_op_bxor)
+#define MPI_MAXLOC (&rocl_mpi_op_maxloc)
+#define MPI_MINLOC (&rocl_mpi_op_minloc)
+#define MPI_OP_NULL ((MPI_Op)0)
+
+extern struct rocl_mpi_errhandler rocl_mpi_errors_are_fatal, rocl_mpi_errors_return;
+#define MPI_ERRORS_ARE_FATAL (&rocl_mpi_errors_are_fatal)
+#define MPI_ERRORS_RETURN (&rocl_mpi_errors_return)
+#define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0)
+
+#define MPI_REQUEST_NULL ((MPI_Request)0)
+#define MPI_GROUP_NULL ((MPI_Group)0)
+#define MPI_INFO_NULL ((MPI_Info)0)
+#define MPI_WIN_NULL ((MPI_Win)0)
+#define MPI_MESSAGE_NULL ((MPI_Message)0)
+
+/* ---- constants ---------------------------------------------------------- */
+
+#define MPI_ANY_SOURCE (-1)
+#define MPI_PROC_NULL (-2)
+#define MPI_ROOT (-3)
+#define MPI_ANY_TAG (-1)
+#define MPI_UNDEFINED (-32766)
+#define MPI_IN_PLACE ((void *)1)
+#define MPI_BOTTOM ((void *)0)
+#define MPI_STATUS_IGNORE ((MPI_Status *)0)
+#define MPI_STATUSES_IGNORE ((MPI_Status *)0)
+#define MPI_BSEND_OVERHEAD 64
+#define MPI_MAX_PROCESSOR_NAME 256
+#define MPI_MAX_ERROR_STRING 512
+#define MPI_MAX_LIBRARY_VERSION_STRING 256
+#define MPI_IDENT 0
+#define MPI_CONGRUENT 1
+#define MPI_SIMILAR 2
+#define MPI_UNEQUAL 3
+#define MPI_THREAD_SINGLE 0
+#define MPI_THREAD_FUNNELED 1
+#define MPI_THREAD_SERIALIZED 2
+#define MPI_THREAD_MULTIPLE 3
+/* Attribute keys of Comm_get_attr. */
+#define MPI_TAG_UB 1
+#define MPI_HOST 2
+#define MPI_IO 3
+#define MPI_WTIME_IS_GLOBAL 4
+
+/* Error classes; a returned code is a class plus a multiple of 256 that
+ * MPI_Error_string turns into the sentence that says what was wrong. */
+#define MPI_SUCCESS 0
+#define MPI_ERR_BUFFER 1
+#define MPI_ERR_COUNT 2
+#define MPI_ERR_TYPE 3
+#define MPI_ERR_TAG 4
+#define MPI_ERR_COMM 5
+#define MPI_ERR_RANK 6
+#define MPI_ERR_REQUEST 7
+#define MPI_ERR_ROOT 8
+#define MPI_ERR_GROUP 9
+#define MPI_ERR_OP 10
+#define MPI_ERR_TOPOLOGY 11
+#define MPI_ERR_DIMS 12
+#define MPI_ERR_ARG 13
+#define MPI_ERR_UNKNOWN 14
+#define MPI_ERR_TRUNCATE 15
+#define MPI_ERR_OTHER 16
+#define MPI_ERR_INTERN 17
+#define MPI_ERR_IN_STATUS 18
+#define MPI_ERR_PENDING 19
+#define MPI_ERR_NO_MEM 20
+#define MPI_ERR_UNSUPPORTED_OPERATION 21
+#define MPI_ERR_KEYVAL 22
+#define MPI_ERR_WIN 23
+#define MPI_ERR_INFO 24
+#define MPI_ERR_LASTCODE 0x7fff
+
+/* ---- environment ---------------------------------------------------------- */
+
+int MPI_Init(int *argc, char ***argv);
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+int MPI_Initialized(int *flag);
+int MPI_Finalized(int *flag);
+int MPI_Finalize(void);
+int MPI_Abort(MPI_Comm comm, int errorcode);
+double MPI_Wtime(void);
+double MPI_Wtick(void);
+int MPI_Query_thread(int *provided);
+int MPI_Is_thread_main(int *flag);
+int MPI_Get_processor_name(char *name, int *resultlen);
+int MPI_Get_version(int *version, int *subversion);
+int MPI_Get_library_version(char *version, int *resultlen);
+int MPI_Error_string(int errorcode, char *string, int *resultlen);
+int MPI_Error_class(int errorcode, int *errorclass);
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
+int MPI_Errhandler_free(MPI_Errhandler *errhandler);
+int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+int MPI_Pcontrol(const int level, ...);
+
+/* ---- communicators ---------------------------------------------------------- */
+
+int MPI_Comm_rank(MPI_Comm comm, int *rank);
+int MPI_Comm_size(MPI_Comm comm, int *size);
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+int MPI_Comm_free(MPI_Comm *comm);
+int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
+
+/* ---- point to point ------------------------------------------------------------ */
+
+int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+             MPI_Status *status);
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                 MPI_Comm comm, MPI_Status *status);
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                         int source, int recvtag, MPI_Comm comm, MPI_Status *status);
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+int MPI_Buffer_attach(void *buffer, int size);
+int MPI_Buffer_detach(void *buffer_addr, int *size);
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+              MPI_Request *request);
+int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request);
+int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request);
+int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+               MPI_Request *request);
+int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Request *request);
+int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                  MPI_Comm comm, MPI_Request *request);
+int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                  MPI_Request *request);
+int MPI_Start(MPI_Request *request);
+int MPI_Startall(int count, MPI_Request array_of_requests[]);
+
+/* ---- completion ------------------------------------------------------------------ */
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status);
+int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]);
+int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status);
+int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                 int array_of_indices[], MPI_Status array_of_statuses[]);
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
+int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
+                MPI_Status array_of_statuses[]);
+int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,
+                MPI_Status *status);
+int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                 int array_of_indices[], MPI_Status array_of_statuses[]);
+int MPI_Cancel(MPI_Request *request);
+int MPI_Test_cancelled(const MPI_Status *status, int *flag);
+int MPI_Request_free(MPI_Request *request);
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+
+/* ---- collectives --------------------------------------------------------------------- */
+
+int MPI_Barrier(MPI_Comm comm);
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, MPI_Comm comm);
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm);
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                MPI_Comm comm);
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm);
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm);
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+                  MPI_Datatype recvtype, MPI_Comm comm);
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+             MPI_Comm comm);
+int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op);
+int MPI_Op_free(MPI_Op *op);
+int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype,
+                     MPI_Op op);
+
+/* ---- datatypes ------------------------------------------------------------------------ */
+
+int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
+                    MPI_Datatype *newtype);
+int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+                            MPI_Datatype *newtype);
+int MPI_Type_indexed(int count, const int array_of_blocklengths[],
+                     const int array_of_displacements[], MPI_Datatype oldtype,
+                     MPI_Datatype *newtype);
+int MPI_Type_create_struct(int count, const int array_of_blocklengths[],
+                           const MPI_Aint array_of_displacements[],
+                           const MPI_Datatype array_of_types[], MPI_Datatype *newtype);
+int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+                            MPI_Datatype *newtype);
+int MPI_Type_commit(MPI_Datatype *datatype);
+int MPI_Type_free(MPI_Datatype *datatype);
+int MPI_Type_size(MPI_Datatype datatype, int *size);
+int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
+int MPI_Get_address(const void *location, MPI_Aint *address);
+
+/* ---- present so that programs link; they return MPI_ERR_UNSUPPORTED_OPERATION ---- */
+
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                   MPI_Win *win);
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                     MPI_Win *win);
+int MPI_Win_free(MPI_Win *win);
+int MPI_Win_fence(int assert, MPI_Win win);
+int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
+int MPI_Win_unlock(int rank, MPI_Win win);
+int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+            int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+            MPI_Win win);
+int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+            MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win);
+int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                   int target_rank, MPI_Aint target_disp, int target_count,
+                   MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                MPI_Status *status);
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+              MPI_Status *status);
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+               MPI_Request *request);
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request);
+int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+               MPI_Request *request);
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, MPI_Request *request);
+int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
+int MPI_Group_free(MPI_Group *group);
+int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
+                   MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ROCL_MPI_H */

@@ -1,0 +1,391 @@
+// coll.cpp - collectives over the communicator's kCollective domain, one
+// tag per operation (messages between two ranks keep their order, and every
+// rank calls collectives in the same order, so operations never mix).
+//
+// Algorithms for the small rank counts of one node: dissemination barrier;
+// binomial broadcast; binomial reduce towards rank 0 that keeps rank order
+// (so non-commutative operations are right); recursive doubling allreduce
+// for power-of-two sizes (one exchange for 2 ranks), else reduce+bcast;
+// direct exchanges for gather/scatter/allgather/alltoall (a send never
+// waits for its receive, so everyone sends first, then receives); a chain
+// for scan.
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "mpi_impl.hpp"
+
+namespace rmpi {
+namespace {
+
+enum Tag {
+  kBarrier = 1,
+  kBcast,
+  kReduce,
+  kAllreduce,
+  kGather,
+  kScatter,
+  kAllgather,
+  kAlltoall,
+  kScan,
+  kReduceScatter,
+  kCommCreate
+};
+
+char *at(const void *buf, MPI_Aint displacement_elements, MPI_Datatype t) {
+  return static_cast<char *>(const_cast<void *>(buf)) + displacement_elements * t->extent;
+}
+
+int send_from(MPI_Comm c, int to, int tag, const void *buf, int count, MPI_Datatype t) {
+  Contiguous x(buf, count, t, true);
+  return send_bytes(c, to, tag, kCollective, x.data(), x.bytes());
+}
+
+int recv_into(MPI_Comm c, int from, int tag, void *buf, int count, MPI_Datatype t) {
+  Contiguous x(buf, count, t, false);
+  if (int rc = recv_bytes(c, from, tag, kCollective, x.data(), x.bytes())) return rc;
+  x.store(x.bytes());
+  return MPI_SUCCESS;
+}
+
+int copy_local(MPI_Comm c, const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount,
+               MPI_Datatype rt) {
+  Contiguous s(sbuf, scount, st, true), r(rbuf, rcount, rt, false);
+  if (s.bytes() > r.bytes()) {
+    return fail(c, MPI_ERR_TRUNCATE, "collective", "%zu bytes sent where %zu fit", s.bytes(),
+                r.bytes());
+  }
+  std::memmove(r.data(), s.data(), s.bytes());
+  r.store(s.bytes());
+  return MPI_SUCCESS;
+}
+
+int bcast_bytes(MPI_Comm c, void *p, std::size_t n, int root) {
+  const int size = c->size, rel = (c->rank - root + size) % size;
+  int mask = 1;
+  for (; mask < size; mask <<= 1) {
+    if (rel & mask) {
+      if (int rc = recv_bytes(c, (rel - mask + root) % size, kBcast, kCollective, p, n)) return rc;
+      break;
+    }
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (rel + mask < size) {
+      if (int rc = send_bytes(c, (rel + mask + root) % size, kBcast, kCollective, p, n)) return rc;
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+// acc (n bytes of `count` elements) becomes, at rank 0, the reduction of
+// every rank's acc in rank order; other ranks' acc is scratch afterwards.
+int reduce_to_zero(MPI_Comm c, std::vector<char> &acc, int count, MPI_Datatype t, MPI_Op op,
+                   const char *who) {
+  std::vector<char> other(acc.size());
+  for (int mask = 1; mask < c->size; mask <<= 1) {
+    if (c->rank & mask)
+      return send_bytes(c, c->rank - mask, kReduce, kCollective, acc.data(), acc.size());
+    if (c->rank + mask >= c->size) continue;
+    if (int rc = recv_bytes(c, c->rank + mask, kReduce, kCollective, other.data(), other.size()))
+      return rc;
+    // acc holds lower ranks than other: acc op other, computed into other.
+    if (int rc = reduce_local(c, op, t, acc.data(), other.data(), count, who)) return rc;
+    acc.swap(other);
+  }
+  return MPI_SUCCESS;
+}
+
+int check_coll(MPI_Comm c, int count, MPI_Datatype t, const char *who) {
+  if (int rc = check_comm(c, who)) return rc;
+  if (int rc = check_count(c, count, who)) return rc;
+  return check_type(c, t, who);
+}
+
+int check_root(MPI_Comm c, int root, const char *who) {
+  return root >= 0 && root < c->size
+             ? MPI_SUCCESS
+             : fail(c, MPI_ERR_ROOT, who, "root %d is not a rank (size %d)", root, c->size);
+}
+
+// My contribution to a reduction as packed bytes.
+std::vector<char> contribution(const void *sendbuf, const void *recvbuf, int count,
+                               MPI_Datatype t) {
+  const void *mine = in_place(sendbuf) ? recvbuf : sendbuf;
+  const char *p = static_cast<const char *>(mine) + t->first();
+  return std::vector<char>(p, p + t->packed * std::size_t(count));
+}
+
+void deliver(const std::vector<char> &acc, void *recvbuf, MPI_Datatype t) {
+  if (!acc.empty()) std::memcpy(static_cast<char *>(recvbuf) + t->first(), acc.data(), acc.size());
+}
+
+std::vector<int> uniform(int n, int value, bool displacements) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = displacements ? i * value : value;
+  return v;
+}
+
+}  // namespace
+
+int allgather_bytes(MPI_Comm c, const void *mine, std::size_t n, void *all) {
+  char *out = static_cast<char *>(all);
+  std::memcpy(out + c->rank * n, mine, n);
+  for (int j = 0; j < c->size; ++j) {
+    if (j == c->rank) continue;
+    if (int rc = send_bytes(c, j, kCommCreate, kCollective, mine, n)) return rc;
+  }
+  for (int j = 0; j < c->size; ++j) {
+    if (j == c->rank) continue;
+    if (int rc = recv_bytes(c, j, kCommCreate, kCollective, out + j * n, n)) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace rmpi
+
+using namespace rmpi;
+
+extern "C" {
+
+int MPI_Barrier(MPI_Comm comm) {
+  if (int rc = check_comm(comm, "MPI_Barrier")) return rc;
+  const int n = comm->size, r = comm->rank;
+  for (int k = 1; k < n; k <<= 1) {
+    if (int rc = send_bytes(comm, (r + k) % n, kBarrier, kCollective, nullptr, 0)) return rc;
+    if (int rc = recv_bytes(comm, (r - k + n) % n, kBarrier, kCollective, nullptr, 0)) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  if (int rc = check_coll(comm, count, datatype, "MPI_Bcast")) return rc;
+  if (int rc = check_root(comm, root, "MPI_Bcast")) return rc;
+  Contiguous x(buffer, count, datatype, comm->rank == root);
+  if (int rc = bcast_bytes(comm, x.data(), x.bytes(), root)) return rc;
+  if (comm->rank != root) x.store(x.bytes());
+  return MPI_SUCCESS;
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, MPI_Comm comm) {
+  if (int rc = check_coll(comm, count, datatype, "MPI_Reduce")) return rc;
+  if (int rc = check_root(comm, root, "MPI_Reduce")) return rc;
+  if (int rc = check_op(comm, op, datatype, "MPI_Reduce")) return rc;
+  const bool mine_in_recvbuf = in_place(sendbuf) && comm->rank == root;
+  std::vector<char> acc =
+      contribution(mine_in_recvbuf ? MPI_IN_PLACE : sendbuf, recvbuf, count, datatype);
+  if (int rc = reduce_to_zero(comm, acc, count, datatype, op, "MPI_Reduce")) return rc;
+  if (root != 0 && comm->rank == 0)
+    return send_bytes(comm, root, kReduce, kCollective, acc.data(), acc.size());
+  if (root != 0 && comm->rank == root) {
+    return recv_bytes(comm, 0, kReduce, kCollective,
+                      static_cast<char *>(recvbuf) + datatype->first(), acc.size());
+  }
+  if (comm->rank == root) deliver(acc, recvbuf, datatype);
+  return MPI_SUCCESS;
+}
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm) {
+  if (int rc = check_coll(comm, count, datatype, "MPI_Allreduce")) return rc;
+  if (int rc = check_op(comm, op, datatype, "MPI_Allreduce")) return rc;
+  std::vector<char> acc = contribution(sendbuf, recvbuf, count, datatype);
+  const int n = comm->size, r = comm->rank;
+  if ((n & (n - 1)) == 0) {  // recursive doubling
+    std::vector<char> other(acc.size());
+    for (int mask = 1; mask < n; mask <<= 1) {
+      const int partner = r ^ mask;
+      if (int rc = send_bytes(comm, partner, kAllreduce, kCollective, acc.data(), acc.size()))
+        return rc;
+      if (int rc = recv_bytes(comm, partner, kAllreduce, kCollective, other.data(), other.size()))
+        return rc;
+      // Keep rank order: the lower half's data on the left of op.
+      if (partner < r) {
+        if (int rc =
+                reduce_local(comm, op, datatype, other.data(), acc.data(), count, "MPI_Allreduce"))
+          return rc;
+      } else {
+        if (int rc =
+                reduce_local(comm, op, datatype, acc.data(), other.data(), count, "MPI_Allreduce"))
+          return rc;
+        acc.swap(other);
+      }
+    }
+  } else {
+    if (int rc = reduce_to_zero(comm, acc, count, datatype, op, "MPI_Allreduce")) return rc;
+    if (int rc = bcast_bytes(comm, acc.data(), acc.size(), 0)) return rc;
+  }
+  deliver(acc, recvbuf, datatype);
+  return MPI_SUCCESS;
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                MPI_Comm comm) {
+  const char *who = "MPI_Gatherv";
+  if (int rc = check_comm(comm, who)) return rc;
+  if (int rc = check_root(comm, root, who)) return rc;
+  if (comm->rank != root) {
+    if (int rc = check_coll(comm, sendcount, sendtype, who)) return rc;
+    return send_from(comm, root, kGather, sendbuf, sendcount, sendtype);
+  }
+  if (int rc = check_type(comm, recvtype, who)) return rc;
+  for (int i = 0; i < comm->size; ++i) {
+    char *slot = at(recvbuf, displs[i], recvtype);
+    int rc = MPI_SUCCESS;
+    if (i != root) {
+      rc = recv_into(comm, i, kGather, slot, recvcounts[i], recvtype);
+    } else if (!in_place(sendbuf)) {
+      rc = copy_local(comm, sendbuf, sendcount, sendtype, slot, recvcounts[i], recvtype);
+    }
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  if (int rc = check_comm(comm, "MPI_Gather")) return rc;
+  const std::vector<int> counts = uniform(comm->size, recvcount, false),
+                         displs = uniform(comm->size, recvcount, true);
+  return MPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, counts.data(), displs.data(), recvtype,
+                     root, comm);
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm) {
+  const char *who = "MPI_Scatterv";
+  if (int rc = check_comm(comm, who)) return rc;
+  if (int rc = check_root(comm, root, who)) return rc;
+  if (comm->rank != root) {
+    if (int rc = check_coll(comm, recvcount, recvtype, who)) return rc;
+    return recv_into(comm, root, kScatter, recvbuf, recvcount, recvtype);
+  }
+  if (int rc = check_type(comm, sendtype, who)) return rc;
+  for (int i = 0; i < comm->size; ++i) {
+    const char *slot = at(sendbuf, displs[i], sendtype);
+    int rc = MPI_SUCCESS;
+    if (i != root) {
+      rc = send_from(comm, i, kScatter, slot, sendcounts[i], sendtype);
+    } else if (!in_place(recvbuf)) {
+      rc = copy_local(comm, slot, sendcounts[i], sendtype, recvbuf, recvcount, recvtype);
+    }
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  if (int rc = check_comm(comm, "MPI_Scatter")) return rc;
+  const std::vector<int> counts = uniform(comm->size, sendcount, false),
+                         displs = uniform(comm->size, sendcount, true);
+  return MPI_Scatterv(sendbuf, counts.data(), displs.data(), sendtype, recvbuf, recvcount, recvtype,
+                      root, comm);
+}
+
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+  const char *who = "MPI_Alltoallv";
+  if (int rc = check_comm(comm, who)) return rc;
+  if (in_place(sendbuf)) {  // sends copy their data before returning: send from recvbuf first
+    sendbuf = recvbuf, sendcounts = recvcounts, sdispls = rdispls, sendtype = recvtype;
+  }
+  if (int rc = check_type(comm, sendtype, who)) return rc;
+  if (int rc = check_type(comm, recvtype, who)) return rc;
+  const int me = comm->rank;
+  for (int j = 0; j < comm->size; ++j) {
+    if (j == me) continue;
+    if (int rc = send_from(comm, j, kAlltoall, at(sendbuf, sdispls[j], sendtype), sendcounts[j],
+                           sendtype))
+      return rc;
+  }
+  if (sendbuf != recvbuf) {
+    if (int rc = copy_local(comm, at(sendbuf, sdispls[me], sendtype), sendcounts[me], sendtype,
+                            at(recvbuf, rdispls[me], recvtype), recvcounts[me], recvtype))
+      return rc;
+  }
+  for (int j = 0; j < comm->size; ++j) {
+    if (j == me) continue;
+    if (int rc = recv_into(comm, j, kAlltoall, at(recvbuf, rdispls[j], recvtype), recvcounts[j],
+                           recvtype))
+      return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  if (int rc = check_comm(comm, "MPI_Alltoall")) return rc;
+  const int n = comm->size;
+  const std::vector<int> sc = uniform(n, sendcount, false), sd = uniform(n, sendcount, true),
+                         rc = uniform(n, recvcount, false), rd = uniform(n, recvcount, true);
+  return MPI_Alltoallv(sendbuf, sc.data(), sd.data(), sendtype, recvbuf, rc.data(), rd.data(),
+                       recvtype, comm);
+}
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  if (int rc = check_comm(comm, "MPI_Allgatherv")) return rc;
+  const int n = comm->size, me = comm->rank;
+  if (in_place(sendbuf)) {
+    sendbuf = at(recvbuf, displs[me], recvtype), sendcount = recvcounts[me], sendtype = recvtype;
+  }
+  // My block to everyone (as alltoallv with one send block for all).
+  std::vector<int> sc(n, sendcount), sd(n, 0);
+  return MPI_Alltoallv(sendbuf, sc.data(), sd.data(), sendtype, recvbuf, recvcounts, displs,
+                       recvtype, comm);
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  if (int rc = check_comm(comm, "MPI_Allgather")) return rc;
+  const std::vector<int> counts = uniform(comm->size, recvcount, false),
+                         displs = uniform(comm->size, recvcount, true);
+  return MPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, counts.data(), displs.data(),
+                        recvtype, comm);
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  const char *who = "MPI_Reduce_scatter_block";
+  if (int rc = check_coll(comm, recvcount, datatype, who)) return rc;
+  if (int rc = check_op(comm, op, datatype, who)) return rc;
+  const int total = recvcount * comm->size;
+  std::vector<char> acc = contribution(sendbuf, recvbuf, total, datatype);
+  if (int rc = reduce_to_zero(comm, acc, total, datatype, op, who)) return rc;
+  const std::size_t block = datatype->packed * std::size_t(recvcount);
+  char *mine = static_cast<char *>(recvbuf) + datatype->first();
+  if (comm->rank != 0) return recv_bytes(comm, 0, kReduceScatter, kCollective, mine, block);
+  for (int j = 1; j < comm->size; ++j) {
+    if (int rc = send_bytes(comm, j, kReduceScatter, kCollective, acc.data() + j * block, block))
+      return rc;
+  }
+  if (block != 0) std::memcpy(mine, acc.data(), block);
+  return MPI_SUCCESS;
+}
+
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+             MPI_Comm comm) {
+  if (int rc = check_coll(comm, count, datatype, "MPI_Scan")) return rc;
+  if (int rc = check_op(comm, op, datatype, "MPI_Scan")) return rc;
+  std::vector<char> acc = contribution(sendbuf, recvbuf, count, datatype);
+  if (comm->rank > 0) {
+    std::vector<char> before(acc.size());
+    if (int rc = recv_bytes(comm, comm->rank - 1, kScan, kCollective, before.data(), before.size()))
+      return rc;
+    if (int rc = reduce_local(comm, op, datatype, before.data(), acc.data(), count, "MPI_Scan"))
+      return rc;
+  }
+  if (comm->rank + 1 < comm->size) {
+    if (int rc = send_bytes(comm, comm->rank + 1, kScan, kCollective, acc.data(), acc.size()))
+      return rc;
+  }
+  deliver(acc, recvbuf, datatype);
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,290 @@
+// datatype.cpp - datatypes as a list of blocks (displacement, length) per
+// element, in type-map order, plus lb and extent. A dense type (one block
+// as long as its extent) travels straight from and to user memory; others
+// are packed into, and unpacked from, contiguous bytes.
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <cwchar>
+
+#include "mpi_impl.hpp"
+
+namespace {
+
+template <class V, class I>
+struct Pair {
+  V v;
+  I i;
+};
+
+// A predefined type: `size` data bytes in an element of `extent` bytes
+// (pair types keep their padding in messages, so they stay dense).
+rocl_mpi_datatype predefined(std::size_t size, std::size_t extent, int basic) {
+  rocl_mpi_datatype t;
+  t.size = size;
+  t.packed = extent;
+  t.extent = MPI_Aint(extent);
+  t.blocks = {rmpi::Block{0, extent}};
+  t.basic = basic;
+  t.basic_count = 1;
+  t.predefined = t.committed = true;
+  return t;
+}
+template <class T>
+rocl_mpi_datatype basic_type(int basic) {
+  return predefined(sizeof(T), sizeof(T), basic);
+}
+template <class V, class I>
+rocl_mpi_datatype pair_type(int basic) {
+  return predefined(sizeof(V) + sizeof(I), sizeof(Pair<V, I>), basic);
+}
+
+}  // namespace
+
+using namespace rmpi;
+
+struct rocl_mpi_datatype rocl_mpi_type_char = basic_type<char>(kChar),
+                         rocl_mpi_type_signed_char = basic_type<signed char>(kSChar),
+                         rocl_mpi_type_unsigned_char = basic_type<unsigned char>(kUChar),
+                         rocl_mpi_type_byte = basic_type<unsigned char>(kByte),
+                         rocl_mpi_type_short = basic_type<short>(kShort),
+                         rocl_mpi_type_unsigned_short = basic_type<unsigned short>(kUShort),
+                         rocl_mpi_type_int = basic_type<int>(kInt),
+                         rocl_mpi_type_unsigned = basic_type<unsigned>(kUInt),
+                         rocl_mpi_type_long = basic_type<long>(kLong),
+                         rocl_mpi_type_unsigned_long = basic_type<unsigned long>(kULong),
+                         rocl_mpi_type_long_long = basic_type<long long>(kLLong),
+                         rocl_mpi_type_unsigned_long_long = basic_type<unsigned long long>(kULLong),
+                         rocl_mpi_type_float = basic_type<float>(kFloat),
+                         rocl_mpi_type_double = basic_type<double>(kDouble),
+                         rocl_mpi_type_long_double = basic_type<long double>(kLDouble),
+                         rocl_mpi_type_c_bool = basic_type<bool>(kBool),
+                         rocl_mpi_type_int8 = basic_type<std::int8_t>(kI8),
+                         rocl_mpi_type_uint8 = basic_type<std::uint8_t>(kU8),
+                         rocl_mpi_type_int16 = basic_type<std::int16_t>(kI16),
+                         rocl_mpi_type_uint16 = basic_type<std::uint16_t>(kU16),
+                         rocl_mpi_type_int32 = basic_type<std::int32_t>(kI32),
+                         rocl_mpi_type_uint32 = basic_type<std::uint32_t>(kU32),
+                         rocl_mpi_type_int64 = basic_type<std::int64_t>(kI64),
+                         rocl_mpi_type_uint64 = basic_type<std::uint64_t>(kU64),
+                         rocl_mpi_type_aint = basic_type<MPI_Aint>(kLong),
+                         rocl_mpi_type_count = basic_type<MPI_Count>(kLLong),
+                         rocl_mpi_type_offset = basic_type<MPI_Offset>(kLLong),
+                         rocl_mpi_type_wchar = basic_type<wchar_t>(kNoBasic),
+                         rocl_mpi_type_packed = basic_type<unsigned char>(kNoBasic),
+                         rocl_mpi_type_float_int = pair_type<float, int>(kFloatInt),
+                         rocl_mpi_type_double_int = pair_type<double, int>(kDoubleInt),
+                         rocl_mpi_type_long_int = pair_type<long, int>(kLongInt),
+                         rocl_mpi_type_2int = pair_type<int, int>(k2Int),
+                         rocl_mpi_type_short_int = pair_type<short, int>(kShortInt),
+                         rocl_mpi_type_long_double_int = pair_type<long double, int>(kLDoubleInt);
+
+namespace rmpi {
+namespace {
+
+// A new type made of copies of old placed at byte displacements `at`
+// (the type map of every constructor below), with lb/extent per the
+// standard: the smallest lb and largest ub of the copies.
+MPI_Datatype replicate(MPI_Datatype old, const std::vector<MPI_Aint> &at) {
+  auto *t = new rocl_mpi_datatype;
+  MPI_Aint lb = 0, ub = 0;
+  for (std::size_t k = 0; k < at.size(); ++k) {
+    for (const Block &b : old->blocks) {
+      if (!t->blocks.empty() &&
+          t->blocks.back().disp + MPI_Aint(t->blocks.back().len) == at[k] + b.disp) {
+        t->blocks.back().len += b.len;  // adjacent: one longer copy
+      } else if (b.len != 0) {
+        t->blocks.push_back(Block{at[k] + b.disp, b.len});
+      }
+    }
+    const MPI_Aint l = at[k] + old->lb, u = l + old->extent;
+    lb = k == 0 ? l : std::min(lb, l);
+    ub = k == 0 ? u : std::max(ub, u);
+  }
+  t->size = old->size * at.size();
+  t->packed = old->packed * at.size();
+  t->lb = lb;
+  t->extent = ub - lb;
+  t->basic = old->basic;
+  t->basic_count = old->basic_count * at.size();
+  t->dense = t->blocks.size() <= 1 && MPI_Aint(t->packed) == t->extent;
+  return t;
+}
+
+int new_type(MPI_Datatype old, const char *who, int count) {
+  if (old == MPI_DATATYPE_NULL || old->magic != rocl_mpi_datatype::kMagic) {
+    return fail(nullptr, MPI_ERR_TYPE, who, "the old datatype is not a datatype");
+  }
+  return count < 0 ? fail(nullptr, MPI_ERR_COUNT, who, "count %d is negative", count) : MPI_SUCCESS;
+}
+
+}  // namespace
+
+void pack(const void *buf, int count, MPI_Datatype t, void *out) {
+  const char *base = static_cast<const char *>(buf);
+  char *o = static_cast<char *>(out);
+  for (int k = 0; k < count; ++k, base += t->extent) {
+    for (const Block &b : t->blocks) {
+      std::memcpy(o, base + b.disp, b.len);
+      o += b.len;
+    }
+  }
+}
+
+void unpack(const void *in, std::size_t bytes, void *buf, int count, MPI_Datatype t) {
+  const char *i = static_cast<const char *>(in);
+  char *base = static_cast<char *>(buf);
+  for (int k = 0; k < count && bytes > 0; ++k, base += t->extent) {
+    for (const Block &b : t->blocks) {
+      const std::size_t n = std::min(b.len, bytes);
+      std::memcpy(base + b.disp, i, n);
+      i += n;
+      bytes -= n;
+      if (bytes == 0) return;
+    }
+  }
+}
+
+Contiguous::Contiguous(const void *buf, int count, MPI_Datatype t, bool load)
+    : buf_(const_cast<void *>(buf)),
+      count_(count),
+      type_(t),
+      bytes_(t->packed * std::size_t(count)) {
+  if (t->dense) {
+    data_ = static_cast<char *>(buf_) + t->first();
+    return;
+  }
+  staging_.resize(bytes_);
+  data_ = staging_.data();
+  if (load) pack(buf, count, t, data_);
+}
+
+void Contiguous::store(std::size_t bytes) {
+  if (!type_->dense) unpack(data_, std::min(bytes, bytes_), buf_, count_, type_);
+}
+
+}  // namespace rmpi
+
+extern "C" {
+
+int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  return MPI_Type_vector(count, 1, 1, oldtype, newtype);
+}
+
+int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
+                    MPI_Datatype *newtype) {
+  if (int rc = new_type(oldtype, "MPI_Type_vector", count)) return rc;
+  return MPI_Type_create_hvector(count, blocklength, stride * oldtype->extent, oldtype, newtype);
+}
+
+int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+                            MPI_Datatype *newtype) {
+  if (int rc = new_type(oldtype, "MPI_Type_create_hvector", count)) return rc;
+  if (blocklength < 0) return fail(nullptr, MPI_ERR_ARG, "MPI_Type_vector", "negative blocklength");
+  std::vector<MPI_Aint> at;
+  for (int i = 0; i < count; ++i) {
+    for (int j = 0; j < blocklength; ++j) at.push_back(i * stride + j * oldtype->extent);
+  }
+  *newtype = replicate(oldtype, at);
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[],
+                     MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  if (int rc = new_type(oldtype, "MPI_Type_indexed", count)) return rc;
+  std::vector<MPI_Aint> at;
+  for (int i = 0; i < count; ++i) {
+    for (int j = 0; j < blocklengths[i]; ++j) {
+      at.push_back((MPI_Aint(displacements[i]) + j) * oldtype->extent);
+    }
+  }
+  *newtype = replicate(oldtype, at);
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint displacements[],
+                           const MPI_Datatype types[], MPI_Datatype *newtype) {
+  if (count < 0) return fail(nullptr, MPI_ERR_COUNT, "MPI_Type_create_struct", "negative count");
+  auto *t = new rocl_mpi_datatype;
+  MPI_Aint lb = 0, ub = 0;
+  bool first = true;
+  for (int i = 0; i < count; ++i) {
+    if (int rc = new_type(types[i], "MPI_Type_create_struct", blocklengths[i])) {
+      delete t;
+      return rc;
+    }
+    std::vector<MPI_Aint> at;
+    for (int j = 0; j < blocklengths[i]; ++j) at.push_back(displacements[i] + j * types[i]->extent);
+    if (at.empty()) continue;
+    MPI_Datatype part = replicate(types[i], at);
+    lb = first ? part->lb : std::min(lb, part->lb);
+    ub = first ? part->lb + part->extent : std::max(ub, part->lb + part->extent);
+    t->basic = first || t->basic == part->basic ? part->basic : kNoBasic;
+    t->basic_count += part->basic_count;
+    t->size += part->size;
+    t->packed += part->packed;
+    for (const Block &b : part->blocks) {
+      if (!t->blocks.empty() && t->blocks.back().disp + MPI_Aint(t->blocks.back().len) == b.disp) {
+        t->blocks.back().len += b.len;
+      } else {
+        t->blocks.push_back(b);
+      }
+    }
+    first = false;
+    delete part;
+  }
+  t->lb = lb;
+  t->extent = ub - lb;
+  t->dense = t->blocks.size() <= 1 && MPI_Aint(t->packed) == t->extent;
+  *newtype = t;
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+                            MPI_Datatype *newtype) {
+  if (int rc = new_type(oldtype, "MPI_Type_create_resized", 0)) return rc;
+  auto *t = new rocl_mpi_datatype(*oldtype);
+  t->predefined = t->committed = false;
+  t->lb = lb;
+  t->extent = extent;
+  t->dense = t->blocks.size() <= 1 && MPI_Aint(t->packed) == t->extent;
+  *newtype = t;
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_commit(MPI_Datatype *datatype) {
+  if (int rc = new_type(*datatype, "MPI_Type_commit", 0)) return rc;
+  (*datatype)->committed = true;
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_free(MPI_Datatype *datatype) {
+  if (int rc = new_type(*datatype, "MPI_Type_free", 0)) return rc;
+  if ((*datatype)->predefined) {
+    return fail(nullptr, MPI_ERR_TYPE, "MPI_Type_free", "a predefined datatype cannot be freed");
+  }
+  (*datatype)->magic = 0;
+  delete *datatype;
+  *datatype = MPI_DATATYPE_NULL;
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_size(MPI_Datatype datatype, int *size) {
+  if (int rc = new_type(datatype, "MPI_Type_size", 0)) return rc;
+  *size = datatype->size > std::size_t(INT_MAX) ? MPI_UNDEFINED : int(datatype->size);
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent) {
+  if (int rc = new_type(datatype, "MPI_Type_get_extent", 0)) return rc;
+  *lb = datatype->lb;
+  *extent = datatype->extent;
+  return MPI_SUCCESS;
+}
+
+int MPI_Get_address(const void *location, MPI_Aint *address) {
+  *address = reinterpret_cast<MPI_Aint>(location);
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,198 @@
+// mpi_impl.hpp - the objects behind rocl's MPI handles and the helpers the
+// translation shares.
+//
+// The mapping (docs/mpi.md): every rank of a communicator owns one rocl
+// resource for it, so the communicator's matching state (expected and
+// unexpected queues) is that resource's generic::Communicator, with its own
+// lock: threads working on different communicators never share one. The MPI
+// header (context, source, destination, tag) is rocl's (destination
+// resource, source resource gid, tag, domain): the domain keeps a
+// communicator's point-to-point traffic and its collectives apart, so
+// wildcards never cross; rocl acknowledges the match of a synchronous send
+// (ROCL_FLAG_ACK) in a domain of its own (kSyncAck).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "mpi.h"
+#include "rocl/rocl.h"
+
+namespace rmpi {
+
+enum Domain : std::uint32_t {
+  kPointToPoint = 0,
+  kCollective = 1,
+  kSyncAck = kPointToPoint | ROCL_ACK_DOMAIN,
+};
+// Message flag of a synchronous send: rocl acknowledges its match.
+inline constexpr unsigned kSyncFlag = ROCL_FLAG_ACK;
+inline constexpr int kTagUb = 0x3fffffff;
+
+// One piece of a datatype's element: `len` bytes at `disp` from the
+// element's start, in type-map order.
+struct Block {
+  MPI_Aint disp;
+  std::size_t len;
+};
+
+// Basic element kinds the predefined reductions know.
+enum Basic : int {
+  kNoBasic = -1,
+  kChar,
+  kSChar,
+  kUChar,
+  kByte,
+  kShort,
+  kUShort,
+  kInt,
+  kUInt,
+  kLong,
+  kULong,
+  kLLong,
+  kULLong,
+  kFloat,
+  kDouble,
+  kLDouble,
+  kBool,
+  kI8,
+  kU8,
+  kI16,
+  kU16,
+  kI32,
+  kU32,
+  kI64,
+  kU64,
+  kFloatInt,
+  kDoubleInt,
+  kLongInt,
+  k2Int,
+  kShortInt,
+  kLDoubleInt,
+  kBasicCount
+};
+
+bool in_place(const void *p);
+
+// Error reporting (env.cpp): formats "who: what", keeps it for
+// MPI_Error_string, applies comm's error handler (fatal: print and exit).
+int fail(MPI_Comm comm, int error_class, const char *who, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+// MPI class for a rocl error code, with rocl_last_error() as the sentence.
+int fail_rocl(MPI_Comm comm, int rocl_code, const char *who);
+bool initialized();
+
+}  // namespace rmpi
+
+struct rocl_mpi_errhandler {
+  bool fatal;
+};
+
+struct rocl_mpi_comm {
+  static constexpr std::uint32_t kMagic = 0x636f6d6d;
+  std::uint32_t magic = 0;
+  int rank = 0;
+  int size = 0;
+  rocl_gid_t self = ROCL_NULL_GID;  // this rank's resource for the communicator
+  std::vector<rocl_gid_t> gids;     // rank -> resource
+  std::vector<int> world;           // rank -> rank in MPI_COMM_WORLD (Comm_compare)
+  std::unordered_map<rocl_gid_t, int> rank_of;
+  MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
+  // The handle's reference plus one per active request: Comm_free with a
+  // receive pending deletes the resource when the receive completes.
+  std::atomic<int> refs{1};
+  int source_rank(rocl_gid_t gid) const;
+};
+
+struct rocl_mpi_datatype {
+  static constexpr std::uint32_t kMagic = 0x74797065;
+  std::uint32_t magic = kMagic;
+  std::size_t size = 0;    // MPI_Type_size: the data's bytes
+  std::size_t packed = 0;  // bytes per element in a message (pair types keep their padding)
+  MPI_Aint lb = 0, extent = 0;
+  std::vector<rmpi::Block> blocks;
+  bool dense = true;  // count elements are count * packed bytes from blocks[0].disp
+  int basic = rmpi::kNoBasic;
+  std::size_t basic_count = 0;  // basic elements per element
+  bool predefined = false;
+  bool committed = false;
+  MPI_Aint first() const { return blocks.empty() ? 0 : blocks[0].disp; }
+};
+
+struct rocl_mpi_op {
+  static constexpr std::uint32_t kMagic = 0x6f707073;
+  std::uint32_t magic = kMagic;
+  int builtin = -1;  // index of a predefined op, or -1
+  MPI_User_function *user = nullptr;
+  bool commute = true;
+};
+
+namespace rmpi {
+
+// Validation with MPI's error classes: 0 if fine, else fail()'s code.
+int check_comm(MPI_Comm comm, const char *who);
+int check_type(MPI_Comm comm, MPI_Datatype t, const char *who);
+int check_count(MPI_Comm comm, int count, const char *who);
+int check_rank(MPI_Comm comm, int rank, bool any_ok, const char *who);
+int check_tag(MPI_Comm comm, int tag, bool any_ok, const char *who);
+
+// Datatypes (datatype.cpp).
+void pack(const void *buf, int count, MPI_Datatype t, void *out);
+void unpack(const void *in, std::size_t bytes, void *buf, int count, MPI_Datatype t);
+// (buf, count, t) as contiguous bytes: the user memory itself when t is
+// dense, else a staging copy (load: packed from buf now; store(): back).
+class Contiguous {
+ public:
+  Contiguous(const void *buf, int count, MPI_Datatype t, bool load);
+  char *data() { return data_; }
+  std::size_t bytes() const { return bytes_; }
+  void store(std::size_t bytes);
+
+ private:
+  void *buf_;
+  int count_;
+  MPI_Datatype type_;
+  std::size_t bytes_;
+  char *data_;
+  std::vector<char> staging_;
+};
+
+// Reductions (op.cpp): inout = in op inout, element-wise over packed data.
+int reduce_local(MPI_Comm comm, MPI_Op op, MPI_Datatype t, const void *in, void *inout, int count,
+                 const char *who);
+int check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype t, const char *who);
+
+// Plain transfers of contiguous bytes in a domain (p2p.cpp), for the
+// collectives and communicator creation: never wildcards.
+int send_bytes(MPI_Comm comm, int to, int tag, Domain d, const void *p, std::size_t n);
+int recv_bytes(MPI_Comm comm, int from, int tag, Domain d, void *p, std::size_t n);
+// The resource of a new communicator (comm.cpp) and its end.
+rocl_gid_t register_comm_resource(const char *kind, int rank);
+void release_comm(MPI_Comm comm);
+// Collective helper (coll.cpp): every rank's n bytes, in rank order.
+int allgather_bytes(MPI_Comm comm, const void *mine, std::size_t n, void *all);
+// Point to point (p2p.cpp), shared with the immediate forms.
+inline rocl_gid_t source_gid(MPI_Comm comm, int source) {
+  return source == MPI_ANY_SOURCE ? ROCL_ANY_GID : comm->gids[source];
+}
+inline int rocl_tag(int tag) {
+  return tag == MPI_ANY_TAG ? ROCL_ANY_TAG : tag;
+}
+int check_send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+               const char *who);
+int check_recv(int count, MPI_Datatype t, int source, int tag, MPI_Comm comm, const char *who);
+int check_bsend_room(MPI_Comm comm, int count, MPI_Datatype t, const char *who);
+int post_send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+              unsigned flags, const char *who);
+void receive_target(void *buf, int count, MPI_Datatype t, void *none, void **into,
+                    std::size_t *cap);
+int finish_recv(MPI_Comm comm, const rocl_status_t &st, void *buf, int count, MPI_Datatype t,
+                MPI_Status *status, const char *who);
+// Fills what an MPI status says about a received rocl message.
+void set_status(MPI_Status *s, int source, int tag, std::size_t bytes, int error);
+void set_empty_status(MPI_Status *s);
+
+}  // namespace rmpi

@@ -1,0 +1,78 @@
+// unsupported.cpp - functions common programs reference but rarely call
+// (one-sided windows, matched probes, non-blocking collectives, groups,
+// spawning): they link, and each call returns MPI_ERR_UNSUPPORTED_OPERATION
+// through the communicator's error handler, naming itself.
+#include "mpi_impl.hpp"
+
+namespace {
+int unsupported(MPI_Comm comm, const char *who) {
+  return rmpi::fail(comm, MPI_ERR_UNSUPPORTED_OPERATION, who,
+                    "not supported by rocl's MPI (see docs/mpi.md for what is)");
+}
+}  // namespace
+
+extern "C" {
+
+int MPI_Win_create(void *, MPI_Aint, int, MPI_Info, MPI_Comm comm, MPI_Win *) {
+  return unsupported(comm, "MPI_Win_create");
+}
+int MPI_Win_allocate(MPI_Aint, int, MPI_Info, MPI_Comm comm, void *, MPI_Win *) {
+  return unsupported(comm, "MPI_Win_allocate");
+}
+int MPI_Win_free(MPI_Win *) {
+  return unsupported(nullptr, "MPI_Win_free");
+}
+int MPI_Win_fence(int, MPI_Win) {
+  return unsupported(nullptr, "MPI_Win_fence");
+}
+int MPI_Win_lock(int, int, int, MPI_Win) {
+  return unsupported(nullptr, "MPI_Win_lock");
+}
+int MPI_Win_unlock(int, MPI_Win) {
+  return unsupported(nullptr, "MPI_Win_unlock");
+}
+int MPI_Put(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win) {
+  return unsupported(nullptr, "MPI_Put");
+}
+int MPI_Get(void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win) {
+  return unsupported(nullptr, "MPI_Get");
+}
+int MPI_Accumulate(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Op,
+                   MPI_Win) {
+  return unsupported(nullptr, "MPI_Accumulate");
+}
+int MPI_Mprobe(int, int, MPI_Comm comm, MPI_Message *, MPI_Status *) {
+  return unsupported(comm, "MPI_Mprobe");
+}
+int MPI_Improbe(int, int, MPI_Comm comm, int *, MPI_Message *, MPI_Status *) {
+  return unsupported(comm, "MPI_Improbe");
+}
+int MPI_Mrecv(void *, int, MPI_Datatype, MPI_Message *, MPI_Status *) {
+  return unsupported(nullptr, "MPI_Mrecv");
+}
+int MPI_Imrecv(void *, int, MPI_Datatype, MPI_Message *, MPI_Request *) {
+  return unsupported(nullptr, "MPI_Imrecv");
+}
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *) {
+  return unsupported(comm, "MPI_Ibarrier");
+}
+int MPI_Ibcast(void *, int, MPI_Datatype, int, MPI_Comm comm, MPI_Request *) {
+  return unsupported(comm, "MPI_Ibcast");
+}
+int MPI_Iallreduce(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm comm, MPI_Request *) {
+  return unsupported(comm, "MPI_Iallreduce");
+}
+int MPI_Comm_group(MPI_Comm comm, MPI_Group *) {
+  return unsupported(comm, "MPI_Comm_group");
+}
+int MPI_Comm_create(MPI_Comm comm, MPI_Group, MPI_Comm *) {
+  return unsupported(comm, "MPI_Comm_create");
+}
+int MPI_Group_free(MPI_Group *) {
+  return unsupported(nullptr, "MPI_Group_free");
+}
+int MPI_Comm_spawn(const char *, char *[], int, MPI_Info, int, MPI_Comm comm, MPI_Comm *, int[]) {
+  return unsupported(comm, "MPI_Comm_spawn");
+}
+
+}  // extern "C"
