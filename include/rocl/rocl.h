@@ -233,7 +233,7 @@ typedef struct rocl_status {
   void *ptr;
   rocl_gid_t origin;
   int tag;
-  int error; /* ROCL_OK or why the operation failed */
+  int error;      /* ROCL_OK or why the operation failed */
   size_t len;     /* the message's length (also when it was cut to fit, see rocl_recvx) */
   unsigned flags; /* the sender's message flags (rocl_sendx), 0 otherwise */
 } rocl_status_t;
@@ -300,8 +300,8 @@ int rocl_recvx(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, void 
                rocl_status_t *status, int timeout);
 /* rocl_irecv in `domain`, copying into (into, cap) on completion as
  * rocl_recvx does (into == NULL: the buffer is handed over). */
-int rocl_irecvx(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, void *into,
-                size_t cap, rocl_request_t *req);
+int rocl_irecvx(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, void *into, size_t cap,
+                rocl_request_t *req);
 
 /* Looks for a message on dgid that rocl_recvx(dgid, ogid, tag, domain) would
  * receive, without receiving it: fills *status (origin, tag, len, flags;

@@ -48,13 +48,14 @@ extern struct rocl_mpi_comm rocl_mpi_comm_world, rocl_mpi_comm_self;
 #define MPI_COMM_SELF (&rocl_mpi_comm_self)
 #define MPI_COMM_NULL ((MPI_Comm)0)
 
-#define ROCL_MPI_TYPES(X)                                                                          \
-  X(char)                                                                                          \
-  X(signed_char) X(unsigned_char) X(byte) X(short) X(unsigned_short) X(int) X(unsigned) X(long)    \
-      X(unsigned_long) X(long_long) X(unsigned_long_long) X(float) X(double) X(long_double)        \
-          X(c_bool) X(int8) X(uint8) X(int16) X(uint16) X(int32) X(uint32) X(int64) X(uint64)      \
-              X(aint) X(count) X(offset) X(wchar) X(packed) X(float_int) X(double_int) X(long_int) \
-                  X(2int) X(short_int) X(long_double_int)
+/* clang-format off */
+#define ROCL_MPI_TYPES(X)                                                                   \
+  X(char) X(signed_char) X(unsigned_char) X(byte) X(short) X(unsigned_short) X(int)         \
+  X(unsigned) X(long) X(unsigned_long) X(long_long) X(unsigned_long_long) X(float)          \
+  X(double) X(long_double) X(c_bool) X(int8) X(uint8) X(int16) X(uint16) X(int32)           \
+  X(uint32) X(int64) X(uint64) X(aint) X(count) X(offset) X(wchar) X(packed) X(float_int)   \
+  X(double_int) X(long_int) X(2int) X(short_int) X(long_double_int)
+/* clang-format on */
 #define ROCL_MPI_DECLARE_TYPE(name) extern struct rocl_mpi_datatype rocl_mpi_type_##name;
 ROCL_MPI_TYPES(ROCL_MPI_DECLARE_TYPE)
 #undef ROCL_MPI_DECLARE_TYPE
@@ -96,8 +97,10 @@ ROCL_MPI_TYPES(ROCL_MPI_DECLARE_TYPE)
 #define MPI_LONG_DOUBLE_INT (&rocl_mpi_type_long_double_int)
 #define MPI_DATATYPE_NULL ((MPI_Datatype)0)
 
+/* clang-format off */
 #define ROCL_MPI_OPS(X) \
   X(max) X(min) X(sum) X(prod) X(land) X(band) X(lor) X(bor) X(lxor) X(bxor) X(maxloc) X(minloc)
+/* clang-format on */
 #define ROCL_MPI_DECLARE_OP(name) extern struct rocl_mpi_op rocl_mpi_op_##name;
 ROCL_MPI_OPS(ROCL_MPI_DECLARE_OP)
 #undef ROCL_MPI_DECLARE_OP
