@@ -192,7 +192,7 @@ void receive_target(void *buf, int count, MPI_Datatype t, void *none, void **int
 int finish_recv(MPI_Comm comm, const rocl_status_t &st, void *buf, int count, MPI_Datatype t,
                 MPI_Status *status, const char *who);
 // Fills what an MPI status says about a received rocl message.
-void set_status(MPI_Status *s, int source, int tag, std::size_t bytes, int error);
+void set_status(MPI_Status *s, int source, int tag, std::size_t bytes);
 void set_empty_status(MPI_Status *s);
 
 }  // namespace rmpi

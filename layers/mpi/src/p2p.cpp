@@ -26,7 +26,7 @@ struct AttachedBuffer {
 
 // MPI_ERROR is left alone: only calls completing several requests set it
 // (MPI 3.1 section 3.2.5); they do so themselves.
-void set_status(MPI_Status *s, int source, int tag, std::size_t bytes, int) {
+void set_status(MPI_Status *s, int source, int tag, std::size_t bytes) {
   if (s == MPI_STATUS_IGNORE) return;
   s->MPI_SOURCE = source;
   s->MPI_TAG = tag;
@@ -35,7 +35,7 @@ void set_status(MPI_Status *s, int source, int tag, std::size_t bytes, int) {
 }
 
 void set_empty_status(MPI_Status *s) {
-  set_status(s, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, MPI_SUCCESS);
+  set_status(s, MPI_ANY_SOURCE, MPI_ANY_TAG, 0);
 }
 
 int send_bytes(MPI_Comm comm, int to, int tag, Domain d, const void *p, std::size_t n) {
@@ -108,8 +108,7 @@ int finish_recv(MPI_Comm comm, const rocl_status_t &st, void *buf, int count, MP
     rocl_bfret(st.ptr);
   }
   const bool cut = st.len > cap;
-  set_status(status, comm->source_rank(st.origin), st.tag, std::min(cap, st.len),
-             cut ? MPI_ERR_TRUNCATE : MPI_SUCCESS);
+  set_status(status, comm->source_rank(st.origin), st.tag, std::min(cap, st.len));
   if (cut) {
     return fail(
         comm, MPI_ERR_TRUNCATE, who,
@@ -145,7 +144,7 @@ int probe(int source, int tag, MPI_Comm comm, int timeout, int *flag, MPI_Status
   if (int rc = check_recv(0, MPI_BYTE, source, tag, comm, who)) return rc;
   *flag = 1;
   if (source == MPI_PROC_NULL) {
-    set_status(status, MPI_PROC_NULL, MPI_ANY_TAG, 0, MPI_SUCCESS);
+    set_status(status, MPI_PROC_NULL, MPI_ANY_TAG, 0);
     return MPI_SUCCESS;
   }
   rocl_status_t st;
@@ -156,7 +155,7 @@ int probe(int source, int tag, MPI_Comm comm, int timeout, int *flag, MPI_Status
     return MPI_SUCCESS;
   }
   if (rc != ROCL_OK) return fail_rocl(comm, rc, who);
-  set_status(status, comm->source_rank(st.origin), st.tag, st.len, MPI_SUCCESS);
+  set_status(status, comm->source_rank(st.origin), st.tag, st.len);
   return MPI_SUCCESS;
 }
 
@@ -207,7 +206,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
              MPI_Status *status) {
   if (int rc = check_recv(count, datatype, source, tag, comm, "MPI_Recv")) return rc;
   if (source == MPI_PROC_NULL) {
-    set_status(status, MPI_PROC_NULL, MPI_ANY_TAG, 0, MPI_SUCCESS);
+    set_status(status, MPI_PROC_NULL, MPI_ANY_TAG, 0);
     return MPI_SUCCESS;
   }
   return do_recv(buf, count, datatype, source, tag, comm, status, "MPI_Recv");

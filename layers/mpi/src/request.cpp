@@ -49,7 +49,7 @@ void finish(MPI_Request r, int error) {
 // Completes r from its rocl request's outcome.
 void complete(MPI_Request r, int rc, const rocl_status_t &st) {
   if (rc == ROCL_ECANCELED) {
-    set_status(&r->status, r->peer, r->tag, 0, MPI_SUCCESS);
+    set_status(&r->status, r->peer, r->tag, 0);
     r->status.rocl_cancelled = 1;
     finish(r, MPI_SUCCESS);
   } else if (rc != ROCL_OK) {
@@ -59,7 +59,7 @@ void complete(MPI_Request r, int rc, const rocl_status_t &st) {
     finish(r, finish_recv(r->comm, st, const_cast<void *>(r->buf), r->count, r->type, &r->status,
                           "MPI_Irecv"));
   } else {
-    set_status(&r->status, r->peer, r->tag, r->type->packed * std::size_t(r->count), MPI_SUCCESS);
+    set_status(&r->status, r->peer, r->tag, r->type->packed * std::size_t(r->count));
     finish(r, MPI_SUCCESS);
   }
 }
@@ -138,7 +138,7 @@ int start(MPI_Request r) {
   r->inner = ROCL_REQUEST_NULL;
   r->comm->refs.fetch_add(1, std::memory_order_relaxed);
   if (r->peer == MPI_PROC_NULL) {
-    set_status(&r->status, MPI_PROC_NULL, MPI_ANY_TAG, 0, MPI_SUCCESS);
+    set_status(&r->status, MPI_PROC_NULL, MPI_ANY_TAG, 0);
     finish(r, MPI_SUCCESS);
     return MPI_SUCCESS;
   }
@@ -168,8 +168,7 @@ int start(MPI_Request r) {
         return e;
       }
       if (r->mode != kSync) {
-        set_status(&r->status, r->peer, r->tag, r->type->packed * std::size_t(r->count),
-                   MPI_SUCCESS);
+        set_status(&r->status, r->peer, r->tag, r->type->packed * std::size_t(r->count));
         finish(r, MPI_SUCCESS);
       }
     }
