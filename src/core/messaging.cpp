@@ -113,6 +113,7 @@ int Context::route(rocl_gid_t dgid, Message *msg) noexcept {
   const bool elsewhere = found == RouteCache::Lookup::kHit && cached.context != gid_;
   if (inproc_ != nullptr && !elsewhere) {
     int rc = inproc_->send(gid_, inproc_address_, dgid, msg);
+    if (rc == ROCL_EDELETED) rc = ROCL_EBADGID;  // being deleted: as good as gone
     if (rc != ROCL_EBADGID) return rc;
     // Not (yet) in the table: a registration may be between the directory
     // and the table; wait for it to finish, then look once more.
@@ -250,7 +251,7 @@ int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
   }
   if (d == generic::Delivery::kMatched) note_match(destination, header, false);
   resources_.put(r);
-  return d == generic::Delivery::kClosed ? ROCL_EBADGID : ROCL_OK;
+  return d == generic::Delivery::kClosed ? ROCL_EDELETED : ROCL_OK;
 }
 
 // ---- receive ---------------------------------------------------------------

@@ -26,8 +26,9 @@ class MessageSink {
   virtual ~MessageSink() = default;
   // Takes an arrived message (its block in state kLibrary, msg->data and
   // msg->length set, header filled) for the local resource `destination`.
-  // Returns ROCL_OK: ownership moved to the core. ROCL_EBADGID: no such live
-  // resource here; the caller keeps the message.
+  // Returns ROCL_OK: ownership moved to the core. Otherwise the caller keeps
+  // the message: ROCL_EBADGID no such resource here, ROCL_EDELETED it is
+  // being deleted, ROCL_ENOMEM no memory to queue it (refusal() words it).
   // Thread safe; takes only the destination mailbox's lock; never blocks,
   // except for an unknown destination while a registration of this process
   // is in progress (at most one directory round trip), so that a message
@@ -39,6 +40,19 @@ class MessageSink {
   // there is nothing (one load).
   virtual void progressed() noexcept {}
 };
+
+// What a transport's log says of a message deliver() refused with rc, before
+// the destination gid: "for unknown resource 0x...".
+inline const char *refusal(int rc) noexcept {
+  switch (rc) {
+    case ROCL_EDELETED:
+      return "resource being deleted";
+    case ROCL_ENOMEM:
+      return "resource (out of memory queuing it)";
+    default:
+      return "unknown resource";
+  }
+}
 
 class JobSecret;
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "find_rank.h"
@@ -26,6 +27,18 @@ static int rank;
 static rocl_gid_t peer;
 static void *held[MAX_HELD];
 static int n_held;
+/* When the releaser saw rank 0 leave the directory and when it gave the
+ * blocks back (ms since rank 1 began its receive; -1: not yet), and the
+ * last answer of its directory query: a failure says which step stalled. */
+static volatile long gone_ms = -1, released_ms = -1;
+static volatile int last_query_rc;
+static struct timespec t_start;
+
+static long ms_since_start(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (now.tv_sec - t_start.tv_sec) * 1000 + (now.tv_nsec - t_start.tv_nsec) / 1000000;
+}
 
 static void fill(unsigned char *p, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; ++i) p[i] = (unsigned char)(seed * 131u + i * 7u + (i >> 9));
@@ -36,6 +49,7 @@ static int peer_in_directory(void) {
   rocl_attrl_t *none = rocl_new_attrl(0);
   const int rc = rocl_query(&gid, none);
   rocl_kill_attrl(none);
+  last_query_rc = rc;
   return rc != ROCL_ENOTFOUND;
 }
 
@@ -44,8 +58,10 @@ static int peer_in_directory(void) {
 static void *release_later(void *unused) {
   (void)unused;
   while (peer_in_directory()) usleep(10000);
+  gone_ms = ms_since_start();
   usleep(800000);
   for (int i = 0; i < n_held; ++i) CHECK(rocl_bfret(held[i]) == ROCL_OK, "rocl_bfret (held)");
+  released_ms = ms_since_start();
   return NULL;
 }
 
@@ -84,7 +100,14 @@ int main(void) {
   pthread_t releaser;
   CHECK(pthread_create(&releaser, NULL, release_later, NULL) == 0, "pthread_create");
   const int last = 2 + MESSAGES - 1;
+  clock_gettime(CLOCK_MONOTONIC, &t_start);
   const int rc = rocl_recv(me, peer, last, &p, NULL, NULL, &len, 20000);
+  if (rc != ROCL_OK) {
+    fprintf(stderr,
+            "exit_while_paused rank 1: after %ld ms: rank 0 left the directory at %ld ms, blocks "
+            "given back at %ld ms (-1: not yet), last directory query rc %d\n",
+            ms_since_start(), gone_ms, released_ms, last_query_rc);
+  }
   CHECK(rc == ROCL_OK,
         "rocl_recv of the last message, waiting unread for pool blocks while its sender exited");
   CHECK(pthread_join(releaser, NULL) == 0, "pthread_join");

@@ -443,12 +443,11 @@ int ShmTransportImpl::deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b,
   m->data = payload_of(b);
   m->length = length;
   b->state.store(BlockState::kLibrary, std::memory_order_release);
-  if (env_.sink->deliver(destination, m) != ROCL_OK) {
+  if (const int rc = env_.sink->deliver(destination, m); rc != ROCL_OK) {
     count(unknown_);
-    char line[160];
-    std::snprintf(line, sizeof line,
-                  "shm: message from slot %u (pid %u) for unknown resource 0x%016" PRIx64, i, s.pid,
-                  destination);
+    char line[192];
+    std::snprintf(line, sizeof line, "shm: message from slot %u (pid %u) for %s 0x%016" PRIx64, i,
+                  s.pid, refusal(rc), destination);
     log(line);
     std::destroy_at(m);
     env_.pool->release(b, BlockState::kLibrary);

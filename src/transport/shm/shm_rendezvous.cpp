@@ -217,9 +217,12 @@ int ShmTransportImpl::take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
   m->length = h.total_length;
   m->rendezvous = true;
   b->state.store(BlockState::kLibrary, std::memory_order_release);
-  if (env_.sink->deliver(h.destination, m) != ROCL_OK) {
+  if (const int rc = env_.sink->deliver(h.destination, m); rc != ROCL_OK) {
     count(unknown_);
-    log("shm: rendezvous message from pid " + std::to_string(s.pid) + " for an unknown resource");
+    char line[192];
+    std::snprintf(line, sizeof line, "shm: rendezvous message from pid %u for %s 0x%016" PRIx64,
+                  s.pid, refusal(rc), h.destination);
+    log(line);
     discard(m);
   } else {
     count(delivered_);

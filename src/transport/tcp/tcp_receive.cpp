@@ -369,11 +369,11 @@ bool TcpTransportImpl::end_frame(Conn &c) {
   m->data = payload_of(b);
   m->length = first.total_length;
   b->state.store(BlockState::kLibrary, std::memory_order_release);
-  if (env_.sink->deliver(first.destination, m) != ROCL_OK) {
+  if (const int rc = env_.sink->deliver(first.destination, m); rc != ROCL_OK) {
     unknown_.fetch_add(1);
-    char line[160];
-    std::snprintf(line, sizeof line, "tcp: message from %s for unknown resource 0x%016" PRIx64,
-                  c.peer_name.c_str(), first.destination);
+    char line[192];
+    std::snprintf(line, sizeof line, "tcp: message from %s for %s 0x%016" PRIx64,
+                  c.peer_name.c_str(), refusal(rc), first.destination);
     log(line);
     std::destroy_at(m);
     env_.pool->release(b, BlockState::kLibrary);

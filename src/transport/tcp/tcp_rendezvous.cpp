@@ -333,9 +333,9 @@ bool TcpTransportImpl::deliver_stub(Conn &c) {
   m->rendezvous = true;
   b->state.store(BlockState::kLibrary, std::memory_order_release);
   rndv_stubs_.fetch_add(1, std::memory_order_relaxed);
-  if (env_.sink->deliver(h.destination, m) != ROCL_OK) {
+  if (const int rc = env_.sink->deliver(h.destination, m); rc != ROCL_OK) {
     unknown_.fetch_add(1);
-    log("tcp: rendezvous message from " + c.peer_name + " for unknown resource " +
+    log("tcp: rendezvous message from " + c.peer_name + " for " + refusal(rc) + " " +
         hex(h.destination));
     discard(m);
   }

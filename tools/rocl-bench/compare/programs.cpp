@@ -1,0 +1,107 @@
+// programs.cpp - see programs.hpp.
+#include "programs.hpp"
+
+#include <climits>
+#include <cstdlib>
+
+#include <unistd.h>
+
+#include "child_process.hpp"
+#include "threads.hpp"
+
+namespace rocl_bench::compare {
+namespace {
+
+std::string self_path() {
+  char path[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return "rocl-bench";
+  path[n] = '\0';
+  return path;
+}
+
+std::string folder_of(const std::string &path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// An anchor built with rocl; `package` says what its build needed.
+Program anchor(const std::string &folder, const std::string &name, const std::string &package) {
+  const std::string path = folder + "/" + name;
+  if (!find_program(path).empty()) return {path, ""};
+  return {"", name + " not built (needs " + package +
+                  " when CMake configured rocl; install it, e.g. with scripts/setup.sh, then "
+                  "re-run cmake and ninja)"};
+}
+
+Program tool(const std::string &name, const std::string &package) {
+  const std::string path = find_program(name);
+  if (!path.empty()) return {path, ""};
+  return {"", name + " not installed (package " + package + ")"};
+}
+
+}  // namespace
+
+Programs locate_programs(const CompareOptions &o) {
+  Programs p;
+  p.self = self_path();
+  if (!o.roclrun.empty()) {
+    p.roclrun = find_program(o.roclrun).empty()
+                    ? Program{"", "--roclrun " + o.roclrun + ": not an executable"}
+                    : Program{o.roclrun, ""};
+  } else {
+    const std::string dir = folder_of(p.self);
+    for (const std::string &candidate :
+         {dir + "/roclrun", dir + "/../roclrun/roclrun", std::string("roclrun")}) {
+      const std::string path = find_program(candidate);
+      if (!path.empty()) {
+        p.roclrun = {path, ""};
+        break;
+      }
+    }
+    if (!p.roclrun.found()) p.roclrun.missing = "roclrun not found (ninja roclrun, or --roclrun)";
+  }
+  p.anchors = o.anchors.empty() ? folder_of(p.self) + "/compare/anchors" : o.anchors;
+  p.zmq_pingpong = anchor(p.anchors, "zmq_pingpong", "libzmq3-dev");
+  p.nng_pingpong = anchor(p.anchors, "nng_pingpong", "libnng-dev");
+  p.mpi_pingpong_openmpi = anchor(p.anchors, "mpi_pingpong.openmpi", "libopenmpi-dev");
+  p.mpi_pingpong_mpich = anchor(p.anchors, "mpi_pingpong.mpich", "libmpich-dev");
+  p.mpi_bench_openmpi = anchor(p.anchors, "mpi_bench.openmpi", "libopenmpi-dev");
+  p.mpi_bench_mpich = anchor(p.anchors, "mpi_bench.mpich", "libmpich-dev");
+  p.mpi_sustain_openmpi = anchor(p.anchors, "mpi_sustain.openmpi", "libopenmpi-dev");
+  p.mpirun_openmpi = tool("mpirun.openmpi", "openmpi-bin");
+  p.mpiexec_mpich = tool("mpiexec.mpich", "mpich");
+  p.ucx_perftest = tool("ucx_perftest", "ucx-utils");
+  p.gnuplot = tool("gnuplot", "gnuplot-nox");
+  p.cpus = usable_cpus();
+  return p;
+}
+
+std::string first_missing(std::initializer_list<const Program *> needed) {
+  for (const Program *program : needed) {
+    if (!program->found()) return program->missing;
+  }
+  return "";
+}
+
+std::vector<std::string> openmpi_launch(const Programs &p, const std::vector<std::string> &mca) {
+  std::vector<std::string> argv = {p.mpirun_openmpi.path, "--allow-run-as-root", "--oversubscribe",
+                                   "-np", "2", "--bind-to", "core"};
+  argv.insert(argv.end(), mca.begin(), mca.end());
+  return argv;
+}
+
+std::vector<std::string> mpich_launch(const Programs &p) {
+  return {p.mpiexec_mpich.path, "-n", "2", "-bind-to", "core", "-launcher", "fork"};
+}
+
+std::vector<std::string> openmpi_mca(const std::string &config) {
+  if (config == "vader") return {"--mca", "pml", "ob1", "--mca", "btl", "self,vader"};
+  if (config == "tcp") {
+    return {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"};
+  }
+  return {"--mca", "pml",          "ucx", "--mca", "pml_ucx_tls", "any",
+          "--mca", "pml_ucx_devices", "any", "-x",   "UCX_NET_DEVICES=lo"};
+}
+
+}  // namespace rocl_bench::compare

@@ -1,0 +1,52 @@
+// programs.hpp - where the programs a comparison runs are: rocl-bench itself
+// and roclrun, the anchors built with rocl (compare/anchors/ in the build
+// tree: zmq_pingpong, nng_pingpong, mpi_pingpong.<mpi>, mpi_bench.<mpi>,
+// mpi_sustain.openmpi) and the installed launchers and tools (mpirun.openmpi,
+// mpiexec.mpich, ucx_perftest, gnuplot). Each missing piece carries the
+// sentence that says why, shown as the n/a reason of the rows that need it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compare_options.hpp"
+
+namespace rocl_bench::compare {
+
+// A program: its path, or why there is none.
+struct Program {
+  std::string path;
+  std::string missing;  // set when path is empty
+  bool found() const { return !path.empty(); }
+};
+
+struct Programs {
+  std::string self;     // this rocl-bench
+  Program roclrun;
+  std::string anchors;  // folder of the built anchors
+  Program zmq_pingpong, nng_pingpong;
+  Program mpi_pingpong_openmpi, mpi_pingpong_mpich;
+  Program mpi_bench_openmpi, mpi_bench_mpich;
+  Program mpi_sustain_openmpi;
+  Program mpirun_openmpi, mpiexec_mpich;
+  Program ucx_perftest;
+  Program gnuplot;
+  std::vector<int> cpus;  // usable cpus; the two sides of a pair go on cpus[0] and cpus[1]
+};
+
+Programs locate_programs(const CompareOptions &o);
+
+// The first program of `needed` that is missing, as its reason; "" if none.
+std::string first_missing(std::initializer_list<const Program *> needed);
+
+// Open MPI's mpirun with the options this machine needs (root, oversubscribe,
+// one core per rank), then `mca` (e.g. {"--mca", "btl", "self,vader"}).
+std::vector<std::string> openmpi_launch(const Programs &p, const std::vector<std::string> &mca);
+
+// MPICH's mpiexec, 2 ranks, one core each, started by fork.
+std::vector<std::string> mpich_launch(const Programs &p);
+
+// The Open MPI component options of a configuration: vader, tcp, ucx.
+std::vector<std::string> openmpi_mca(const std::string &config);
+
+}  // namespace rocl_bench::compare
