@@ -2,6 +2,7 @@
 // messaging.cpp, immediate operations in requests.cpp.
 #include "core/context.hpp"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,6 +60,15 @@ Directory *open_directory(const Options &options, std::unique_ptr<Directory> &ow
   return owned.get();
 }
 
+// The cpus this process may run on (its affinity mask, as roclrun
+// --bind-to or taskset set it), at least 1.
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
 std::uint64_t new_instance_id() {
   std::random_device rd;
   return (std::uint64_t{rd()} << 32) ^ rd() ^ static_cast<std::uint64_t>(::getpid());
@@ -99,6 +109,7 @@ Context::Context(const Options &options) : options_(options) {
   pool_config.cap_bytes = options_.pool_max;
   pool_config.thread_cache_bytes = options_.pool_thread_cache;
   pool_ = std::make_unique<BufferPool>(pool_config);
+  cpus_ = usable_cpus();
   directory_ = open_directory(options_, owned_directory_, secret_);
   start_transports();
 

@@ -107,6 +107,9 @@ class Context final : public MessageSink {
   int progress_transports() noexcept;
   int progress_round(unsigned round) noexcept;
   bool spin_with_progress(const generic::Completion &done, int timeout_ms) noexcept;
+  void yield_crowded_cpu(std::chrono::microseconds *spin,
+                         std::chrono::steady_clock::time_point *end,
+                         std::chrono::steady_clock::time_point limit) noexcept;
 
   static std::atomic<Context *> current_;
 
@@ -121,6 +124,11 @@ class Context final : public MessageSink {
   Transport *inproc_ = nullptr;         // the local hand-off, when enabled
   std::vector<Transport *> polled_;     // the others: driven by waiting callers too
   std::vector<unsigned> poll_strides_;  // polled_[i] is polled every poll_strides_[i] rounds
+  // Threads of this process spinning in spin_with_progress, and the cpus it
+  // may run on: more spinners than cpus and a spinner yields its cpu now and
+  // then (the thread its message waits for may be queued behind it).
+  alignas(64) std::atomic<int> spinners_{0};
+  int cpus_ = 1;
   std::string inproc_address_;
   rocl_gid_t gid_ = ROCL_NULL_GID;
   // Held exclusively while a registration is between the directory and the

@@ -3,11 +3,12 @@
 #include <new>
 
 #include "core/context.hpp"
+#include "rocl/generic/recycled.hpp"
 #include "status/status.hpp"
 
 // The handle behind rocl_request_t. A receive keeps a reference on its
 // resource so that rocl_delete cannot recycle it under the posted envelope.
-struct rocl_request {
+struct rocl_request : rocl::generic::Recycled<rocl_request> {
   enum class Kind { kSend, kReceive };
   explicit rocl_request(Kind k) : kind(k) {}
   Kind kind;

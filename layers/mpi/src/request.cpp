@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "mpi_impl.hpp"
+#include "rocl/generic/recycled.hpp"
 
-struct rocl_mpi_request {
+// Recycled: two requests per message at message rate (this and rocl's).
+struct rocl_mpi_request : rocl::generic::Recycled<rocl_mpi_request> {
   enum class Kind { kSend, kRecv };
   Kind kind = Kind::kSend;
   int mode = 0;  // for sends: kStandard, kSync, kBuffered, kReady
