@@ -10,6 +10,8 @@ packages=(
   libssl-dev                              # HMAC for the job secret
   clang-14 libclang-rt-14-dev             # libFuzzer targets
   iproute2 procps                         # multi-process and namespace tests
+  openmpi-bin libopenmpi-dev mpich libmpich-dev   # anchors of rocl-bench compare: MPI,
+  ucx-utils libzmq3-dev libnng-dev gnuplot-nox    # ucx_perftest, ZeroMQ, NNG; its plots
 )
 
 missing=()

@@ -83,9 +83,12 @@ static int parse_list(const char *text, size_t *out) {
     char *end = NULL;
     long long v = strtoll(p, &end, 10);
     if (end == p || v < 1) bad_usage("bad size list", text);
-    if (*end == 'K' || *end == 'k') v <<= 10, ++end;
-    else if (*end == 'M' || *end == 'm') v <<= 20, ++end;
-    else if (*end == 'G' || *end == 'g') v <<= 30, ++end;
+    if (*end == 'K' || *end == 'k')
+      v <<= 10, ++end;
+    else if (*end == 'M' || *end == 'm')
+      v <<= 20, ++end;
+    else if (*end == 'G' || *end == 'g')
+      v <<= 30, ++end;
     if (n == kMaxSizes || (*end != ',' && *end != '\0')) bad_usage("bad size list", text);
     out[n++] = (size_t)v;
     p = *end == ',' ? end + 1 : end;
@@ -269,8 +272,8 @@ static void pin(int cpu) {
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   const int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-  if (rc != 0) fprintf(stderr, "%s: warning: cannot pin to cpu %d: %s\n", g_lib->program, cpu,
-                       strerror(rc));
+  if (rc != 0)
+    fprintf(stderr, "%s: warning: cannot pin to cpu %d: %s\n", g_lib->program, cpu, strerror(rc));
 }
 
 /* ---- inproc: two threads ---------------------------------------------------- */

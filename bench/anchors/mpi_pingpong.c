@@ -3,9 +3,10 @@
  * rocl (same sizes, same windows, same statistics), so that the figures of
  * scripts/bench-processes.sh sit in one table.
  *
- * NOT built by CMake: it needs an MPI compiler, and the script builds it
- * twice (mpicc.openmpi, mpicc.mpich) into build/bench-anchors/. Run with 2
- * ranks, e.g.
+ * Built with each MPI's compiler (mpicc.openmpi, mpicc.mpich): by the script
+ * into build/bench-anchors/, and by tools/rocl-bench/compare/CMakeLists.txt
+ * into <build>/tools/rocl-bench/compare/anchors/ for rocl-bench compare.
+ * Run with 2 ranks, e.g.
  *   mpirun.openmpi -np 2 --bind-to core build/bench-anchors/mpi_pingpong.openmpi
  *   mpiexec.mpich -n 2 -bind-to core build/bench-anchors/mpi_pingpong.mpich --quick
  *

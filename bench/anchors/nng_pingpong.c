@@ -111,8 +111,8 @@ static double ping(void *ep, size_t size, long n) {
   for (long i = 0; i < n; ++i) {
     ncheck(nng_sendmsg(e->socket, msg, 0), "nng_sendmsg");
     ncheck(nng_recvmsg(e->socket, &msg, 0), "nng_recvmsg");
-    if (nng_msg_len(msg) != size) anchor_die("sent %zu bytes, %zu came back", size,
-                                             nng_msg_len(msg));
+    if (nng_msg_len(msg) != size)
+      anchor_die("sent %zu bytes, %zu came back", size, nng_msg_len(msg));
   }
   const double t = anchor_now() - t0;
   nng_msg_free(msg);
@@ -159,8 +159,8 @@ static void sink(void *ep, int window, long n) {
 
 int main(int argc, char **argv) {
   static const struct anchor_lib lib = {
-      "nng_pingpong", version, context_new, context_free, nlisten, ndial, nclose,
-      send_ctl,       recv_ctl, ping,       echo,         stream,  sink,
+      "nng_pingpong", version,  context_new, context_free, nlisten, ndial, nclose,
+      send_ctl,       recv_ctl, ping,        echo,         stream,  sink,
   };
   return anchor_main(argc, argv, &lib);
 }

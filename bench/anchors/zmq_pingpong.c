@@ -95,8 +95,8 @@ static double ping(void *s, size_t size, long n) {
   for (long i = 0; i < n; ++i) {
     zcheck(zmq_msg_send(&msg, s, 0), "zmq_msg_send");
     zcheck(zmq_msg_recv(&msg, s, 0), "zmq_msg_recv");
-    if (zmq_msg_size(&msg) != size) anchor_die("sent %zu bytes, %zu came back", size,
-                                               zmq_msg_size(&msg));
+    if (zmq_msg_size(&msg) != size)
+      anchor_die("sent %zu bytes, %zu came back", size, zmq_msg_size(&msg));
   }
   const double t = anchor_now() - t0;
   zmq_msg_close(&msg);
@@ -140,8 +140,8 @@ static void sink(void *s, int window, long n) {
 
 int main(int argc, char **argv) {
   static const struct anchor_lib lib = {
-      "zmq_pingpong", version, context_new, context_free, zlisten, zdial, zclose,
-      send_ctl,       recv_ctl, ping,       echo,         stream,  sink,
+      "zmq_pingpong", version,  context_new, context_free, zlisten, zdial, zclose,
+      send_ctl,       recv_ctl, ping,        echo,         stream,  sink,
   };
   return anchor_main(argc, argv, &lib);
 }

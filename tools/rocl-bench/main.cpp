@@ -14,6 +14,7 @@
 
 #include "bench_runner.hpp"
 #include "check.hpp"
+#include "compare.hpp"
 #include "process_bench.hpp"
 #include "report.hpp"
 #include "rocl/rocl.h"
@@ -24,6 +25,7 @@ using rocl_bench::BenchOptions;
 
 const char kUsage[] =
     "usage: rocl-bench [BENCHMARK...] [OPTIONS]\n"
+    "       rocl-bench compare [STAGE...] [OPTIONS]  (next to every anchor; compare --help)\n"
     "Benchmarks between threads of one process (each thread is a rocl resource),\n"
     "or with --transport between two processes started under roclrun.\n"
     "\n"
@@ -318,6 +320,10 @@ void print_settings(const CommandLine &cl) {
 }  // namespace
 
 int main(int argc, char **argv) {
+  // rocl next to every anchor: a command of its own (compare/compare.hpp).
+  if (argc >= 2 && std::string_view(argv[1]) == "compare") {
+    return rocl_bench::compare::compare_main(argc - 1, argv + 1);
+  }
   CommandLine cl = parse(argc, argv);
   if (!cl.process_rank.empty()) {  // one of the two ranks of a process run
     if (!rocl_bench::is_process_transport(cl.process_rank)) {

@@ -30,7 +30,8 @@ void on_signal(int) {
 }
 
 void sleep_seconds(double s) {
-  struct timespec ts = {static_cast<time_t>(s), static_cast<long>((s - static_cast<double>(static_cast<time_t>(s))) * 1e9)};
+  struct timespec ts = {static_cast<time_t>(s),
+                        static_cast<long>((s - static_cast<double>(static_cast<time_t>(s))) * 1e9)};
   nanosleep(&ts, nullptr);
 }
 

@@ -19,9 +19,9 @@
 namespace rocl_bench::compare {
 
 struct Invocation {
-  std::vector<std::string> argv;                            // argv[0]: a path or a name in PATH
-  std::vector<std::pair<std::string, std::string>> env;     // set on top of our environment
-  std::string log;                                          // stdout and stderr go here
+  std::vector<std::string> argv;                         // argv[0]: a path or a name in PATH
+  std::vector<std::pair<std::string, std::string>> env;  // set on top of our environment
+  std::string log;                                       // stdout and stderr go here
   double timeout_seconds = 120;
 };
 

@@ -165,7 +165,8 @@ std::string parse_compare_options(const std::vector<std::string> &args, CompareO
     } else if (arg == "--pairs" || arg == "--ports") {
       const auto v = take();
       const auto list = v ? parse_int_list(*v, arg == "--pairs" ? 256 : 4096) : std::nullopt;
-      if (!list) return needs(arg == "--pairs" ? "wants a list of 1..256" : "wants a list of 1..4096");
+      if (!list)
+        return needs(arg == "--pairs" ? "wants a list of 1..256" : "wants a list of 1..4096");
       (arg == "--pairs" ? o.pairs : o.ports) = *list;
       (arg == "--pairs" ? given.pairs : given.ports) = true;
     } else if (arg == "--rounds" || arg == "--reps") {

@@ -16,16 +16,16 @@ namespace rocl_bench::compare {
 inline constexpr const char *kStages[] = {"p2p", "threads", "ports", "sustain"};
 
 struct CompareOptions {
-  std::vector<std::string> stages;   // among kStages; all when none is named
-  std::vector<std::string> systems;  // --systems: name filters; empty = every system
-  std::vector<std::size_t> sizes;    // p2p message sizes
-  std::vector<int> pairs;            // threads: thread pairs
-  std::vector<int> ports;            // ports: destination resources
-  int rounds = 3;                    // interleaved rounds
-  int reps = 3;                      // repetitions per point inside a run
-  double seconds = 0.1;              // per repetition
-  double sustain_seconds = 0.2;      // per sustainability phase
-  std::size_t sustain_size = 8;      // sustainability ping-pong message bytes
+  std::vector<std::string> stages;         // among kStages; all when none is named
+  std::vector<std::string> systems;        // --systems: name filters; empty = every system
+  std::vector<std::size_t> sizes;          // p2p message sizes
+  std::vector<int> pairs;                  // threads: thread pairs
+  std::vector<int> ports;                  // ports: destination resources
+  int rounds = 3;                          // interleaved rounds
+  int reps = 3;                            // repetitions per point inside a run
+  double seconds = 0.1;                    // per repetition
+  double sustain_seconds = 0.2;            // per sustainability phase
+  std::size_t sustain_size = 8;            // sustainability ping-pong message bytes
   std::string out = "rocl-bench-compare";  // folder for the CSV, plots, logs
   std::string anchors;                     // folder of the anchor programs ("": next to us)
   std::string roclrun;                     // roclrun to use ("": found as rocl-bench does)

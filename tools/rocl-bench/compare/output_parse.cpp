@@ -65,15 +65,14 @@ void for_each_line(std::string_view text, Fn &&fn) {
 }
 
 bool ends_with_word(std::string_view name, std::string_view word) {
-  return name == word ||
-         (name.size() > word.size() && name.ends_with(word) &&
-          name[name.size() - word.size() - 1] == '-');
+  return name == word || (name.size() > word.size() && name.ends_with(word) &&
+                          name[name.size() - word.size() - 1] == '-');
 }
 
 Sample make(const CsvRow &r, const std::string &metric, const std::string &system, int round,
             double scale, std::string unit) {
-  return {metric,        system,        r.size,        r.pairs, round, r.median * scale,
-          r.min * scale, r.max * scale, std::move(unit)};
+  return {metric,           system,        r.size,        r.pairs,        round,
+          r.median * scale, r.min * scale, r.max * scale, std::move(unit)};
 }
 
 }  // namespace
@@ -103,8 +102,8 @@ std::vector<UcxLine> parse_ucx_perftest(std::string_view text) {
     const auto iterations = to_integer(f[1]);
     const auto latency = to_double(f[4]), bandwidth = to_double(f[6]), rate = to_double(f[8]);
     if (!iterations || !latency || !bandwidth || !rate) return;
-    lines.push_back({std::string(trim(f[0])), static_cast<long>(*iterations), *latency,
-                     *bandwidth, *rate});
+    lines.push_back(
+        {std::string(trim(f[0])), static_cast<long>(*iterations), *latency, *bandwidth, *rate});
   });
   return lines;
 }
@@ -123,8 +122,8 @@ std::vector<Sample> p2p_samples(const std::vector<CsvRow> &rows, const std::stri
     if (r.unit == "GB/s") bytes_per_unit = 1e9;
     if (bytes_per_unit == 0) continue;  // msg/s rows: the rate comes from the bytes
     out.push_back(make(r, "bandwidth", system, round, bytes_per_unit / 1e9, "GB/s"));
-    out.push_back(make(r, "rate", system, round,
-                       bytes_per_unit / static_cast<double>(r.size) / 1e6, "M msg/s"));
+    out.push_back(make(r, "rate", system, round, bytes_per_unit / static_cast<double>(r.size) / 1e6,
+                       "M msg/s"));
   }
   return out;
 }
@@ -148,7 +147,7 @@ std::vector<Sample> plain_samples(const std::vector<CsvRow> &rows, const std::st
 }
 
 std::string failure_line(std::string_view log, std::size_t width) {
-  static const char *const kWords[] = {"error",   "failed",  "abort",  "cannot", "not found",
+  static const char *const kWords[] = {"error",     "failed",  "abort",  "cannot", "not found",
                                        "timed out", "refused", "killed", "usage",  "unknown"};
   std::string first, last;
   for_each_line(log, [&](std::string_view line) {

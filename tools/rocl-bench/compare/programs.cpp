@@ -29,9 +29,8 @@ std::string folder_of(const std::string &path) {
 Program anchor(const std::string &folder, const std::string &name, const std::string &package) {
   const std::string path = folder + "/" + name;
   if (!find_program(path).empty()) return {path, ""};
-  return {"", name + " not built (needs " + package +
-                  " when CMake configured rocl; install it, e.g. with scripts/setup.sh, then "
-                  "re-run cmake and ninja)"};
+  return {"", name + " not in " + folder + " (built when CMake finds " + package +
+                  ": scripts/setup.sh installs it; then re-run cmake and ninja)"};
 }
 
 Program tool(const std::string &name, const std::string &package) {
@@ -85,8 +84,13 @@ std::string first_missing(std::initializer_list<const Program *> needed) {
 }
 
 std::vector<std::string> openmpi_launch(const Programs &p, const std::vector<std::string> &mca) {
-  std::vector<std::string> argv = {p.mpirun_openmpi.path, "--allow-run-as-root", "--oversubscribe",
-                                   "-np", "2", "--bind-to", "core"};
+  std::vector<std::string> argv = {p.mpirun_openmpi.path,
+                                   "--allow-run-as-root",
+                                   "--oversubscribe",
+                                   "-np",
+                                   "2",
+                                   "--bind-to",
+                                   "core"};
   argv.insert(argv.end(), mca.begin(), mca.end());
   return argv;
 }
@@ -100,8 +104,17 @@ std::vector<std::string> openmpi_mca(const std::string &config) {
   if (config == "tcp") {
     return {"--mca", "pml", "ob1", "--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"};
   }
-  return {"--mca", "pml",          "ucx", "--mca", "pml_ucx_tls", "any",
-          "--mca", "pml_ucx_devices", "any", "-x",   "UCX_NET_DEVICES=lo"};
+  return {"--mca",
+          "pml",
+          "ucx",
+          "--mca",
+          "pml_ucx_tls",
+          "any",
+          "--mca",
+          "pml_ucx_devices",
+          "any",
+          "-x",
+          "UCX_NET_DEVICES=lo"};
 }
 
 }  // namespace rocl_bench::compare

@@ -21,7 +21,7 @@ struct Program {
 };
 
 struct Programs {
-  std::string self;     // this rocl-bench
+  std::string self;  // this rocl-bench
   Program roclrun;
   std::string anchors;  // folder of the built anchors
   Program zmq_pingpong, nng_pingpong;

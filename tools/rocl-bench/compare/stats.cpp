@@ -36,13 +36,12 @@ bool lower_is_better(std::string_view metric) {
   return metric == "latency" || metric.starts_with("rtt");
 }
 
-std::vector<Summary> summarize(const std::vector<Sample> &samples) {
+std::vector<Summary> summarize_rounds(const std::vector<Sample> &samples) {
   std::vector<Summary> out;
   std::vector<std::vector<double>> medians;
   for (const auto &s : samples) {
     auto it = std::find_if(out.begin(), out.end(), [&](const Summary &x) {
-      return x.metric == s.metric && x.system == s.system && x.size == s.size &&
-             x.pairs == s.pairs;
+      return x.metric == s.metric && x.system == s.system && x.size == s.size && x.pairs == s.pairs;
     });
     if (it == out.end()) {
       out.push_back({s.metric, s.system, s.size, s.pairs, 0, s.min, s.max, 0, s.unit});

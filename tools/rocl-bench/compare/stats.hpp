@@ -47,7 +47,7 @@ bool lower_is_better(std::string_view metric);
 
 // Groups samples by (metric, system, size, pairs), in the order each group
 // first appears.
-std::vector<Summary> summarize(const std::vector<Sample> &samples);
+std::vector<Summary> summarize_rounds(const std::vector<Sample> &samples);
 
 // The summary of a point, or nullptr.
 const Summary *find_summary(const std::vector<Summary> &all, std::string_view metric,

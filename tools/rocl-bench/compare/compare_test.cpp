@@ -1,0 +1,312 @@
+// compare_test.cpp - the parts of rocl-bench compare that decide what is
+// shown without running anything: the command line, the output parsers,
+// the statistics over rounds, the best anchor and the sustainability ratios;
+// and how a program is run and stopped (with real, tiny programs: sh).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+
+#include "child_process.hpp"
+#include "compare_options.hpp"
+#include "output_parse.hpp"
+#include "results.hpp"
+#include "stats.hpp"
+
+namespace rocl_bench::compare {
+namespace {
+
+CompareOptions parsed(std::vector<std::string> args) {
+  CompareOptions o;
+  const std::string error = parse_compare_options(args, o);
+  EXPECT_EQ(error, "");
+  return o;
+}
+
+std::string error_of(std::vector<std::string> args) {
+  CompareOptions o;
+  return parse_compare_options(args, o);
+}
+
+TEST(CompareOptions, DefaultsRunEveryStageAtEverySize) {
+  const CompareOptions o = parsed({});
+  EXPECT_EQ(o.stages, (std::vector<std::string>{"p2p", "threads", "ports", "sustain"}));
+  ASSERT_EQ(o.sizes.size(), 13u);  // 1 B .. 16 MiB, powers of 4
+  EXPECT_EQ(o.sizes.front(), 1u);
+  EXPECT_EQ(o.sizes.back(), std::size_t{16} << 20);
+  EXPECT_EQ(o.pairs, (std::vector<int>{1, 2, 4, 8, 16}));
+  EXPECT_EQ(o.ports, (std::vector<int>{1, 4, 16, 64}));
+  EXPECT_EQ(o.rounds, 3);
+  EXPECT_FALSE(o.quick);
+}
+
+TEST(CompareOptions, QuickShrinksWhatWasNotGiven) {
+  const CompareOptions o = parsed({"--quick", "--sizes", "1K", "p2p", "sustain"});
+  EXPECT_TRUE(o.quick);
+  EXPECT_EQ(o.sizes, (std::vector<std::size_t>{1024}));  // given: kept
+  EXPECT_EQ(o.pairs, (std::vector<int>{1, 2}));
+  EXPECT_EQ(o.rounds, 1);
+  EXPECT_EQ(o.reps, 1);
+  EXPECT_DOUBLE_EQ(o.seconds, 0.02);
+  EXPECT_EQ(o.stages, (std::vector<std::string>{"p2p", "sustain"}));
+}
+
+TEST(CompareOptions, ValuesWithEqualsAndSuffixes) {
+  const CompareOptions o =
+      parsed({"--sizes=8,64K,1M", "--rounds=5", "--time", "0.5", "--systems", "rocl,ompi-tcp"});
+  EXPECT_EQ(o.sizes, (std::vector<std::size_t>{8, 64 << 10, 1 << 20}));
+  EXPECT_EQ(o.rounds, 5);
+  EXPECT_DOUBLE_EQ(o.seconds, 0.5);
+  EXPECT_EQ(o.systems, (std::vector<std::string>{"rocl", "ompi-tcp"}));
+}
+
+TEST(CompareOptions, BadValuesAreRefusedWithTheOptionNamed) {
+  EXPECT_NE(error_of({"--sizes", "8,x"}).find("--sizes"), std::string::npos);
+  EXPECT_NE(error_of({"--sizes", "0"}).find("--sizes"), std::string::npos);
+  EXPECT_NE(error_of({"--rounds", "0"}).find("--rounds"), std::string::npos);
+  EXPECT_NE(error_of({"--time", "-1"}).find("--time"), std::string::npos);
+  EXPECT_NE(error_of({"--time"}).find("--time"), std::string::npos);
+  EXPECT_NE(error_of({"--pairs", "1,1000"}).find("--pairs"), std::string::npos);
+  EXPECT_NE(error_of({"bogus"}).find("bogus"), std::string::npos);
+  EXPECT_NE(error_of({"--rank", "other"}).find("--rank"), std::string::npos);
+}
+
+TEST(CompareOptions, SystemFiltersSelectNamesAndTheirFamilies) {
+  const CompareOptions o = parsed({"--systems", "rocl-shm,ompi"});
+  EXPECT_TRUE(selected(o, "rocl-shm"));
+  EXPECT_TRUE(selected(o, "rocl-shm-poll"));
+  EXPECT_FALSE(selected(o, "rocl-shmx"));
+  EXPECT_FALSE(selected(o, "rocl-tcp"));
+  EXPECT_TRUE(selected(o, "ompi-vader"));
+  EXPECT_FALSE(selected(o, "mpich"));
+  EXPECT_TRUE(selected(parsed({}), "anything"));
+}
+
+TEST(OutputParse, RowsBetweenCommentsHeadersAndRankPrefixes) {
+  const auto rows = parse_rows(
+      "# library: Open MPI\n"
+      "benchmark,size_bytes,pairs,median,min,max,unit\n"
+      "latency,8,1,0.38,0.37,0.40,us\n"
+      "[0] ports,8,4,3.5,3.4,3.6,M msg/s\r\n"
+      "[1] some other line, with, commas\n"
+      "bandwidth,65536,1,x,1,2,GB/s\n"
+      "cpus: 2 usable\n");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].benchmark, "latency");
+  EXPECT_EQ(rows[0].size, 8u);
+  EXPECT_DOUBLE_EQ(rows[0].median, 0.38);
+  EXPECT_EQ(rows[1].benchmark, "ports");
+  EXPECT_EQ(rows[1].pairs, 4);
+  EXPECT_EQ(rows[1].unit, "M msg/s");
+}
+
+TEST(OutputParse, UcxPerftestBatchLines) {
+  const auto lines = parse_ucx_perftest(
+      "b.txt,iterations,50.0_percentile_lat,avg_lat,overall_lat,avg_bw,overall_bw,avg_mr,"
+      "overall_mr\n"
+      "L8r0,2000,0.624,0.665,0.665,11.47,11.47,1503200,1503200\n"
+      "B65536r0, 200,6.624,6.835,6.835,9143.49,9143.49,146296,146296\n");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].label, "L8r0");
+  EXPECT_EQ(lines[0].iterations, 2000);
+  EXPECT_DOUBLE_EQ(lines[0].latency_us, 0.665);
+  EXPECT_EQ(lines[1].label, "B65536r0");
+  EXPECT_DOUBLE_EQ(lines[1].bandwidth_mib, 9143.49);
+  EXPECT_DOUBLE_EQ(lines[1].rate, 146296);
+}
+
+TEST(OutputParse, PointToPointUnitsBecomeGigabytesAndMessageRates) {
+  const std::vector<CsvRow> rows = {
+      {"shm-latency", 8, 1, 0.2, 0.1, 0.3, "us"},
+      {"shm-bandwidth", 1000, 1, 5000, 4000, 6000, "MB/s"},  // 5 GB/s, 5 M msg/s
+      {"shm-bandwidth", 1000, 1, 5e6, 4e6, 6e6, "msg/s"},    // left out: derived above
+      {"bandwidth", 2000, 1, 4, 3, 5, "GB/s"},               // 2 M msg/s
+      {"shm-latency-other", 8, 1, 1, 1, 1, "us"},
+  };
+  const auto s = p2p_samples(rows, "rocl-shm", 2);
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[0].metric, "latency");
+  EXPECT_EQ(s[0].round, 2);
+  EXPECT_EQ(s[1].metric, "bandwidth");
+  EXPECT_DOUBLE_EQ(s[1].median, 5);
+  EXPECT_EQ(s[2].metric, "rate");
+  EXPECT_DOUBLE_EQ(s[2].median, 5);
+  EXPECT_DOUBLE_EQ(s[2].max, 6);
+  EXPECT_DOUBLE_EQ(s[3].median, 4);
+  EXPECT_DOUBLE_EQ(s[4].median, 2);
+}
+
+TEST(OutputParse, ThreadRatesOfRoclAndMpiBench) {
+  const std::vector<CsvRow> rows = {{"shm-rate", 8, 4, 3, 2, 4, "M msg/s"},
+                                    {"mt_rate", 8, 8, 1, 1, 1, "Mmsg/s"},
+                                    {"mt_latency", 8, 8, 1, 1, 1, "us"}};
+  const auto s = thread_samples(rows, "x", 1);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].pairs, 4);
+  EXPECT_EQ(s[1].pairs, 8);
+  EXPECT_EQ(s[1].unit, "M msg/s");
+}
+
+TEST(OutputParse, FailureLineNamesWhatWentWrong) {
+  EXPECT_EQ(failure_line("starting\nmpi_pingpong (rank 1): MPI_Send failed: x\nlater\n"),
+            "mpi_pingpong (rank 1): MPI_Send failed: x");
+  EXPECT_EQ(failure_line("one\nlast line\n\n"), "last line");
+  std::string long_line(500, 'e');
+  long_line += " error";
+  EXPECT_EQ(failure_line(long_line).size(), 160u);
+}
+
+TEST(Stats, MedianGeometricMeanSanity) {
+  EXPECT_DOUBLE_EQ(median_of({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median_of({4, 1, 2, 3}), 2.5);
+  EXPECT_DOUBLE_EQ(median_of({}), 0);
+  EXPECT_NEAR(*geometric_mean({0.25, 1}), 0.5, 1e-12);
+  EXPECT_FALSE(geometric_mean({1, 0}).has_value());
+  EXPECT_FALSE(geometric_mean({}).has_value());
+  EXPECT_TRUE(is_sane(1e-9));
+  EXPECT_FALSE(is_sane(0));
+  EXPECT_FALSE(is_sane(-1));
+  EXPECT_FALSE(is_sane(std::numeric_limits<double>::infinity()));
+  EXPECT_FALSE(is_sane(std::nan("")));
+  EXPECT_FALSE(is_sane(Sample{"latency", "x", 8, 1, 1, 2, 3, 1, "us"}));  // min > median
+  EXPECT_TRUE(lower_is_better("latency"));
+  EXPECT_TRUE(lower_is_better("rtt-alone"));
+  EXPECT_FALSE(lower_is_better("bandwidth"));
+}
+
+TEST(Stats, SummaryIsTheMedianOfRoundsWithTheExtremesOfAll) {
+  const std::vector<Sample> samples = {
+      {"latency", "a", 8, 1, 1, 1.0, 0.9, 1.1, "us"},
+      {"latency", "a", 8, 1, 2, 3.0, 2.0, 9.0, "us"},
+      {"latency", "a", 8, 1, 3, 2.0, 1.5, 2.5, "us"},
+      {"latency", "b", 8, 1, 1, 0.5, 0.4, 0.6, "us"},
+  };
+  const auto all = summarize_rounds(samples);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].system, "a");
+  EXPECT_DOUBLE_EQ(all[0].median, 2.0);
+  EXPECT_DOUBLE_EQ(all[0].min, 0.9);
+  EXPECT_DOUBLE_EQ(all[0].max, 9.0);
+  EXPECT_EQ(all[0].rounds, 3);
+  EXPECT_EQ(best_of(all, "latency", {"a", "b", "missing"}, 8, 1)->system, "b");
+  EXPECT_EQ(best_of(all, "latency", {"a"}, 8, 1)->system, "a");
+  EXPECT_EQ(best_of(all, "latency", {"missing"}, 8, 1), nullptr);
+  EXPECT_EQ(best_of(all, "latency", {"a", "b"}, 16, 1), nullptr);
+}
+
+TEST(Stats, BestOfHigherIsBetterForBandwidth) {
+  const std::vector<Summary> all = {{"bandwidth", "a", 64, 1, 5, 5, 5, 1, "GB/s"},
+                                    {"bandwidth", "b", 64, 1, 7, 7, 7, 1, "GB/s"}};
+  EXPECT_EQ(best_of(all, "bandwidth", {"a", "b"}, 64, 1)->system, "b");
+}
+
+TEST(Sustainability, RatiosAndGeometricMeans) {
+  StageRun run;
+  run.stage = "sustain";
+  run.configs = {Config{"rocl-shm-thread", "", "", "", nullptr, 4},
+                 Config{"ompi-vader", "", "", "", nullptr, 4},
+                 Config{"broken", "", "", "", nullptr, 4}};
+  auto add = [&](const char *system, const char *metric, double v) {
+    run.summary.push_back({metric, system, 8, 1, v, v, v, 1, ""});
+  };
+  add("rocl-shm-thread", "compute-alone", 4);
+  add("rocl-shm-thread", "compute-with-pingpong", 3.6);  // 0.9
+  add("rocl-shm-thread", "rtt-alone", 10);
+  add("rocl-shm-thread", "rtt-with-compute", 40);  // 0.25
+  add("ompi-vader", "compute-alone", 4);
+  add("ompi-vader", "compute-with-pingpong", 2);  // 0.5
+  add("ompi-vader", "rtt-alone", 1);
+  add("ompi-vader", "rtt-with-compute", 1000);  // 0.001
+  add("broken", "compute-alone", 4);            // incomplete: left out
+  const auto s = sustainability(run);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_NEAR(s[0].compute_ratio, 0.9, 1e-12);
+  EXPECT_NEAR(s[0].rtt_ratio, 0.25, 1e-12);
+  EXPECT_NEAR(s[0].geomean, std::sqrt(0.9 * 0.25), 1e-12);
+  EXPECT_NEAR(s[0].rtt_best_ratio, 1.0 / 40, 1e-12);  // the best alone: ompi's 1 us
+  EXPECT_NEAR(s[1].geomean, std::sqrt(0.5 * 0.001), 1e-12);
+  EXPECT_NEAR(s[1].geomean_best, s[1].geomean, 1e-12);
+}
+
+TEST(Results, CellsSayWhyThereIsNoFigure) {
+  StageRun run;
+  run.configs = {Config{"here", "shm", "", "", nullptr, 0},
+                 Config{"absent", "shm", "", "not installed", nullptr, 0},
+                 Config{"broken", "shm", "", "", nullptr, 0}};
+  run.result.failed["broken"] = "exit status 1";
+  run.summary.push_back({"latency", "here", 8, 1, 0.153, 0.15, 0.16, 1, "us"});
+  EXPECT_EQ(run.cell("latency", "here", 8), "0.153");
+  EXPECT_EQ(run.cell("latency", "here", 16), "-");
+  EXPECT_EQ(run.cell("latency", "absent", 8), "n/a");
+  EXPECT_EQ(run.cell("latency", "broken", 8), "failed");
+}
+
+std::string temp_path(const char *name) {
+  const char *tmp = std::getenv("TMPDIR");
+  return std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/rocl-compare-test-" +
+         std::to_string(::getpid()) + "-" + name;
+}
+
+// Gone, or a zombie nobody reaped yet: not running.
+bool running(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_text, comm, state;
+  stat >> pid_text >> comm >> state;
+  return state != "Z";
+}
+
+TEST(ChildProcess, ExitStatusAndOutputInTheLog) {
+  const std::string log = temp_path("exit.log");
+  const ChildResult r = run_child({{"sh", "-c", "echo hello; echo oops >&2; exit 3"}, {}, log, 30});
+  EXPECT_TRUE(r.started);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.describe(), "exit status 3");
+  EXPECT_EQ(read_file(log), "hello\noops\n");
+  std::remove(log.c_str());
+}
+
+TEST(ChildProcess, EnvironmentIsAddedOrReplaced) {
+  const std::string log = temp_path("env.log");
+  ::setenv("ROCL_COMPARE_TEST", "old", 1);
+  const ChildResult r = run_child({{"sh", "-c", "echo $ROCL_COMPARE_TEST $ROCL_COMPARE_NEW"},
+                                   {{"ROCL_COMPARE_TEST", "new"}, {"ROCL_COMPARE_NEW", "2"}},
+                                   log,
+                                   30});
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(read_file(log), "new 2\n");
+  std::remove(log.c_str());
+}
+
+TEST(ChildProcess, MissingProgramIsNamed) {
+  const ChildResult r = run_child({{"/nonexistent/program"}, {}, temp_path("none.log"), 30});
+  EXPECT_FALSE(r.started);
+  EXPECT_NE(r.describe().find("/nonexistent/program not found"), std::string::npos);
+}
+
+TEST(ChildProcess, TimeoutStopsTheProgramAndWhatItStarted) {
+  const std::string log = temp_path("timeout.log"), pid_file = temp_path("timeout.pid");
+  // A background child that ignores SIGTERM: only the SIGKILL after the
+  // grace period ends it.
+  const std::string script =
+      "sh -c 'trap \"\" TERM; sleep 30' & echo $! > " + pid_file + "; sleep 30";
+  const double start = monotonic_seconds();
+  const ChildResult r = run_child({{"sh", "-c", script}, {}, log, 0.3});
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.describe().find("timed out"), std::string::npos);
+  EXPECT_LT(monotonic_seconds() - start, 10);
+  pid_t background = 0;
+  std::ifstream(pid_file) >> background;
+  ASSERT_GT(background, 0);
+  EXPECT_FALSE(running(background));
+  std::remove(log.c_str());
+  std::remove(pid_file.c_str());
+}
+
+}  // namespace
+}  // namespace rocl_bench::compare

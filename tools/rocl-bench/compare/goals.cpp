@@ -1,0 +1,116 @@
+// goals.cpp - the goals of issue 5, judged on a comparison's figures (see
+// results.hpp): each printed ok or MISS with the points that met it, or
+// "not judged" when a side of it was not measured.
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "report.hpp"
+#include "results.hpp"
+
+namespace rocl_bench::compare {
+namespace {
+
+struct Verdict {
+  int met = 0, points = 0;
+  std::string worst;  // the point furthest from the goal
+};
+
+void print_verdict(std::FILE *out, const char *goal, const Verdict &v) {
+  if (v.points == 0) {
+    std::fprintf(out, "  %-5s %s (not judged: a side was not measured)\n", "-", goal);
+    return;
+  }
+  std::fprintf(out, "  %-5s %s (%d of %d point(s)%s%s)\n", v.met == v.points ? "ok" : "MISS", goal,
+               v.met, v.points, v.worst.empty() ? "" : "; worst: ", v.worst.c_str());
+}
+
+// rocl's figure against `factor` x the best of `anchors`, at every size of
+// the p2p metric. Lower is better for latency: rocl x factor <= best.
+Verdict judge_sizes(const StageRun &run, const std::string &metric, const std::string &subject,
+                    const std::vector<std::string> &anchors, double factor) {
+  Verdict v;
+  std::set<std::size_t> sizes;
+  for (const auto &s : run.summary) {
+    if (s.metric == metric && s.system == subject) sizes.insert(s.size);
+  }
+  double worst = -1;
+  for (std::size_t size : sizes) {
+    const Summary *mine = run.find(metric, subject, size);
+    const Summary *best = best_of(run.summary, metric, anchors, size, 1);
+    if (mine == nullptr || best == nullptr) continue;
+    ++v.points;
+    // how far rocl is from the goal: > 1 misses
+    const double gap = lower_is_better(metric) ? mine->median * factor / best->median
+                                               : best->median * factor / mine->median;
+    if (gap <= 1) ++v.met;
+    if (gap > worst) {
+      worst = gap;
+      v.worst = format_size(size) + " rocl " + format_figure(mine->median) + " vs " + best->system +
+                " " + format_figure(best->median);
+    }
+  }
+  return v;
+}
+
+std::vector<std::string> anchors_in(const StageRun &run, const std::string &cls,
+                                    const std::string &subject) {
+  std::vector<std::string> names;
+  for (const auto &c : run.configs) {
+    if (c.cls == cls && c.name != subject) names.push_back(c.name);
+  }
+  return names;
+}
+
+}  // namespace
+
+void print_goals(std::FILE *out, const Results &results, bool quick) {
+  std::fprintf(out, "\ngoals (issue 5)%s:\n",
+               quick ? ", judged on --quick figures (one short repetition: not a verdict)" : "");
+  if (const StageRun *p2p = results.find("p2p")) {
+    const auto shm = anchors_in(*p2p, "shm", "rocl-shm");
+    print_verdict(out, "shm latency <= best shared-memory anchor at every size",
+                  judge_sizes(*p2p, "latency", "rocl-shm", shm, 1));
+    print_verdict(out, "shm bandwidth >= best shared-memory anchor at every size",
+                  judge_sizes(*p2p, "bandwidth", "rocl-shm", shm, 1));
+    print_verdict(out, "tcp latency <= Open MPI's tcp path at every size",
+                  judge_sizes(*p2p, "latency", "rocl-tcp", {"ompi-tcp"}, 1));
+    print_verdict(out, "inproc latency 100x below ZeroMQ inproc at every size",
+                  judge_sizes(*p2p, "latency", "rocl-inproc", {"zmq-inproc"}, 100));
+  }
+  if (const StageRun *threads = results.find("threads")) {
+    Verdict v;
+    const Summary *mine = threads->find("threads", "rocl-shm", 8, 8);
+    const Summary *best =
+        best_of(threads->summary, "threads", {"ompi-vader", "ompi-ucx", "mpich"}, 8, 8);
+    if (mine != nullptr && best != nullptr) {
+      v.points = 1;
+      v.met = mine->median >= 3 * best->median ? 1 : 0;
+      v.worst = "rocl " + format_figure(mine->median) + " vs " + best->system + " " +
+                format_figure(best->median) + " M msg/s";
+    }
+    print_verdict(out, "8 thread pairs: message rate >= 3x the better MPI", v);
+  }
+  if (const StageRun *sustain = results.find("sustain")) {
+    const auto figures = sustainability(*sustain);
+    for (const auto &[transport, mpi] :
+         {std::pair<std::string, std::string>{"shm", "ompi-vader"}, {"tcp", "ompi-tcp"}}) {
+      Verdict v;
+      double rocl = 0, other = 0;
+      for (const auto &s : figures) {
+        if (s.config.rfind("rocl-" + transport + "-", 0) == 0) rocl = std::max(rocl, s.geomean);
+        if (s.config == mpi) other = s.geomean;
+      }
+      if (rocl > 0 && other > 0) {
+        v.points = 1;
+        v.met = rocl >= other ? 1 : 0;
+        v.worst = "rocl " + format_figure(rocl) + " vs " + mpi + " " + format_figure(other);
+      }
+      const std::string goal =
+          "sustainability geomean over " + transport + " >= Open MPI's (" + mpi + ")";
+      print_verdict(out, goal.c_str(), v);
+    }
+  }
+}
+
+}  // namespace rocl_bench::compare

@@ -1,0 +1,160 @@
+// p2p_stage.cpp - the point-to-point stage: one-way latency, bandwidth and
+// message rate per size for rocl and every anchor (see stages.hpp).
+#include <algorithm>
+
+#include "limits.hpp"
+#include "stages.hpp"
+#include "ucx_perftest_run.hpp"
+
+namespace rocl_bench::compare {
+namespace {
+
+std::size_t p2p_points(const CompareOptions &o) {
+  return 2 * o.sizes.size();
+}
+
+// rocl-bench latency bandwidth, between threads (transport "inproc") or
+// between two processes under roclrun.
+RunOutcome run_rocl_bench(const RunRequest &r, const std::string &system,
+                          const std::string &transport) {
+  const CompareOptions &o = r.options;
+  Invocation inv;
+  inv.argv = {r.programs.self,
+              "latency",
+              "bandwidth",
+              "--sizes",
+              join_sizes(o.sizes),
+              "--bandwidth-sizes",
+              join_sizes(o.sizes),
+              "--reps",
+              std::to_string(o.reps),
+              "--time",
+              std::to_string(o.seconds),
+              "--csv",
+              r.scratch + ".csv"};
+  if (transport != "inproc") {
+    for (const char *a :
+         {"--transport", transport.c_str(), "--roclrun", r.programs.roclrun.path.c_str()}) {
+      inv.argv.emplace_back(a);
+    }
+  }
+  inv.log = r.log;
+  inv.timeout_seconds = run_timeout(o, p2p_points(o), o.seconds);
+  return run_and_collect(inv, r.scratch + ".csv", [&](const std::vector<CsvRow> &rows) {
+    return p2p_samples(rows, system, r.round);
+  });
+}
+
+// An anchor program printing rocl-bench's rows on stdout (mpi_pingpong
+// under a launcher, zmq_pingpong, nng_pingpong).
+RunOutcome run_anchor(const RunRequest &r, const std::string &system,
+                      std::vector<std::string> argv) {
+  const CompareOptions &o = r.options;
+  for (const std::string &a :
+       {std::string("--sizes"), join_sizes(o.sizes), std::string("--bw-sizes"), join_sizes(o.sizes),
+        std::string("--reps"), std::to_string(o.reps), std::string("--time"),
+        std::to_string(o.seconds)}) {
+    argv.push_back(a);
+  }
+  Invocation inv{std::move(argv), {}, r.log, run_timeout(o, p2p_points(o), o.seconds)};
+  return run_and_collect(
+      inv, "", [&](const std::vector<CsvRow> &rows) { return p2p_samples(rows, system, r.round); });
+}
+
+std::string cpu_pair(const Programs &p) {
+  return std::to_string(p.cpus[0]) + "," + std::to_string(p.cpus[1]);
+}
+
+}  // namespace
+
+const std::vector<P2pClass> &p2p_classes() {
+  static const std::vector<P2pClass> classes = {
+      {"inproc", "rocl-inproc", "between two threads of one process"},
+      {"shm", "rocl-shm",
+       "between two processes of one machine (shared memory; ipc = Unix sockets)"},
+      {"tcp", "rocl-tcp", "between two processes over TCP on 127.0.0.1"},
+  };
+  return classes;
+}
+
+std::vector<std::pair<std::string, std::string>> not_measured() {
+  return {{"rocl-ucx", "rocl has no UCX transport yet (ucx-shm and ucx-tcp show what UCX does)"}};
+}
+
+std::vector<Config> p2p_configs(const CompareOptions &o, const Programs &p) {
+  std::vector<Config> all;
+  const std::string needs_two_cpus =
+      p.cpus.size() < 2 ? "needs 2 usable cpus, " + std::to_string(p.cpus.size()) + " here" : "";
+  auto rocl = [&](const char *name, const char *cls, const char *transport, const char *about) {
+    std::string why = std::string(transport) == "inproc" ? "" : first_missing({&p.roclrun});
+    all.push_back({name, cls, about, why,
+                   [name = std::string(name), t = std::string(transport)](const RunRequest &r) {
+                     return run_rocl_bench(r, name, t);
+                   }});
+  };
+  rocl("rocl-inproc", "inproc", "inproc",
+       "rocl-bench latency bandwidth: two threads pinned to cpu 0 and 1, buffers handed over");
+  rocl("rocl-shm", "shm", "shm", "rocl-bench --transport shm: roclrun -n 2, ROCL_TRANSPORTS=shm");
+  rocl("rocl-tcp", "tcp", "tcp", "rocl-bench --transport tcp: roclrun -n 2, ROCL_TRANSPORTS=tcp");
+
+  auto openmpi = [&](const char *name, const char *cls, const char *mca, const char *about) {
+    const std::string why = first_missing({&p.mpirun_openmpi, &p.mpi_pingpong_openmpi});
+    all.push_back({name, cls, about, why,
+                   [name = std::string(name), mca = std::string(mca)](const RunRequest &r) {
+                     auto argv = openmpi_launch(r.programs, openmpi_mca(mca));
+                     argv.push_back(r.programs.mpi_pingpong_openmpi.path);
+                     return run_anchor(r, name, argv);
+                   }});
+  };
+  openmpi("ompi-vader", "shm", "vader", "mpi_pingpong, Open MPI pml ob1 + btl vader");
+  openmpi("ompi-ucx", "shm", "ucx", "mpi_pingpong, Open MPI pml ucx (UCX shared memory)");
+  all.push_back({"mpich", "shm", "mpi_pingpong, MPICH ch4:ucx (mpiexec -bind-to core)",
+                 first_missing({&p.mpiexec_mpich, &p.mpi_pingpong_mpich}), [](const RunRequest &r) {
+                   auto argv = mpich_launch(r.programs);
+                   argv.push_back(r.programs.mpi_pingpong_mpich.path);
+                   return run_anchor(r, "mpich", argv);
+                 }});
+  auto ucx = [&](const char *name, const char *cls, const char *tls, const char *about) {
+    std::string why = first_missing({&p.ucx_perftest});
+    if (why.empty()) why = needs_two_cpus;
+    all.push_back({name, cls, about, why,
+                   [name = std::string(name), tls = std::string(tls)](const RunRequest &r) {
+                     return run_ucx_perftest(r, name, tls);
+                   }});
+  };
+  ucx("ucx-shm", "shm", "sm", "ucx_perftest tag_lat/tag_bw, UCX_TLS=sm, taskset cpu 0 / 1");
+  auto library = [&](const char *name, const char *cls, const Program &program,
+                     const char *transport, const char *about) {
+    std::string why = first_missing({&program});
+    if (why.empty()) why = needs_two_cpus;
+    all.push_back({name, cls, about, why,
+                   [name = std::string(name), t = std::string(transport),
+                    zmq = &program == &p.zmq_pingpong](const RunRequest &r) {
+                     const Programs &ps = r.programs;
+                     return run_anchor(r, name,
+                                       {zmq ? ps.zmq_pingpong.path : ps.nng_pingpong.path,
+                                        "--transport", t, "--cpus", cpu_pair(ps)});
+                   }});
+  };
+  library("zmq-ipc", "shm", p.zmq_pingpong, "ipc", "zmq_pingpong, ZMQ_PAIR over ipc://");
+  library("nng-ipc", "shm", p.nng_pingpong, "ipc", "nng_pingpong, pair1 over ipc://");
+  openmpi("ompi-tcp", "tcp", "tcp", "mpi_pingpong, Open MPI pml ob1 + btl tcp over lo");
+  ucx("ucx-tcp", "tcp", "tcp", "ucx_perftest tag_lat/tag_bw, UCX_TLS=tcp over lo");
+  library("zmq-tcp", "tcp", p.zmq_pingpong, "tcp", "zmq_pingpong, ZMQ_PAIR over tcp://127.0.0.1");
+  library("nng-tcp", "tcp", p.nng_pingpong, "tcp", "nng_pingpong, pair1 over tcp://127.0.0.1");
+  library("zmq-inproc", "inproc", p.zmq_pingpong, "inproc",
+          "zmq_pingpong, ZMQ_PAIR over inproc://, two threads");
+  library("nng-inproc", "inproc", p.nng_pingpong, "inproc",
+          "nng_pingpong, pair1 over inproc://, two threads");
+  all.push_back({"limits", "limit",
+                 "memcpy of each size on cpu 0; cache-line ping-pong between cpu 0 and 1", "",
+                 [](const RunRequest &r) { return run_limits(r); }});
+
+  for (auto &c : all) {
+    c.expected = c.name == "limits" ? 2 * o.sizes.size() + (p.cpus.size() >= 2 ? 1 : 0)
+                                    : 3 * o.sizes.size();  // latency, bandwidth, rate
+  }
+  return keep_selected(o, std::move(all));
+}
+
+}  // namespace rocl_bench::compare

@@ -1,0 +1,69 @@
+// results.hpp - everything a comparison measured, stage by stage, and the
+// three ways it is shown: the tables on the terminal (tables.cpp), the CSV
+// (results_csv.cpp) and the plots (plots.cpp).
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "stage.hpp"
+
+namespace rocl_bench::compare {
+
+// A figure for the tables: about three significant digits, never an
+// exponent above 0.01 (rocl-bench's format_value), two digits below.
+std::string format_figure(double v);
+
+struct StageRun {
+  std::string stage;             // p2p, threads, ports, sustain
+  std::vector<Config> configs;   // column order, classes, n/a reasons
+  StageResult result;            // samples and failures
+  std::vector<Summary> summary;  // result.samples over the rounds
+
+  // The summary of a point, or nullptr.
+  const Summary *find(const std::string &metric, const std::string &system, std::size_t size,
+                      int pairs = 1) const;
+  // A table cell: the figure, or "n/a" (cannot run here), "failed" or "-".
+  std::string cell(const std::string &metric, const std::string &system, std::size_t size,
+                   int pairs = 1) const;
+  const Config *config(const std::string &name) const;
+};
+
+struct Results {
+  std::vector<StageRun> stages;
+  const StageRun *find(const std::string &stage) const;
+};
+
+// The derived sustainability figures of one configuration.
+struct Sustainability {
+  std::string config;
+  double compute_alone = 0, compute_with = 0, rtt_alone = 0, rtt_with = 0;
+  double compute_ratio = 0;   // Ex_cs / Ex_0
+  double rtt_ratio = 0;       // Rt_0 / Rt_cs
+  double geomean = 0;         // of the two
+  double rtt_best_ratio = 0;  // Rt_best0 / Rt_cs: against the best round trip alone of the run
+  double geomean_best = 0;    // of compute_ratio and rtt_best_ratio (the paper's overall ratio)
+};
+std::vector<Sustainability> sustainability(const StageRun &run);
+
+// The tables, with ratios rocl / best anchor, the sustainability ratios,
+// the goals of issue 5 (ok / MISS) and what was not measured and why.
+void print_tables(std::FILE *out, const Results &results, const CompareOptions &o);
+
+// The goals of issue 5, each ok or MISS (goals.cpp); `quick` says that the
+// figures are --quick ones.
+void print_goals(std::FILE *out, const Results &results, bool quick);
+
+// compare.csv: every run's samples, then the summaries and ratios. False
+// (errno set) if it cannot be written.
+bool write_results_csv(const std::string &path, const Results &results);
+
+// latency.png, bandwidth.png, rate.png, threads.png in `folder` (those
+// whose stage ran) with gnuplot, their data and script beside them; their
+// paths go to `written`. Returns "" or what failed.
+std::string write_plots(const std::string &folder, const Results &results,
+                        const std::string &gnuplot, const std::string &log,
+                        std::vector<std::string> &written);
+
+}  // namespace rocl_bench::compare

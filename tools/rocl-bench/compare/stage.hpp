@@ -1,0 +1,86 @@
+// stage.hpp - what the four stages of a comparison share: a configuration
+// (one system measured one way: "ompi-vader", "rocl-shm-thread"), how one
+// run of it is asked for and what it gives back, and the loop that runs
+// every configuration of a stage in interleaved rounds, the order rotating
+// from round to round, so that the machine's slow spells hit all of them
+// alike.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "child_process.hpp"
+#include "compare_options.hpp"
+#include "output_parse.hpp"
+#include "programs.hpp"
+#include "progress.hpp"
+#include "stats.hpp"
+
+namespace rocl_bench::compare {
+
+struct RunRequest {
+  const CompareOptions &options;
+  const Programs &programs;
+  int round;
+  std::string log;      // the program's output goes here
+  std::string scratch;  // a path prefix for files the run writes (+ ".csv", ...)
+};
+
+struct RunOutcome {
+  bool ok = false;
+  std::string why;  // when not ok: what failed, with the log's telling line
+  std::vector<Sample> samples;
+};
+
+struct Config {
+  std::string name;         // as in the tables and the CSV
+  std::string cls;          // p2p: inproc, shm, tcp or limit; "" elsewhere
+  std::string about;        // how it is measured, one line
+  std::string unavailable;  // why it cannot run here; "" when it can
+  std::function<RunOutcome(const RunRequest &)> run;
+  std::size_t expected = 0;  // figures a run gives; fewer fail it
+};
+
+// What a stage leaves: every run's samples, and the configurations that
+// failed (name -> why; a configuration that fails is not run again).
+struct StageResult {
+  std::vector<Sample> samples;
+  std::map<std::string, std::string> failed;
+};
+
+// Seconds a run of `points` measured points may take before it is stopped.
+double run_timeout(const CompareOptions &o, std::size_t points, double seconds_per_rep);
+
+// Runs inv; on success parses the rows of `rows_file` (the log when empty)
+// and turns them into samples. A run that exits 0 but gives no sample
+// fails too ("printed no figures").
+RunOutcome run_and_collect(
+    const Invocation &inv, const std::string &rows_file,
+    const std::function<std::vector<Sample>(const std::vector<CsvRow> &)> &to_samples);
+
+// Runs the available configurations of `stage` o.rounds times, each round
+// in a rotated order, reporting each run on `progress`; logs go to
+// logs_dir/<round>-<stage>-<config>.log.
+void run_stage(const std::string &stage, const std::vector<Config> &configs,
+               const CompareOptions &o, const Programs &p, const std::string &logs_dir,
+               Progress &progress, StageResult &result);
+
+// The number of runs run_stage will make (for the progress display).
+int planned_runs(const std::vector<Config> &configs, const CompareOptions &o);
+
+// compare's own rocl job under roclrun (ports_rank.cpp, sustain_rank.cpp):
+// roclrun --timeout -n 2 rocl-bench compare --rank ROLE ARGS...,
+// ROCL_TRANSPORTS=transport, output in r.log.
+Invocation rocl_job(const RunRequest &r, const std::string &role, const std::string &transport,
+                    double timeout, std::vector<std::string> args);
+
+// The configurations the --systems filters select, in their order.
+std::vector<Config> keep_selected(const CompareOptions &o, std::vector<Config> all);
+
+// "8,64K,1M".
+std::string join_sizes(const std::vector<std::size_t> &sizes);
+std::string join_ints(const std::vector<int> &values);
+
+}  // namespace rocl_bench::compare
