@@ -199,17 +199,11 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         return rc;
       if (int rc = recv_bytes(comm, partner, kAllreduce, kCollective, other.data(), other.size()))
         return rc;
-      // Keep rank order: the lower half's data on the left of op.
-      if (partner < r) {
-        if (int rc =
-                reduce_local(comm, op, datatype, other.data(), acc.data(), count, "MPI_Allreduce"))
-          return rc;
-      } else {
-        if (int rc =
-                reduce_local(comm, op, datatype, acc.data(), other.data(), count, "MPI_Allreduce"))
-          return rc;
-        acc.swap(other);
-      }
+      // Keep rank order: the lower half's data on the left of op (into acc).
+      if (partner > r) acc.swap(other);
+      if (int rc =
+              reduce_local(comm, op, datatype, other.data(), acc.data(), count, "MPI_Allreduce"))
+        return rc;
     }
   } else {
     if (int rc = reduce_to_zero(comm, acc, count, datatype, op, "MPI_Allreduce")) return rc;

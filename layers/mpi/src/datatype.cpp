@@ -8,76 +8,70 @@
 #include <cwchar>
 
 #include "mpi_impl.hpp"
+#include "reductions.hpp"
 
 namespace {
 
-template <class V, class I>
-struct Pair {
-  V v;
-  I i;
-};
-
 // A predefined type: `size` data bytes in an element of `extent` bytes
 // (pair types keep their padding in messages, so they stay dense).
-rocl_mpi_datatype predefined(std::size_t size, std::size_t extent, int basic) {
-  rocl_mpi_datatype t;
-  t.size = size;
-  t.packed = extent;
-  t.extent = MPI_Aint(extent);
-  t.blocks = {rmpi::Block{0, extent}};
-  t.basic = basic;
-  t.basic_count = 1;
-  t.predefined = t.committed = true;
-  return t;
+rocl_mpi_datatype predefined(std::size_t size, std::size_t extent, rmpi::Chooser reducer) {
+  return {.size = size,
+          .packed = extent,
+          .extent = MPI_Aint(extent),
+          .blocks = {{0, extent}},
+          .reducer = reducer,
+          .basic_count = 1,
+          .predefined = true,
+          .committed = true};
 }
 template <class T>
-rocl_mpi_datatype basic_type(int basic) {
-  return predefined(sizeof(T), sizeof(T), basic);
+rocl_mpi_datatype basic_type(rmpi::Chooser reducer = rmpi::reducer_of<T>()) {
+  return predefined(sizeof(T), sizeof(T), reducer);
 }
 template <class V, class I>
-rocl_mpi_datatype pair_type(int basic) {
-  return predefined(sizeof(V) + sizeof(I), sizeof(Pair<V, I>), basic);
+rocl_mpi_datatype pair_type() {
+  return predefined(sizeof(V) + sizeof(I), sizeof(rmpi::Pair<V, I>), rmpi::pair<V, I>);
 }
 
 }  // namespace
 
 using namespace rmpi;
 
-struct rocl_mpi_datatype rocl_mpi_type_char = basic_type<char>(kChar),
-                         rocl_mpi_type_signed_char = basic_type<signed char>(kSChar),
-                         rocl_mpi_type_unsigned_char = basic_type<unsigned char>(kUChar),
-                         rocl_mpi_type_byte = basic_type<unsigned char>(kByte),
-                         rocl_mpi_type_short = basic_type<short>(kShort),
-                         rocl_mpi_type_unsigned_short = basic_type<unsigned short>(kUShort),
-                         rocl_mpi_type_int = basic_type<int>(kInt),
-                         rocl_mpi_type_unsigned = basic_type<unsigned>(kUInt),
-                         rocl_mpi_type_long = basic_type<long>(kLong),
-                         rocl_mpi_type_unsigned_long = basic_type<unsigned long>(kULong),
-                         rocl_mpi_type_long_long = basic_type<long long>(kLLong),
-                         rocl_mpi_type_unsigned_long_long = basic_type<unsigned long long>(kULLong),
-                         rocl_mpi_type_float = basic_type<float>(kFloat),
-                         rocl_mpi_type_double = basic_type<double>(kDouble),
-                         rocl_mpi_type_long_double = basic_type<long double>(kLDouble),
-                         rocl_mpi_type_c_bool = basic_type<bool>(kBool),
-                         rocl_mpi_type_int8 = basic_type<std::int8_t>(kI8),
-                         rocl_mpi_type_uint8 = basic_type<std::uint8_t>(kU8),
-                         rocl_mpi_type_int16 = basic_type<std::int16_t>(kI16),
-                         rocl_mpi_type_uint16 = basic_type<std::uint16_t>(kU16),
-                         rocl_mpi_type_int32 = basic_type<std::int32_t>(kI32),
-                         rocl_mpi_type_uint32 = basic_type<std::uint32_t>(kU32),
-                         rocl_mpi_type_int64 = basic_type<std::int64_t>(kI64),
-                         rocl_mpi_type_uint64 = basic_type<std::uint64_t>(kU64),
-                         rocl_mpi_type_aint = basic_type<MPI_Aint>(kLong),
-                         rocl_mpi_type_count = basic_type<MPI_Count>(kLLong),
-                         rocl_mpi_type_offset = basic_type<MPI_Offset>(kLLong),
-                         rocl_mpi_type_wchar = basic_type<wchar_t>(kNoBasic),
-                         rocl_mpi_type_packed = basic_type<unsigned char>(kNoBasic),
-                         rocl_mpi_type_float_int = pair_type<float, int>(kFloatInt),
-                         rocl_mpi_type_double_int = pair_type<double, int>(kDoubleInt),
-                         rocl_mpi_type_long_int = pair_type<long, int>(kLongInt),
-                         rocl_mpi_type_2int = pair_type<int, int>(k2Int),
-                         rocl_mpi_type_short_int = pair_type<short, int>(kShortInt),
-                         rocl_mpi_type_long_double_int = pair_type<long double, int>(kLDoubleInt);
+struct rocl_mpi_datatype rocl_mpi_type_char = basic_type<char>(),
+                         rocl_mpi_type_signed_char = basic_type<signed char>(),
+                         rocl_mpi_type_unsigned_char = basic_type<unsigned char>(),
+                         rocl_mpi_type_byte = basic_type<unsigned char>(bytes),
+                         rocl_mpi_type_short = basic_type<short>(),
+                         rocl_mpi_type_unsigned_short = basic_type<unsigned short>(),
+                         rocl_mpi_type_int = basic_type<int>(),
+                         rocl_mpi_type_unsigned = basic_type<unsigned>(),
+                         rocl_mpi_type_long = basic_type<long>(),
+                         rocl_mpi_type_unsigned_long = basic_type<unsigned long>(),
+                         rocl_mpi_type_long_long = basic_type<long long>(),
+                         rocl_mpi_type_unsigned_long_long = basic_type<unsigned long long>(),
+                         rocl_mpi_type_float = basic_type<float>(),
+                         rocl_mpi_type_double = basic_type<double>(),
+                         rocl_mpi_type_long_double = basic_type<long double>(),
+                         rocl_mpi_type_c_bool = basic_type<bool>(),
+                         rocl_mpi_type_int8 = basic_type<std::int8_t>(),
+                         rocl_mpi_type_uint8 = basic_type<std::uint8_t>(),
+                         rocl_mpi_type_int16 = basic_type<std::int16_t>(),
+                         rocl_mpi_type_uint16 = basic_type<std::uint16_t>(),
+                         rocl_mpi_type_int32 = basic_type<std::int32_t>(),
+                         rocl_mpi_type_uint32 = basic_type<std::uint32_t>(),
+                         rocl_mpi_type_int64 = basic_type<std::int64_t>(),
+                         rocl_mpi_type_uint64 = basic_type<std::uint64_t>(),
+                         rocl_mpi_type_aint = basic_type<MPI_Aint>(),
+                         rocl_mpi_type_count = basic_type<MPI_Count>(),
+                         rocl_mpi_type_offset = basic_type<MPI_Offset>(),
+                         rocl_mpi_type_wchar = basic_type<wchar_t>(nullptr),
+                         rocl_mpi_type_packed = basic_type<unsigned char>(nullptr),
+                         rocl_mpi_type_float_int = pair_type<float, int>(),
+                         rocl_mpi_type_double_int = pair_type<double, int>(),
+                         rocl_mpi_type_long_int = pair_type<long, int>(),
+                         rocl_mpi_type_2int = pair_type<int, int>(),
+                         rocl_mpi_type_short_int = pair_type<short, int>(),
+                         rocl_mpi_type_long_double_int = pair_type<long double, int>();
 
 namespace rmpi {
 namespace {
@@ -105,7 +99,7 @@ MPI_Datatype replicate(MPI_Datatype old, const std::vector<MPI_Aint> &at) {
   t->packed = old->packed * at.size();
   t->lb = lb;
   t->extent = ub - lb;
-  t->basic = old->basic;
+  t->reducer = old->reducer;
   t->basic_count = old->basic_count * at.size();
   t->dense = t->blocks.size() <= 1 && MPI_Aint(t->packed) == t->extent;
   return t;
@@ -219,7 +213,7 @@ int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint d
     MPI_Datatype part = replicate(types[i], at);
     lb = first ? part->lb : std::min(lb, part->lb);
     ub = first ? part->lb + part->extent : std::max(ub, part->lb + part->extent);
-    t->basic = first || t->basic == part->basic ? part->basic : kNoBasic;
+    t->reducer = first || t->reducer == part->reducer ? part->reducer : nullptr;
     t->basic_count += part->basic_count;
     t->size += part->size;
     t->packed += part->packed;

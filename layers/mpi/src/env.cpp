@@ -58,6 +58,12 @@ int remember(int cls, const char *text) {
   return g_said[slot].code;
 }
 
+// No communicator yet, so no error handler: MPI_Init's failures end the process.
+[[noreturn]] void init_failed(const char *what) {
+  std::fprintf(stderr, "rocl MPI: MPI_Init: %s: %s\n", what, rocl_last_error());
+  _exit(MPI_ERR_OTHER);
+}
+
 int my_rank() {
   const char *r = std::getenv("ROCL_RANK");
   return r != nullptr ? std::atoi(r) : 0;
@@ -95,29 +101,12 @@ int fail(MPI_Comm comm, int cls, const char *who, const char *fmt, ...) {
 }
 
 int fail_rocl(MPI_Comm comm, int rocl_code, const char *who) {
-  int cls = MPI_ERR_OTHER;
-  switch (rocl_code) {
-    case ROCL_EINVAL:
-      cls = MPI_ERR_ARG;
-      break;
-    case ROCL_ENOMEM:
-      cls = MPI_ERR_NO_MEM;
-      break;
-    case ROCL_ETOOBIG:
-      cls = MPI_ERR_COUNT;
-      break;
-    case ROCL_EDELETED:
-      cls = MPI_ERR_COMM;
-      break;
-    case ROCL_ENOINIT:
-      cls = MPI_ERR_OTHER;
-      break;
-    case ROCL_EINTERNAL:
-      cls = MPI_ERR_INTERN;
-      break;
-    default:
-      break;
-  }
+  const int cls = rocl_code == ROCL_EINVAL      ? MPI_ERR_ARG
+                  : rocl_code == ROCL_ENOMEM    ? MPI_ERR_NO_MEM
+                  : rocl_code == ROCL_ETOOBIG   ? MPI_ERR_COUNT
+                  : rocl_code == ROCL_EDELETED  ? MPI_ERR_COMM
+                  : rocl_code == ROCL_EINTERNAL ? MPI_ERR_INTERN
+                                                : MPI_ERR_OTHER;
   const char *why = rocl_last_error();
   return fail(comm, cls, who, "%s",
               why != nullptr && *why != '\0' ? why : rocl_strerror(rocl_code));
@@ -173,22 +162,13 @@ using namespace rmpi;
 extern "C" {
 
 int MPI_Init_thread(int *, char ***, int required, int *provided) {
-  if (g_state.load() != 0) {
-    std::fprintf(stderr, "rocl MPI: MPI_Init called twice (or after MPI_Finalize)\n");
-    _exit(MPI_ERR_OTHER);
-  }
-  if (rocl_init() < 0) {
-    std::fprintf(stderr, "rocl MPI: MPI_Init: rocl_init failed: %s\n", rocl_last_error());
-    _exit(MPI_ERR_OTHER);
-  }
+  if (g_state.load() != 0) init_failed("called twice (or after MPI_Finalize)");
+  if (rocl_init() < 0) init_failed("rocl_init failed");
   g_thread_level = required < MPI_THREAD_SINGLE     ? MPI_THREAD_SINGLE
                    : required > MPI_THREAD_MULTIPLE ? MPI_THREAD_MULTIPLE
                                                     : required;
   g_main_thread = pthread_self();
-  if (int rc = setup_world(); rc != MPI_SUCCESS) {
-    std::fprintf(stderr, "rocl MPI: MPI_Init: %s\n", rocl_last_error());
-    _exit(MPI_ERR_OTHER);
-  }
+  if (setup_world() != MPI_SUCCESS) init_failed("setting up MPI_COMM_WORLD failed");
   g_state.store(1, std::memory_order_release);
   if (provided != nullptr) *provided = g_thread_level;
   return MPI_SUCCESS;

@@ -39,41 +39,17 @@ struct Block {
   std::size_t len;
 };
 
-// Basic element kinds the predefined reductions know.
-enum Basic : int {
-  kNoBasic = -1,
-  kChar,
-  kSChar,
-  kUChar,
-  kByte,
-  kShort,
-  kUShort,
-  kInt,
-  kUInt,
-  kLong,
-  kULong,
-  kLLong,
-  kULLong,
-  kFloat,
-  kDouble,
-  kLDouble,
-  kBool,
-  kI8,
-  kU8,
-  kI16,
-  kU16,
-  kI32,
-  kU32,
-  kI64,
-  kU64,
-  kFloatInt,
-  kDoubleInt,
-  kLongInt,
-  k2Int,
-  kShortInt,
-  kLDoubleInt,
-  kBasicCount
+// An element of MPI_FLOAT_INT and the other pair types (MAXLOC, MINLOC).
+template <class V, class I>
+struct Pair {
+  V v;
+  I i;
 };
+
+// A predefined op's function on n basic elements (inout = in op inout), and
+// a type's chooser of them by op (nullptr where MPI does not define it).
+using Fn = void (*)(const void *in, void *inout, std::size_t n);
+using Chooser = Fn (*)(int op);
 
 bool in_place(const void *p);
 
@@ -114,9 +90,9 @@ struct rocl_mpi_datatype {
   std::size_t packed = 0;  // bytes per element in a message (pair types keep their padding)
   MPI_Aint lb = 0, extent = 0;
   std::vector<rmpi::Block> blocks;
-  bool dense = true;  // count elements are count * packed bytes from blocks[0].disp
-  int basic = rmpi::kNoBasic;
-  std::size_t basic_count = 0;  // basic elements per element
+  bool dense = true;                // count elements are count * packed bytes from blocks[0].disp
+  rmpi::Chooser reducer = nullptr;  // of its basic elements, if all of one type
+  std::size_t basic_count = 0;      // basic elements per element
   bool predefined = false;
   bool committed = false;
   MPI_Aint first() const { return blocks.empty() ? 0 : blocks[0].disp; }

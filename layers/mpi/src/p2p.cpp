@@ -126,6 +126,20 @@ void receive_target(void *buf, int count, MPI_Datatype t, void *none, void **int
   *into = !t->dense ? nullptr : *cap != 0 ? static_cast<char *>(buf) + t->first() : none;
 }
 
+// The four blocking sends: mode 'S'ynchronous, 'B'uffered, 'R'eady, or
+// 0 for standard.
+int blocking_send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+                  char mode, const char *who) {
+  if (int rc = check_send(buf, count, t, dest, tag, comm, who)) return rc;
+  if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
+  if (mode == 'B') {
+    if (int rc = check_bsend_room(comm, count, t, who)) return rc;
+  }
+  const unsigned flags = mode == 'S' ? kSyncFlag : 0;
+  if (int rc = post_send(buf, count, t, dest, tag, comm, flags, who)) return rc;
+  return mode == 'S' ? wait_sync_ack(comm, dest, tag, who) : MPI_SUCCESS;
+}
+
 int do_recv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm comm,
             MPI_Status *status, const char *who) {
   void *into;
@@ -177,29 +191,16 @@ using namespace rmpi;
 extern "C" {
 
 int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  if (int rc = check_send(buf, count, datatype, dest, tag, comm, "MPI_Send")) return rc;
-  if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
-  return post_send(buf, count, datatype, dest, tag, comm, 0, "MPI_Send");
+  return blocking_send(buf, count, datatype, dest, tag, comm, 0, "MPI_Send");
 }
-
 int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  if (int rc = check_send(buf, count, datatype, dest, tag, comm, "MPI_Rsend")) return rc;
-  if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
-  return post_send(buf, count, datatype, dest, tag, comm, 0, "MPI_Rsend");
+  return blocking_send(buf, count, datatype, dest, tag, comm, 'R', "MPI_Rsend");
 }
-
 int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  if (int rc = check_send(buf, count, datatype, dest, tag, comm, "MPI_Bsend")) return rc;
-  if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
-  if (int rc = check_bsend_room(comm, count, datatype, "MPI_Bsend")) return rc;
-  return post_send(buf, count, datatype, dest, tag, comm, 0, "MPI_Bsend");
+  return blocking_send(buf, count, datatype, dest, tag, comm, 'B', "MPI_Bsend");
 }
-
 int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  if (int rc = check_send(buf, count, datatype, dest, tag, comm, "MPI_Ssend")) return rc;
-  if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
-  if (int rc = post_send(buf, count, datatype, dest, tag, comm, kSyncFlag, "MPI_Ssend")) return rc;
-  return wait_sync_ack(comm, dest, tag, "MPI_Ssend");
+  return blocking_send(buf, count, datatype, dest, tag, comm, 'S', "MPI_Ssend");
 }
 
 int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,

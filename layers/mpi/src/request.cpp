@@ -223,6 +223,16 @@ bool is_live(MPI_Request r) {
   return r != MPI_REQUEST_NULL && r->active;
 }
 
+// Waitall's and Testall's end, once every request is done.
+int retire_all(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  bool failed = false;
+  for (int i = 0; i < count; ++i) {
+    MPI_Status *s = statuses != MPI_STATUSES_IGNORE ? &statuses[i] : MPI_STATUS_IGNORE;
+    failed |= retire(&requests[i], s, false) != MPI_SUCCESS;
+  }
+  return failed ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
+}
+
 }  // namespace
 }  // namespace rmpi
 
@@ -300,16 +310,10 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status) {
 
 int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]) {
   drain_orphans();
-  bool failed = false;
   for (int i = 0; i < count; ++i) {
     if (is_live(array_of_requests[i])) block(array_of_requests[i]);
   }
-  for (int i = 0; i < count; ++i) {
-    MPI_Status *s =
-        array_of_statuses != MPI_STATUSES_IGNORE ? &array_of_statuses[i] : MPI_STATUS_IGNORE;
-    failed |= retire(&array_of_requests[i], s, false) != MPI_SUCCESS;
-  }
-  return failed ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
+  return retire_all(count, array_of_requests, array_of_statuses);
 }
 
 int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
@@ -321,13 +325,7 @@ int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
   }
   *flag = all;
   if (!all) return MPI_SUCCESS;
-  bool failed = false;
-  for (int i = 0; i < count; ++i) {
-    MPI_Status *s =
-        array_of_statuses != MPI_STATUSES_IGNORE ? &array_of_statuses[i] : MPI_STATUS_IGNORE;
-    failed |= retire(&array_of_requests[i], s, false) != MPI_SUCCESS;
-  }
-  return failed ? MPI_ERR_IN_STATUS : MPI_SUCCESS;
+  return retire_all(count, array_of_requests, array_of_statuses);
 }
 
 int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,

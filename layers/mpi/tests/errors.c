@@ -80,6 +80,13 @@ int main(int argc, char **argv) {
   EXPECT(MPI_Bcast(buf, 1, MPI_INT, size, MPI_COMM_WORLD), MPI_ERR_ROOT);
   EXPECT(MPI_Reduce(buf, buf + 1, 1, MPI_INT, MPI_SUM, -1, MPI_COMM_WORLD), MPI_ERR_ROOT);
   EXPECT(MPI_Allreduce(buf, buf + 1, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD), MPI_ERR_OP);
+  /* predefined ops only on the types MPI defines them for (MPI 3.1 5.9.2) */
+  float f[2] = {1, 2};
+  EXPECT(MPI_Allreduce(f, f + 1, 1, MPI_FLOAT, MPI_BAND, MPI_COMM_WORLD), MPI_ERR_OP);
+#ifndef OPEN_MPI /* Open MPI 4.1.4 sums bytes (an extension of the standard) */
+  EXPECT(MPI_Allreduce(buf, buf + 1, 1, MPI_BYTE, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_OP);
+#endif
+  EXPECT(MPI_Allreduce(buf, buf + 1, 1, MPI_INT, MPI_MAXLOC, MPI_COMM_WORLD), MPI_ERR_OP);
   /* request */
   MPI_Request none = MPI_REQUEST_NULL;
   EXPECT(MPI_Start(&none), MPI_ERR_REQUEST);
