@@ -102,7 +102,7 @@ bool Context::spin_with_progress(const generic::Completion &done, int timeout_ms
       // Reading the clock costs about as much as a poll; check now and then.
       if ((i & 15u) == 0) {
         const Clock::time_point now = read_clock();
-        if (spinners_.load(std::memory_order_relaxed) > cpus_) {
+        if (spinners_.load(std::memory_order_relaxed) * sharers_ > cpus_) {
           yield_crowded_cpu(&spin, &end, limit);
         }
         if (now >= end) break;

@@ -110,6 +110,7 @@ Context::Context(const Options &options) : options_(options) {
   pool_config.thread_cache_bytes = options_.pool_thread_cache;
   pool_ = std::make_unique<BufferPool>(pool_config);
   cpus_ = usable_cpus();
+  sharers_ = static_cast<int>(std::max<std::uint32_t>(1, options_.cpu_sharers));
   directory_ = open_directory(options_, owned_directory_, secret_);
   start_transports();
 

@@ -125,10 +125,12 @@ class Context final : public MessageSink {
   std::vector<Transport *> polled_;     // the others: driven by waiting callers too
   std::vector<unsigned> poll_strides_;  // polled_[i] is polled every poll_strides_[i] rounds
   // Threads of this process spinning in spin_with_progress, and the cpus it
-  // may run on: more spinners than cpus and a spinner yields its cpu now and
-  // then (the thread its message waits for may be queued behind it).
+  // may run on: more spinners (times the processes sharing those cpus) than
+  // cpus and a spinner yields its cpu now and then (the thread its message
+  // waits for may be queued behind it, in this process or another).
   alignas(64) std::atomic<int> spinners_{0};
   int cpus_ = 1;
+  int sharers_ = 1;  // processes on those cpus (ROCL_CPU_SHARERS)
   std::string inproc_address_;
   rocl_gid_t gid_ = ROCL_NULL_GID;
   // Held exclusively while a registration is between the directory and the

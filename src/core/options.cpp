@@ -35,8 +35,14 @@ const OptionRow kOptions[] = {
      Type::kSize, field_of<&Options::pool_thread_cache>},
     {"ROCL_SPIN_US", "100",
      "Microseconds a waiting receiver spins before it sleeps. Waking a sleeping thread "
-     "costs tens of microseconds; spinning costs a core.",
+     "costs tens of microseconds; spinning costs a core. While more threads of a process spin "
+     "than it has cpus, a spinner yields its cpu now and then and spins ten times as long.",
      Type::kUint, field_of<&Options::spin_us>},
+    {"ROCL_CPU_SHARERS", "1",
+     "How many processes of the job run on this process's cpus, itself included; roclrun sets "
+     "it (with --bind-to core the ranks bound to the same cpu, else every rank). A spinning "
+     "receiver yields its cpu now and then when spinning threads x this exceed its cpus.",
+     Type::kUint, field_of<&Options::cpu_sharers>},
     {"ROCL_RNDV_THRESHOLD", "4M",
      "Messages of at least this many bytes between processes go by rendezvous where the "
      "transport can copy straight from the sender's buffer into the receiver's (shm: from "

@@ -13,6 +13,7 @@ struct Options {
   std::size_t pool_max;           // ROCL_POOL_MAX
   std::size_t pool_thread_cache;  // ROCL_POOL_THREAD_CACHE
   std::uint32_t spin_us;          // ROCL_SPIN_US
+  std::uint32_t cpu_sharers;      // ROCL_CPU_SHARERS
   std::uint32_t peer_check_ms;    // ROCL_PEER_CHECK_MS
   std::size_t rndv_threshold;     // ROCL_RNDV_THRESHOLD
   std::uint32_t linger_ms;        // ROCL_LINGER_MS

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -136,6 +137,27 @@ TEST_F(Roclrun, EveryLineCarriesItsRank) {
   std::vector<std::string> lines = lines_of(out_);
   std::sort(lines.begin(), lines.end());
   EXPECT_EQ(lines, (std::vector<std::string>{"[0] hi 0", "[1] hi 1", "[2] hi 2"})) << out_;
+}
+
+// ROCL_CPU_SHARERS: every rank shares every cpu without binding; with
+// --bind-to core a rank shares its cpu with the ranks bound to it too.
+TEST_F(Roclrun, CpuSharersCountTheRanksOnARanksCpus) {
+  ASSERT_EQ(run({"-n", "3", "sh", "-c", "echo $ROCL_CPU_SHARERS"}), 0) << err_;
+  std::vector<std::string> lines = lines_of(out_);
+  std::sort(lines.begin(), lines.end());
+  EXPECT_EQ(lines, (std::vector<std::string>{"[0] 3", "[1] 3", "[2] 3"})) << out_;
+
+  cpu_set_t allowed;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  const int cpus = CPU_COUNT(&allowed), ranks = 2 * cpus + 1;  // cpu 0 gets one rank more
+  ASSERT_EQ(
+      run({"--bind-to", "core", "-n", std::to_string(ranks), "sh", "-c", "echo $ROCL_CPU_SHARERS"}),
+      0)
+      << err_;
+  for (int r = 0; r < ranks; ++r) {
+    const std::string want = "[" + std::to_string(r) + "] " + (r % cpus == 0 ? "3" : "2");
+    EXPECT_NE(out_.find(want + "\n"), std::string::npos) << want << " in " << out_;
+  }
 }
 
 TEST_F(Roclrun, StderrIsPrefixedAndPartialLinesFlushed) {
