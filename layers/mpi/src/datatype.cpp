@@ -114,6 +114,13 @@ int new_type(MPI_Datatype old, const char *who, int count) {
 
 }  // namespace
 
+void retain_type(MPI_Datatype t) {
+  if (!t->predefined) t->refs.n.fetch_add(1, std::memory_order_relaxed);
+}
+void release_type(MPI_Datatype t) {
+  if (!t->predefined && t->refs.n.fetch_sub(1, std::memory_order_acq_rel) == 1) delete t;
+}
+
 void pack(const void *buf, int count, MPI_Datatype t, void *out) {
   const char *base = static_cast<const char *>(buf);
   char *o = static_cast<char *>(out);
@@ -258,7 +265,7 @@ int MPI_Type_free(MPI_Datatype *datatype) {
     return fail(nullptr, MPI_ERR_TYPE, "MPI_Type_free", "a predefined datatype cannot be freed");
   }
   (*datatype)->magic = 0;
-  delete *datatype;
+  release_type(*datatype);
   *datatype = MPI_DATATYPE_NULL;
   return MPI_SUCCESS;
 }

@@ -83,6 +83,14 @@ struct rocl_mpi_comm {
   int source_rank(rocl_gid_t gid) const;
 };
 
+// A reference count that a copied object starts afresh (at 1).
+struct RefCount {
+  std::atomic<int> n{1};
+  RefCount() = default;
+  RefCount(const RefCount &) {}
+  RefCount &operator=(const RefCount &) { return *this; }
+};
+
 struct rocl_mpi_datatype {
   static constexpr std::uint32_t kMagic = 0x74797065;
   std::uint32_t magic = kMagic;
@@ -95,6 +103,9 @@ struct rocl_mpi_datatype {
   std::size_t basic_count = 0;      // basic elements per element
   bool predefined = false;
   bool committed = false;
+  // The handle's reference plus one per request using the type: a type
+  // freed while a receive into it is pending lives until the request goes.
+  RefCount refs;
   MPI_Aint first() const { return blocks.empty() ? 0 : blocks[0].disp; }
 };
 
@@ -135,6 +146,9 @@ class Contiguous {
   char *data_;
   std::vector<char> staging_;
 };
+
+void retain_type(MPI_Datatype t);
+void release_type(MPI_Datatype t);
 
 // Reductions (op.cpp): inout = in op inout, element-wise over packed data.
 int reduce_local(MPI_Comm comm, MPI_Op op, MPI_Datatype t, const void *in, void *inout, int count,

@@ -30,6 +30,9 @@ struct rocl_mpi_request : rocl::generic::Recycled<rocl_mpi_request> {
   char none = 0;  // where 0-byte receives land
   MPI_Status status{};
   int error = MPI_SUCCESS;
+  ~rocl_mpi_request() {
+    if (type != MPI_DATATYPE_NULL) rmpi::release_type(type);
+  }
 };
 
 namespace rmpi {
@@ -191,6 +194,7 @@ MPI_Request make(rocl_mpi_request::Kind kind, int mode, const void *buf, int cou
   r->buf = buf;
   r->count = count;
   r->type = t;
+  retain_type(t);
   r->peer = peer;
   r->tag = tag;
   r->comm = comm;

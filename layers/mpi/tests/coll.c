@@ -565,6 +565,7 @@ static void test_split_colls(void) {
   want = 0;
   for (int i = 0; i <= sr; i++) want += top - 2 * i;
   CHECK(pre == want, "Scan on split: %d want %d", pre, want);
+  free(g);
   CHECK_MPI(MPI_Barrier(sub));
   CHECK_MPI(MPI_Comm_free(&sub));
 }
