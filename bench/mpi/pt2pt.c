@@ -3,7 +3,8 @@
  *
  *   latency  osu_latency: rank 0 MPI_Send + MPI_Recv, rank 1 MPI_Recv +
  *            MPI_Send; one-way = round trip / 2, in us. 2 ranks.
- *            Sizes 1 B..16 MiB, powers of 4.
+ *            Sizes 1 B..16 MiB, powers of 4, and 8 B (the size the
+ *            latency goal names).
  *   bw       osu_bw: rank 0 posts a window of MPI_Isend of one buffer,
  *            MPI_Waitall, then waits for a 4-byte ack; rank 1 posts the
  *            window of MPI_Irecv (distinct buffers), MPI_Waitall, acks.
@@ -26,8 +27,9 @@
 
 enum { kTagData = 1, kTagAck = 2 };
 
-static const size_t kLatencySizes[] = {
-    1, 4, 16, 64, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20};
+static const size_t kLatencySizes[] = {1,         4,       8,       16,       64,
+                                       256,       1 << 10, 4 << 10, 16 << 10, 64 << 10,
+                                       256 << 10, 1 << 20, 4 << 20, 16 << 20};
 static const size_t kBandwidthSizes[] = {4 << 10, 16 << 10, 64 << 10, 256 << 10,
                                          1 << 20, 4 << 20,  16 << 20};
 static const size_t kMbwSizes[] = {8, 64, 512, 4 << 10, 32 << 10, 256 << 10, 1 << 20, 4 << 20};

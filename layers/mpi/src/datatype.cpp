@@ -22,7 +22,8 @@ rocl_mpi_datatype predefined(std::size_t size, std::size_t extent, rmpi::Chooser
           .reducer = reducer,
           .basic_count = 1,
           .predefined = true,
-          .committed = true};
+          .committed = true,
+          .refs = {}};
 }
 template <class T>
 rocl_mpi_datatype basic_type(rmpi::Chooser reducer = rmpi::reducer_of<T>()) {
