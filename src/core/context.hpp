@@ -86,6 +86,11 @@ class Context final : public MessageSink {
   int finish_receive(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status) noexcept;
   int check_receive_args(const char *who, int tag, std::uint32_t domain) noexcept;
   int pull_if_rendezvous(Resource *r, Envelope **msg) noexcept;
+  // A matched rendezvous stub whose transport can pull into the caller's
+  // memory: pulled straight to into (cut to cap), status filled; true if so
+  // (*rc its outcome), false to take the pool-block path.
+  bool pull_into_caller(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status,
+                        int *rc) noexcept;
   int complete_request(rocl_request **req, rocl_status_t *status) noexcept;
   bool origin_gone(rocl_gid_t origin) noexcept;
   int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg) noexcept;

@@ -317,6 +317,19 @@ int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **m
   return ROCL_OK;
 }
 
+bool Context::pull_into_caller(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status,
+                               int *rc) noexcept {
+  if (!msg->rendezvous || into == nullptr) return false;
+  auto *stub = static_cast<Message *>(msg);
+  Transport *t = rendezvous_transport(stub);
+  if (!t->pulls_into_memory()) return false;
+  const CoreHeader header = stub->header;
+  const std::size_t len = stub->length;
+  *rc = t->pull_into(stub, into, cap);
+  *status = rocl_status_t{into, header.source, header.tag, *rc, len, header.flags()};
+  return true;
+}
+
 // A matched rendezvous stub becomes the message here, on the receiving
 // thread: the transport copies the payload from the sender once. If our
 // pool has no block for it, the stub goes back to r's mailbox, in its
@@ -418,6 +431,11 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domai
     return fail(rc, "rocl_recv: resource %#llx was deleted while waiting", ull(dgid));
   }
   if (rc != ROCL_OK) return fail(rc, "rocl_recv: %s", error_name(rc));
+  if (int drc; pull_into_caller(msg, into, cap, status, &drc)) {
+    resources_.put(r);
+    progressed();
+    return drc;
+  }
   // r is still held: a stub the pool has no block for goes back to its mailbox.
   const int prc = pull_if_rendezvous(r, &msg);
   resources_.put(r);

@@ -89,6 +89,8 @@ int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcep
     if (r->message == nullptr && r->env.status != ROCL_OK) {
       rc = r->env.status;
       st.error = rc;
+    } else if (pull_into_caller(msg, r->into, r->cap, &st, &rc)) {
+      // pulled straight into the caller's memory (or failed: st.error says)
     } else if (rc = pull_if_rendezvous(r->resource, &msg); rc != ROCL_OK) {
       st.error = rc;
     } else {

@@ -191,6 +191,18 @@ class Transport {
     return ROCL_EINTERNAL;
   }
   virtual void discard(Message *stub) noexcept { (void)stub; }
+  // Rendezvous straight into the receiver's memory (rocl_recvx), for a
+  // transport that can (pulls_into_memory): the payload, cut to cap bytes,
+  // lands at dst with no pool block in between; the stub is released and
+  // the sender let go whatever the outcome. Returns ROCL_OK or the code of
+  // fail() naming the peer. Thread safe.
+  virtual bool pulls_into_memory() const noexcept { return false; }
+  virtual int pull_into(Message *stub, void *dst, std::size_t cap) noexcept {
+    (void)stub;
+    (void)dst;
+    (void)cap;
+    return ROCL_EINTERNAL;
+  }
 
   // Makes [base, base+len) usable for zero-copy sends/receives (pins or
   // registers it with the NIC where needed). Called once for the pool region.

@@ -216,6 +216,8 @@ class ShmTransportImpl final : public ShmTransport {
   // shm_rendezvous.cpp
   int pull(Message *stub, Message **out) noexcept override;
   void discard(Message *stub) noexcept override;
+  bool pulls_into_memory() const noexcept override { return true; }
+  int pull_into(Message *stub, void *dst, std::size_t cap) noexcept override;
   bool holds_unread_input() const noexcept override {
     return paused_slots_.load(std::memory_order_relaxed) != 0;
   }

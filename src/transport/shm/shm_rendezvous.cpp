@@ -47,6 +47,17 @@ int ShmTransportImpl::pull(Message *stub, Message **out) noexcept {
   return ROCL_OK;
 }
 
+// One copy from the sender's mapped pool into the receiver's memory: a
+// large MPI receive no longer goes through a pool block and a second copy.
+int ShmTransportImpl::pull_into(Message *stub, void *dst, std::size_t cap) noexcept {
+  const Stub st = stub_of(stub);
+  const std::size_t len = std::min<std::size_t>(stub->length, cap);
+  release_stub(stub);
+  const int rc = len == 0 ? ROCL_OK : read_peer(st, static_cast<std::byte *>(dst), len);
+  hand_back(st);
+  return rc;
+}
+
 void ShmTransportImpl::discard(Message *stub) noexcept {
   const Stub st = stub_of(stub);
   release_stub(stub);
