@@ -94,24 +94,6 @@ bool is_executable_file(const std::string &path) {
   return ::access(path.c_str(), X_OK) == 0;
 }
 
-std::string join_sizes(const std::vector<std::size_t> &sizes) {
-  std::string text;
-  for (std::size_t s : sizes) {
-    if (!text.empty()) text += ',';
-    text += format_size(s);
-  }
-  return text;
-}
-
-std::string join_ints(const std::vector<int> &values) {
-  std::string text;
-  for (int v : values) {
-    if (!text.empty()) text += ',';
-    text += std::to_string(v);
-  }
-  return text;
-}
-
 bool selected(const ProcessRun &run, const char *name) {
   return std::find(run.benchmarks.begin(), run.benchmarks.end(), name) != run.benchmarks.end();
 }
@@ -482,17 +464,10 @@ bool is_process_benchmark(std::string_view name) {
   return false;
 }
 
-std::string find_roclrun(const std::string &explicit_path) {
-  if (!explicit_path.empty()) {
-    if (!is_executable_file(explicit_path)) {
-      die("--roclrun %s: not an executable file", explicit_path.c_str());
-    }
-    return explicit_path;
-  }
+std::string locate_roclrun() {
   const std::string self = self_path();
   const std::string dir = self.substr(0, self.rfind('/'));
-  std::vector<std::string> tried = {dir + "/roclrun", dir + "/../roclrun/roclrun"};
-  for (const auto &path : tried) {
+  for (const std::string &path : {dir + "/roclrun", dir + "/../roclrun/roclrun"}) {
     if (is_executable_file(path)) return path;
   }
   if (const char *path_env = std::getenv("PATH")) {
@@ -507,9 +482,20 @@ std::string find_roclrun(const std::string &explicit_path) {
       rest.remove_prefix(colon + 1);
     }
   }
-  die("cannot find roclrun (looked at %s, %s and in PATH): build it (ninja roclrun) or give "
-      "--roclrun PATH",
-      tried[0].c_str(), tried[1].c_str());
+  return "";
+}
+
+std::string find_roclrun(const std::string &explicit_path) {
+  if (!explicit_path.empty()) {
+    if (!is_executable_file(explicit_path)) {
+      die("--roclrun %s: not an executable file", explicit_path.c_str());
+    }
+    return explicit_path;
+  }
+  const std::string found = locate_roclrun();
+  if (!found.empty()) return found;
+  die("cannot find roclrun (looked next to rocl-bench, in ../roclrun/ and in PATH): build it "
+      "(ninja roclrun) or give --roclrun PATH");
 }
 
 bool run_in_processes(const ProcessRun &run, std::vector<Row> &rows) {

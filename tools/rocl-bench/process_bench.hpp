@@ -45,6 +45,8 @@ bool is_process_benchmark(std::string_view name);
 // executable, then ../roclrun/roclrun (the build tree), then PATH. Dies
 // naming the places it looked when there is none.
 std::string find_roclrun(const std::string &explicit_path);
+// The same search without an explicit path; "" when there is none.
+std::string locate_roclrun();
 
 // The parent's side: runs the job and returns rank 0's rows, named
 // "<transport>-<benchmark>". Returns false (with the reason on stderr) if

@@ -39,6 +39,24 @@ std::string format_size(std::size_t bytes) {
   return text;
 }
 
+std::string join_sizes(const std::vector<std::size_t> &sizes) {
+  std::string text;
+  for (std::size_t s : sizes) {
+    if (!text.empty()) text += ',';
+    text += format_size(s);
+  }
+  return text;
+}
+
+std::string join_ints(const std::vector<int> &values) {
+  std::string text;
+  for (int v : values) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(v);
+  }
+  return text;
+}
+
 std::string format_value(double v) {
   char text[64];
   const double a = v < 0 ? -v : v;

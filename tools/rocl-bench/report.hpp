@@ -27,6 +27,9 @@ Row summarize(std::string benchmark, std::size_t size_bytes, int pairs, std::vec
 
 // "8", "1K", "64K", "16M" (powers of 1024 when exact), else the byte count.
 std::string format_size(std::size_t bytes);
+// Comma-separated, as the command lines take them: "8,64K,1M", "1,2,4".
+std::string join_sizes(const std::vector<std::size_t> &sizes);
+std::string join_ints(const std::vector<int> &values);
 
 // About three significant digits, never an exponent: "0.153", "42.1", "57864".
 std::string format_value(double v);

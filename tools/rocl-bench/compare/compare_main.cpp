@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compare.hpp"
+#include "report.hpp"
 #include "results.hpp"
 #include "rocl_ranks.hpp"
 #include "stages.hpp"

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "limits.hpp"
+#include "report.hpp"
 #include "stages.hpp"
 #include "ucx_perftest_run.hpp"
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "child_process.hpp"
+#include "process_bench.hpp"
 #include "threads.hpp"
 
 namespace rocl_bench::compare {
@@ -49,16 +50,9 @@ Programs locate_programs(const CompareOptions &o) {
                     ? Program{"", "--roclrun " + o.roclrun + ": not an executable"}
                     : Program{o.roclrun, ""};
   } else {
-    const std::string dir = folder_of(p.self);
-    for (const std::string &candidate :
-         {dir + "/roclrun", dir + "/../roclrun/roclrun", std::string("roclrun")}) {
-      const std::string path = find_program(candidate);
-      if (!path.empty()) {
-        p.roclrun = {path, ""};
-        break;
-      }
-    }
-    if (!p.roclrun.found()) p.roclrun.missing = "roclrun not found (ninja roclrun, or --roclrun)";
+    const std::string path = locate_roclrun();  // the search rocl-bench --transport makes
+    p.roclrun = path.empty() ? Program{"", "roclrun not found (ninja roclrun, or --roclrun)"}
+                             : Program{path, ""};
   }
   p.anchors = o.anchors.empty() ? folder_of(p.self) + "/compare/anchors" : o.anchors;
   p.zmq_pingpong = anchor(p.anchors, "zmq_pingpong", "libzmq3-dev");

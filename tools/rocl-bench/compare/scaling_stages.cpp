@@ -3,6 +3,7 @@
 // grow.
 #include <algorithm>
 
+#include "report.hpp"
 #include "stages.hpp"
 
 namespace rocl_bench::compare {

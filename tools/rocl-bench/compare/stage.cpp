@@ -112,22 +112,4 @@ std::vector<Config> keep_selected(const CompareOptions &o, std::vector<Config> a
   return chosen;
 }
 
-std::string join_sizes(const std::vector<std::size_t> &sizes) {
-  std::string text;
-  for (std::size_t s : sizes) {
-    if (!text.empty()) text += ',';
-    text += format_size(s);
-  }
-  return text;
-}
-
-std::string join_ints(const std::vector<int> &values) {
-  std::string text;
-  for (int v : values) {
-    if (!text.empty()) text += ',';
-    text += std::to_string(v);
-  }
-  return text;
-}
-
 }  // namespace rocl_bench::compare

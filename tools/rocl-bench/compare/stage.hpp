@@ -79,8 +79,4 @@ Invocation rocl_job(const RunRequest &r, const std::string &role, const std::str
 // The configurations the --systems filters select, in their order.
 std::vector<Config> keep_selected(const CompareOptions &o, std::vector<Config> all);
 
-// "8,64K,1M".
-std::string join_sizes(const std::vector<std::size_t> &sizes);
-std::string join_ints(const std::vector<int> &values);
-
 }  // namespace rocl_bench::compare
