@@ -39,8 +39,8 @@ const OptionRow kOptions[] = {
      "than it has cpus, a spinner yields its cpu now and then and spins ten times as long.",
      Type::kUint, field_of<&Options::spin_us>},
     {"ROCL_CPU_SHARERS", "1",
-     "How many processes of the job run on this process's cpus, itself included; roclrun sets "
-     "it (with --bind-to core the ranks bound to the same cpu, else every rank). A spinning "
+     "How many processes of the job run on this process's cpus, itself included; roclrun "
+     "--bind-to core sets it to the ranks bound to the same cpu (unbound: 1). A spinning "
      "receiver yields its cpu now and then when spinning threads x this exceed its cpus.",
      Type::kUint, field_of<&Options::cpu_sharers>},
     {"ROCL_RNDV_THRESHOLD", "4M",

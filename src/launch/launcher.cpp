@@ -54,10 +54,13 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // ROCL_CPU_SHARERS of a rank: the ranks pinned to its cpu (--bind-to core,
-// round robin over the allowed cpus), else all of them, which share every cpu.
+// round robin over the allowed cpus). Unbound, 1: a rank may narrow its own
+// affinity (a benchmark pinning itself), and then "all ranks share my cpus"
+// would be false; it made a lone spinner yield to its own compute thread
+// (rocl-bench compare's sustainability round trip 0.9 us -> 4 ms).
 int cpu_sharers(bool bound, int rank, int size) {
   cpu_set_t allowed;
-  if (!bound || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return size;
+  if (!bound || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return 1;
   const int n = std::max(1, CPU_COUNT(&allowed));
   return size / n + (rank % n < size % n ? 1 : 0);
 }
