@@ -1,6 +1,7 @@
 /* anchor_pingpong.c - see anchor_pingpong.h. */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
 #include "anchor_pingpong.h"
+#include "anchor_common.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -44,17 +45,6 @@ void anchor_die(const char *format, ...) {
   fprintf(stderr, "%s (rank %d): %s\n", g_lib != NULL ? g_lib->program : "anchor", g_rank, text);
   fflush(stdout);
   exit(1);
-}
-
-double anchor_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 /* ---- the command line ------------------------------------------------------ */
@@ -192,29 +182,6 @@ static double bandwidth_run(struct point *p, long n) {
   return g_lib->stream(p->ep, p->size, p->window, n);
 }
 
-/* rocl-bench's plan_iterations (tools/rocl-bench/timing.hpp). */
-static long plan(double (*run)(struct point *, long), struct point *p, double target, long most) {
-  long n = 8 < most ? 8 : most;
-  double elapsed = run(p, n);
-  while (elapsed < target / 10 && n < most) {
-    n = n * 4 < most ? n * 4 : most;
-    elapsed = run(p, n);
-  }
-  const double per = elapsed / (double)n;
-  if (per <= 0) return most;
-  double wanted = target / per;
-  if (wanted < 1) wanted = 1;
-  if (wanted > (double)most) wanted = (double)most;
-  return (long)wanted;
-}
-
-static void print_row(const char *bench, size_t size, double *samples, int n, const char *unit) {
-  qsort(samples, (size_t)n, sizeof *samples, cmp_double);
-  const double median = n % 2 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
-  printf("%s,%zu,1,%.9g,%.9g,%.9g,%s\n", bench, size, median, samples[0], samples[n - 1], unit);
-  fflush(stdout);
-}
-
 static void drive(void *ep, const struct options *o) {
   double *samples = calloc((size_t)o->reps, sizeof *samples);
   if (samples == NULL) anchor_die("out of memory");
@@ -222,23 +189,23 @@ static void drive(void *ep, const struct options *o) {
     struct point p = {ep, o->sizes[s], 1};
     if (s == 0) { /* just connected: an untimed warm-up */
       struct point w = {ep, 8, 1};
-      plan(latency_run, &w, o->seconds < 0.05 ? o->seconds : 0.05, MAX_ROUND_TRIPS);
+      anchor_plan(latency_run, &w, o->seconds < 0.05 ? o->seconds : 0.05, MAX_ROUND_TRIPS);
     }
     long most = (long)(MAX_VOLUME / (double)p.size);
     if (most < 1000) most = 1000;
     if (most > MAX_ROUND_TRIPS) most = MAX_ROUND_TRIPS;
-    const long n = plan(latency_run, &p, o->seconds, most);
+    const long n = anchor_plan(latency_run, &p, o->seconds, most);
     for (int r = 0; r < o->reps; ++r) samples[r] = latency_run(&p, n) / (double)n / 2 * 1e6;
-    print_row("latency", p.size, samples, o->reps, "us");
+    anchor_print_row("latency", p.size, samples, o->reps, "us");
   }
   for (int s = 0; s < o->nbw; ++s) {
     struct point p = {ep, o->bw_sizes[s], window_for(o->bw_sizes[s], o->window)};
-    const long n = plan(bandwidth_run, &p, o->seconds, 1L << 30);
+    const long n = anchor_plan(bandwidth_run, &p, o->seconds, 1L << 30);
     for (int r = 0; r < o->reps; ++r) {
       const double t = bandwidth_run(&p, n);
       samples[r] = (double)n * p.window * (double)p.size / t / 1e9;
     }
-    print_row("bandwidth", p.size, samples, o->reps, "GB/s");
+    anchor_print_row("bandwidth", p.size, samples, o->reps, "GB/s");
   }
   struct anchor_ctl quit = {ANCHOR_QUIT, 0, 0, 0};
   g_lib->send_ctl(ep, &quit);
@@ -339,10 +306,10 @@ static void run_child(const struct options *o, int out, pid_t parent) {
 /* Reads the child's address (NUL-terminated) within the timeout. */
 static void read_address(int in, char *addr, size_t cap) {
   size_t got = 0;
-  const double deadline = anchor_now() + ANCHOR_TIMEOUT_MS / 1000.0;
+  const double deadline = anchor_clock_s() + ANCHOR_TIMEOUT_MS / 1000.0;
   while (got == 0 || addr[got - 1] != '\0') {
     struct pollfd p = {in, POLLIN, 0};
-    const int left = (int)((deadline - anchor_now()) * 1000);
+    const int left = (int)((deadline - anchor_clock_s()) * 1000);
     if (left <= 0 || poll(&p, 1, left) == 0) anchor_die("rank 1 gave no address in time");
     const ssize_t n = read(in, addr + got, cap - got);
     if (n < 0 && errno == EINTR) continue;
@@ -353,13 +320,13 @@ static void read_address(int in, char *addr, size_t cap) {
 }
 
 static void wait_child(pid_t child) {
-  const double deadline = anchor_now() + ANCHOR_TIMEOUT_MS / 1000.0;
+  const double deadline = anchor_clock_s() + ANCHOR_TIMEOUT_MS / 1000.0;
   int status = 0;
   for (;;) {
     const pid_t r = waitpid(child, &status, WNOHANG);
     if (r == child) break;
     if (r < 0 && errno != EINTR) anchor_die("waitpid: %s", strerror(errno));
-    if (anchor_now() > deadline) {
+    if (anchor_clock_s() > deadline) {
       kill(child, SIGKILL);
       anchor_die("rank 1 did not exit after QUIT");
     }

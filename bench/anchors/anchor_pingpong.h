@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "anchor_common.h" /* anchor_clock_s for the libraries' loops */
+
 enum { ANCHOR_QUIT = 0, ANCHOR_ECHO = 1, ANCHOR_SINK = 2 };
 
 /* Milliseconds any receive or send may block before the anchor gives up. */
@@ -71,8 +73,5 @@ int anchor_main(int argc, char **argv, const struct anchor_lib *lib);
 
 /* "<program> (rank r): <message>" on stderr, then exit(1). */
 void anchor_die(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-/* The CLOCK_MONOTONIC time in seconds. */
-double anchor_now(void);
 
 #endif

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "anchor_common.h"
 enum { kCmdQuit = 0, kCmdLatency = 1, kCmdBandwidth = 2 };
 enum { kTagCmd = 1, kTagData = 2, kTagAck = 3 };
 enum { kMaxSizes = 64 };
@@ -75,17 +76,6 @@ static void check(int rc, const char *call) {
     MPI_Error_string(rc, text + strlen(text), &len);
     die(text);
   }
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 /* "8", "64K", "1M" -> bytes; -1 if malformed. */
@@ -241,19 +231,19 @@ static void command(long cmd, size_t size, int window, long count) {
 /* n round trips of p->size bytes; returns the seconds they took. */
 static double latency_run(struct point *p, long n) {
   command(kCmdLatency, p->size, 1, n);
-  const double t0 = now_s();
+  const double t0 = anchor_clock_s();
   for (long i = 0; i < n; ++i) {
     check(MPI_Send(p->buf, (int)p->size, MPI_CHAR, 1, kTagData, MPI_COMM_WORLD), "MPI_Send");
     check(MPI_Recv(p->buf, (int)p->size, MPI_CHAR, 1, kTagData, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
           "MPI_Recv");
   }
-  return now_s() - t0;
+  return anchor_clock_s() - t0;
 }
 
 /* n windows of p->window messages, each acked; returns the seconds. */
 static double bandwidth_run(struct point *p, long n) {
   command(kCmdBandwidth, p->size, p->window, n);
-  const double t0 = now_s();
+  const double t0 = anchor_clock_s();
   for (long i = 0; i < n; ++i) {
     for (int k = 0; k < p->window; ++k) {
       check(MPI_Isend(p->buf, (int)p->size, MPI_CHAR, 1, kTagData, MPI_COMM_WORLD, &p->reqs[k]),
@@ -264,30 +254,7 @@ static double bandwidth_run(struct point *p, long n) {
     check(MPI_Recv(&ack, 1, MPI_INT, 1, kTagAck, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
           "MPI_Recv (ack)");
   }
-  return now_s() - t0;
-}
-
-/* rocl-bench's plan_iterations (tools/rocl-bench/timing.hpp). */
-static long plan(double (*run)(struct point *, long), struct point *p, double target, long most) {
-  long n = 8 < most ? 8 : most;
-  double elapsed = run(p, n);
-  while (elapsed < target / 10 && n < most) {
-    n = n * 4 < most ? n * 4 : most;
-    elapsed = run(p, n);
-  }
-  const double per = elapsed / (double)n;
-  if (per <= 0) return most;
-  double wanted = target / per;
-  if (wanted < 1) wanted = 1;
-  if (wanted > (double)most) wanted = (double)most;
-  return (long)wanted;
-}
-
-static void print_row(const char *bench, size_t size, double *samples, int n, const char *unit) {
-  qsort(samples, (size_t)n, sizeof *samples, cmp_double);
-  const double median = n % 2 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
-  printf("%s,%zu,1,%.9g,%.9g,%.9g,%s\n", bench, size, median, samples[0], samples[n - 1], unit);
-  fflush(stdout);
+  return anchor_clock_s() - t0;
 }
 
 static void drive(const struct options *o) {
@@ -299,14 +266,14 @@ static void drive(const struct options *o) {
     memset(p.buf, 3, p.size);
     if (s == 0) { /* the processes have just started: an untimed warm-up */
       struct point w = {1, 1, p.buf, NULL};
-      plan(latency_run, &w, o->seconds < 0.05 ? o->seconds : 0.05, MAX_ROUND_TRIPS);
+      anchor_plan(latency_run, &w, o->seconds < 0.05 ? o->seconds : 0.05, MAX_ROUND_TRIPS);
     }
     long most = (long)(MAX_VOLUME / (double)p.size);
     if (most < 1000) most = 1000;
     if (most > MAX_ROUND_TRIPS) most = MAX_ROUND_TRIPS;
-    const long n = plan(latency_run, &p, o->seconds, most);
+    const long n = anchor_plan(latency_run, &p, o->seconds, most);
     for (int r = 0; r < o->reps; ++r) samples[r] = latency_run(&p, n) / (double)n / 2 * 1e6;
-    print_row("latency", p.size, samples, o->reps, "us");
+    anchor_print_row("latency", p.size, samples, o->reps, "us");
     free(p.buf);
   }
   for (int s = 0; s < o->nbw; ++s) {
@@ -315,12 +282,12 @@ static void drive(const struct options *o) {
     p.reqs = calloc((size_t)p.window, sizeof *p.reqs);
     if (!p.buf || !p.reqs) die("out of memory");
     memset(p.buf, 4, p.size);
-    const long n = plan(bandwidth_run, &p, o->seconds, 1L << 30);
+    const long n = anchor_plan(bandwidth_run, &p, o->seconds, 1L << 30);
     for (int r = 0; r < o->reps; ++r) {
       const double t = bandwidth_run(&p, n);
       samples[r] = (double)n * p.window * (double)p.size / t / 1e9;
     }
-    print_row("bandwidth", p.size, samples, o->reps, "GB/s");
+    anchor_print_row("bandwidth", p.size, samples, o->reps, "GB/s");
     free(p.buf);
     free(p.reqs);
   }

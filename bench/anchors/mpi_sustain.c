@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "anchor_common.h"
 #include "sustain_kernel.h"
 
 enum { kTagControl = 1, kTagResult = 2, kTagData = 3 };
@@ -57,21 +58,10 @@ static void check(int rc, const char *call) {
   }
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void sleep_s(double s) {
   struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
   while (nanosleep(&ts, &ts) != 0) {
   }
-}
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 static void parse_options(int argc, char **argv, struct options *o) {
@@ -103,12 +93,12 @@ static void *compute_main(void *arg) {
   double v[SUSTAIN_VECTOR];
   for (int i = 0; i < SUSTAIN_VECTOR; ++i) v[i] = i;
   double sum = 0, units = 0;
-  const double t0 = now_s();
+  const double t0 = anchor_clock_s();
   while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
     sum += sustain_unit(v);
     ++units;
   }
-  c->seconds = now_s() - t0;
+  c->seconds = anchor_clock_s() - t0;
   c->units = units;
   g_sink = sum;
   return NULL;
@@ -131,17 +121,17 @@ static double compute_stop(struct compute *c) {
 /* Rank 0: round trips for `seconds`; returns the seconds per round trip. */
 static double ping_for(char *buf, size_t size, double seconds) {
   long n = 0;
-  const double t0 = now_s();
+  const double t0 = anchor_clock_s();
   double t = 0;
   do {
     ++n;
-    t = now_s() - t0;
+    t = anchor_clock_s() - t0;
     buf[0] = t >= seconds ? SUSTAIN_LAST : SUSTAIN_GO_ON;
     check(MPI_Send(buf, (int)size, MPI_CHAR, 1, kTagData, MPI_COMM_WORLD), "MPI_Send");
     check(MPI_Recv(buf, (int)size, MPI_CHAR, 1, kTagData, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
           "MPI_Recv");
   } while (buf[0] != SUSTAIN_LAST);
-  return (now_s() - t0) / (double)n;
+  return (anchor_clock_s() - t0) / (double)n;
 }
 
 static void echo_until_last(char *buf, size_t size) {
@@ -166,12 +156,6 @@ static double peer_rate(void) {
   return rate;
 }
 
-static void print_row(const char *bench, size_t size, double *samples, int n, const char *unit) {
-  qsort(samples, (size_t)n, sizeof *samples, cmp_double);
-  const double median = n % 2 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
-  printf("%s,%zu,1,%.9g,%.9g,%.9g,%s\n", bench, size, median, samples[0], samples[n - 1], unit);
-}
-
 static void drive(const struct options *o, char *buf) {
   double *samples = calloc(4 * (size_t)o->reps, sizeof *samples);
   if (samples == NULL) die("out of memory");
@@ -193,10 +177,10 @@ static void drive(const struct options *o, char *buf) {
     excs[r] = (compute_stop(&c) + peer_rate()) / 1e6;
   }
   control(SUSTAIN_QUIT);
-  print_row("compute-alone", o->size, ex0, o->reps, "M units/s");
-  print_row("compute-with-pingpong", o->size, excs, o->reps, "M units/s");
-  print_row("rtt-alone", o->size, rt0, o->reps, "us");
-  print_row("rtt-with-compute", o->size, rtcs, o->reps, "us");
+  anchor_print_row("compute-alone", o->size, ex0, o->reps, "M units/s");
+  anchor_print_row("compute-with-pingpong", o->size, excs, o->reps, "M units/s");
+  anchor_print_row("rtt-alone", o->size, rt0, o->reps, "us");
+  anchor_print_row("rtt-with-compute", o->size, rtcs, o->reps, "us");
   fflush(stdout);
   free(samples);
 }
