@@ -397,7 +397,8 @@ class TcpTransportImpl final : public TcpTransport {
   wire::Limits limits_{};
   std::string address_;
   int listen_fd_ = -1;
-  int epoll_fd_ = -1;
+  int epoll_fd_ = -1;         // the drivers' set: the listening socket and the connections
+  int thread_epoll_fd_ = -1;  // the thread's: epoll_fd_ and wake_fd_ (read by the thread only)
   int wake_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};

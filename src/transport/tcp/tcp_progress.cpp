@@ -89,7 +89,11 @@ bool TcpTransportImpl::wait_until_ready() {
   if (!callers_drive()) {
     const int timeout = paused_n_.load() > 0 ? tcp::kRetryMs : -1;
     epoll_event ev;
-    const int n = ::epoll_wait(epoll_fd_, &ev, 1, timeout);
+    const int n = ::epoll_wait(thread_epoll_fd_, &ev, 1, timeout);
+    if (n > 0 && ev.data.ptr == &wake_fd_) {
+      std::uint64_t v;
+      [[maybe_unused]] auto r = ::read(wake_fd_, &v, sizeof v);
+    }
     ready = n > 0 || (n == 0 && timeout >= 0);
   }
   in_epoll_.store(false);
@@ -145,10 +149,7 @@ int TcpTransportImpl::read_solo(Conn &c) {
 
 void TcpTransportImpl::handle_event(const epoll_event &ev) {
   void *p = ev.data.ptr;
-  if (p == &wake_fd_) {
-    std::uint64_t v;
-    [[maybe_unused]] auto r = ::read(wake_fd_, &v, sizeof v);
-  } else if (p == &listen_fd_) {
+  if (p == &listen_fd_) {
     accept_all();
   } else {
     on_conn(static_cast<Conn *>(p), ev.events);

@@ -61,7 +61,7 @@ TcpTransportImpl::~TcpTransportImpl() {
   count_conns_locked();
   peers_.clear();
   paused_.clear();
-  for (int fd : {listen_fd_, epoll_fd_, wake_fd_}) {
+  for (int fd : {listen_fd_, thread_epoll_fd_, epoll_fd_, wake_fd_}) {
     if (fd >= 0) ::close(fd);
   }
 }

@@ -152,8 +152,9 @@
 //    and polls again with timeout 0 to handle what is ready then. While
 //    callers poll (poll_begin() count > 0) it sleeps on a futex on that
 //    count instead, timing out every kParkMs to re-check, so arrivals wake
-//    no thread. poll_begin() kicks it out of epoll_wait (eventfd) when it is
-//    there; poll_end(true) by the last poller wakes it at once;
+//    no thread. poll_begin() kicks it out of epoll_wait (an eventfd in a set
+//    of the thread's own, beside the drivers' set, so that no driver reads
+//    a kick meant for it) when it is there; poll_end(true) by the last poller wakes it at once;
 //    poll_end(false) lets it resume within kParkMs.
 //  - progress(): try-locks the receive lock (0 if another thread drives, or
 //    if called from inside deliver), polls with timeout 0 and handles the

@@ -754,6 +754,56 @@ TEST(TcpTransport, SlowReceiverPausesReadingAndTheSendQueueStaysBounded) {
   EXPECT_EQ(b.pool.stats().in_use_buffers, 0u);
 }
 
+// A connection paused by a polling caller is retried by the thread once the
+// caller stops polling. The thread sat in epoll_wait without a timeout (no
+// connection paused then); the caller's poll_begin() and its pause kicked it,
+// and before the kicks had a set of the thread's own, the caller's next drive
+// read them first: the thread slept on, nobody retried, and the message
+// stayed unread after the pool freed up (CI: exit_while_paused_tcp hung).
+TEST(TcpTransport, APauseSeenByAPollingCallerIsRetriedByTheThreadLater) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret);
+  SlowNode b(2, &secret, std::size_t{4} << 20);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 5, a.make(8, 0)), ROCL_OK);  // connects
+  ASSERT_TRUE(b.sink.drain(1, 0us, 5000ms));
+  {  // and b to a: with two connections a caller's every drive asks epoll
+    BlockHeader *blk = b.pool.allocate(8);
+    ASSERT_NE(blk, nullptr);
+    blk->state.store(BlockState::kLibrary);
+    blk->return_after_send = true;
+    Message *m = message_in(blk);
+    m->header = CoreHeader{78, 1, 3};
+    m->data = payload_of(blk);
+    m->length = 8;
+    ASSERT_EQ(b.t->send(1, a.t->address(), 6, m), ROCL_OK);
+    ASSERT_TRUE(a.sink.wait_for(1, 5000ms));
+  }
+  // The thread wins the race for a kick now and then: ten rounds (the bug
+  // showed in about one round in five).
+  for (int round = 0; round < 10; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    std::vector<BlockHeader *> taken;  // every block a 24 KiB message could use
+    while (BlockHeader *blk = b.pool.allocate(24 << 10)) taken.push_back(blk);
+    ASSERT_FALSE(taken.empty());
+    std::this_thread::sleep_for(20ms);  // b's thread now waits in epoll_wait
+    const std::uint64_t paused = b.t->stats().paused_reads;
+    b.t->poll_begin();
+    (void)b.t->progress();  // what would have read the kick of poll_begin()
+    ASSERT_EQ(a.t->send(2, b.t->address(), 5, a.make(24 << 10, 1)), ROCL_OK);
+    const auto end = std::chrono::steady_clock::now() + 5s;
+    while (b.t->stats().paused_reads == paused && std::chrono::steady_clock::now() < end) {
+      (void)b.t->progress();
+    }
+    ASSERT_GT(b.t->stats().paused_reads, paused) << "the caller never paused the connection";
+    for (int i = 0; i < 100; ++i) (void)b.t->progress();  // and would have read that kick
+    b.t->poll_end(true);
+    for (BlockHeader *blk : taken) b.pool.release(blk, BlockState::kUser);
+    b.pool.flush_thread_cache();
+    ASSERT_TRUE(b.sink.drain(1, 0us, 5000ms)) << "the paused connection was never retried";
+  }
+  EXPECT_EQ(b.t->stats().dropped_connections, 0u);
+}
+
 // Teardown's first step (transport.hpp: flush) waits while bytes are queued
 // for a receiver that does not read, until its deadline; once the receiver
 // drains, it returns.
