@@ -71,6 +71,8 @@ class Context final : public MessageSink {
 
   // MessageSink: arrivals from every transport.
   int deliver(rocl_gid_t destination, Message *msg) noexcept override;
+  bool deliver_bytes(rocl_gid_t destination, const CoreHeader &header, const void *bytes,
+                     std::size_t length) noexcept override;
   void progressed() noexcept override {
     if (acks_waiting_.load(std::memory_order_acquire)) send_acks();
   }
@@ -126,8 +128,9 @@ class Context final : public MessageSink {
   ResourceTable resources_;
   RouteCache routes_;  // resource -> (context, transport, address) of other processes
   std::vector<std::unique_ptr<Transport>> transports_;
-  Transport *inproc_ = nullptr;         // the local hand-off, when enabled
-  std::vector<Transport *> polled_;     // the others: driven by waiting callers too
+  Transport *inproc_ = nullptr;                 // the local hand-off, when enabled
+  static constexpr std::size_t kMaxPolled = 8;  // transports a spinning caller begins polling
+  std::vector<Transport *> polled_;             // the others: driven by waiting callers too
   std::vector<unsigned> poll_strides_;  // polled_[i] is polled every poll_strides_[i] rounds
   // Threads of this process spinning in spin_with_progress, and the cpus it
   // may run on: more spinners (times the processes sharing those cpus) than

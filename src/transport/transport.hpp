@@ -34,6 +34,19 @@ class MessageSink {
   // is in progress (at most one directory round trip), so that a message
   // for a resource a peer has just found in the directory is not refused.
   virtual int deliver(rocl_gid_t destination, Message *msg) noexcept = 0;
+  // An arrived message whose `length` bytes are still where they arrived
+  // (`bytes`, in the transport's memory): if the receive posted earliest at
+  // the local resource `destination` that matches `header` has memory of
+  // its own, copies the bytes there (cut to fit), completes that receive
+  // and returns true: the message needs no block. Otherwise (none posted or
+  // matching, a zero-copy receive first, an unknown or closing resource)
+  // false and nothing changed: make a message and deliver() it. Thread
+  // safe; never blocks (an unknown resource is left to deliver()).
+  virtual bool deliver_bytes(rocl_gid_t destination, const CoreHeader &header, const void *bytes,
+                             std::size_t length) noexcept {
+    (void)destination, (void)header, (void)bytes, (void)length;
+    return false;
+  }
   // Called by a transport's own thread after a round of progress, outside
   // its locks: the core sends what deliver() could not send from under
   // them (acknowledgements of matched messages, ROCL_FLAG_ACK). Cheap when
@@ -129,6 +142,12 @@ class Transport {
   // Thread safe; several callers may poll at once. Defaults: no-ops.
   virtual void poll_begin() noexcept {}
   virtual void poll_end(bool will_sleep) noexcept { (void)will_sleep; }
+
+  // True while a caller's progress() could find nothing at all (tcp: no
+  // connection yet; its thread accepts). A waiting caller then neither
+  // begins nor ends polling it (poll_begin/poll_end cost locked
+  // instructions on every receive's path); it may still call progress().
+  virtual bool idle() const noexcept { return false; }
 
   // Drives arrivals and completions from the calling thread; returns how
   // many events it handled. Never blocks: if another thread is already

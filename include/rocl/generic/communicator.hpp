@@ -20,6 +20,7 @@
 // waiters only after it has released the lock.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -307,6 +308,7 @@ class Communicator {
         return Delivery::kQueued;
       }
       expected_.remove(recv);
+      note_posted();
       recv->matched = msg;
       msg->matched = recv;
       Queue::set_order(msg, next_order_++);  // its place in arrival order, for requeue
@@ -314,6 +316,32 @@ class Communicator {
     recv->complete.signal();
     return Delivery::kMatched;
   }
+
+  // For a message that has no envelope (its bytes are still where they
+  // arrived, header concrete): if the receive posted earliest among those
+  // matching `header` satisfies accepts(const Env &) (it can take the bytes
+  // into memory of its own), it is unqueued and returned with matched =
+  // nullptr, not signalled: the caller fills it in and then signals
+  // recv->complete as its last touch. Otherwise (no match, the earliest
+  // declines, or closed) nothing changes and nullptr is returned: make an
+  // envelope and deliver() it. Never blocks.
+  template <class Accepts>
+  Env *claim_receive(const H &header, Accepts accepts) {
+    std::lock_guard<Lock> guard(lock_);
+    if (closed_) return nullptr;
+    Env *recv =
+        expected_.find(header, [&header](const H &posted) { return bool(header == posted); });
+    if (recv == nullptr || !accepts(static_cast<const Env &>(*recv))) return nullptr;
+    expected_.remove(recv);
+    note_posted();
+    ++next_order_;  // the message's arrival, as deliver() would count it
+    recv->matched = nullptr;
+    return recv;
+  }
+
+  // Whether receives are posted here (no lock: a hint that may be stale by
+  // the time it is used; claim_receive decides).
+  bool has_posted_receives() const noexcept { return posted_.load(std::memory_order_relaxed) != 0; }
 
   // Puts back a message a receive was matched with but cannot take after
   // all (its owner could not pull it in: no memory), as if it had never
@@ -355,6 +383,7 @@ class Communicator {
                                [recv](const H &arrived) { return bool(arrived == recv->header); });
         if (msg == nullptr) {
           expected_.push(recv, next_order_++);
+          note_posted();
           return nullptr;  // recv is shared from here on: no more touching it
         }
         unexpected_.remove(msg);
@@ -375,6 +404,7 @@ class Communicator {
     std::lock_guard<Lock> guard(lock_);
     if (closed_ || !expected_.contains(recv)) return false;
     expected_.remove(recv);
+    note_posted();
     return true;
   }
 
@@ -449,6 +479,7 @@ class Communicator {
       closed_ = true;
       close_status_ = status;
       receives = expected_.detach(graveyard[0]);
+      note_posted();
       dropped[0] = unexpected_.detach(graveyard[1]);
       dropped[1] = unrequested_.detach(graveyard[2]);
       dropped[2] = requested_.detach(graveyard[3]);
@@ -527,7 +558,10 @@ class Communicator {
     return nullptr;
   }
 
+  void note_posted() noexcept { posted_.store(expected_.size(), std::memory_order_relaxed); }
+
   mutable Lock lock_;
+  std::atomic<std::size_t> posted_{0};  // expected_.size(), written under lock_
   bool closed_ = false;
   int close_status_ = 0;
   std::uint64_t next_order_ = 0;  // posting/arrival time, shared by all queues

@@ -318,11 +318,9 @@ class ShmTransportImpl final : public ShmTransport {
   std::atomic<std::uint32_t> paused_slots_{0};
   std::chrono::steady_clock::time_point next_retry_{};
   std::atomic_flag rx_busy_ = ATOMIC_FLAG_INIT;
-  // The poll lease (shm_transport.hpp): callers between poll_begin and
-  // poll_end, whether hdr_->pollers is raised (changed under lease_mu_),
-  // the polls that ended with a message (the thread's copy of it from the
-  // last period, under lease_mu_), and whether a caller handed back.
-  std::atomic<int> local_pollers_{0};
+  // The poll lease (shm_transport.hpp): whether hdr_->pollers is raised
+  // (changed under lease_mu_), callers' polls (the thread's copy of it from
+  // the last period, under lease_mu_), and whether a caller handed back.
   std::atomic<bool> raised_{false};
   std::atomic<std::uint64_t> polls_{0};
   std::uint64_t seen_polls_ = 0;

@@ -18,30 +18,35 @@ namespace rocl::impl::shm::detail {
 
 // Caller progress (contract in transport.hpp). The receive state (rx_) is
 // guarded by rx_busy_, a try-lock: whoever holds it polls the rings.
+//
+// No shared counter of polling callers: a count raised in poll_begin and
+// lowered in poll_end cost two locked instructions per receive, one of
+// them between a message's arrival and the receive's return (~8 ns each
+// here). The thread tells instead from polls_, which every poll bumps with
+// a plain store: it lowers `pollers` only after a whole lease period
+// without one. Should it lower it just as a caller begins (seeing it still
+// raised), that caller's next poll raises it again (t_spins: only a caller
+// between poll_begin and poll_end does, not a lone rocl_test).
+namespace {
+thread_local int t_spins = 0;  // poll_begin()s of this thread not ended yet
+}  // namespace
+
 int ShmTransportImpl::progress() noexcept {
+  polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (t_spins != 0 && !raised_.load(std::memory_order_relaxed)) raise_pollers();
   reap_all();
   return poll_locked(false);
 }
 
 void ShmTransportImpl::poll_begin() noexcept {
-  // seq_cst, paired with lower_pollers_if_idle(): either it sees us, or we
-  // see `pollers` lowered and raise it again.
-  local_pollers_.fetch_add(1, std::memory_order_seq_cst);
-  if (!raised_.load(std::memory_order_seq_cst)) raise_pollers();
+  ++t_spins;
+  if (!raised_.load(std::memory_order_acquire)) raise_pollers();
 }
 
 void ShmTransportImpl::poll_end(bool will_sleep) noexcept {
-  if (!will_sleep) {
-    // The lease: `pollers` stays raised; the thread lowers it once a whole
-    // lease period went by without a poll (run()). A counter, not a clock
-    // read, on this path of every receive; two callers racing here may
-    // count one poll, which only ends the lease a period early.
-    polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    local_pollers_.fetch_sub(1, std::memory_order_seq_cst);
-    return;
-  }
+  --t_spins;
+  if (!will_sleep) return;  // the lease: `pollers` stays raised (run())
   hand_back_.store(true, std::memory_order_relaxed);
-  local_pollers_.fetch_sub(1, std::memory_order_seq_cst);
   wake(hdr_);  // the thread takes over at once (and lowers `pollers`)
 }
 
@@ -53,16 +58,13 @@ void ShmTransportImpl::raise_pollers() noexcept {
 }
 
 // The thread, every lease period while `pollers` is raised: lowers it if no
-// caller polls and none polled since the last period (or one handed back
-// before sleeping), then polls once (Dekker with the senders' wake check: a
-// frame published while it was raised woke nobody). True if it lowered it.
+// caller polled since the last period (or one handed back before
+// sleeping), then polls once (Dekker with the senders' wake check: a frame
+// published while it was raised woke nobody). True if it lowered it.
 bool ShmTransportImpl::lower_pollers_if_idle() noexcept {
   {
     std::lock_guard<std::mutex> g(lease_mu_);
-    if (!raised_.load(std::memory_order_relaxed) ||
-        local_pollers_.load(std::memory_order_seq_cst) != 0) {
-      return false;
-    }
+    if (!raised_.load(std::memory_order_relaxed)) return false;
     const std::uint64_t polls = polls_.load(std::memory_order_relaxed);
     if (!hand_back_.load(std::memory_order_relaxed) && polls != seen_polls_) {
       seen_polls_ = polls;  // polled during this period: the lease runs on
@@ -73,8 +75,6 @@ bool ShmTransportImpl::lower_pollers_if_idle() noexcept {
     hdr_->pollers.store(0, std::memory_order_seq_cst);
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  // A caller that began polling meanwhile may have seen it still raised.
-  if (local_pollers_.load(std::memory_order_seq_cst) != 0) raise_pollers();
   poll_locked(true);
   return true;
 }
@@ -371,9 +371,18 @@ int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const
     poison(i, s, ctl, last_error(), false);
     return -1;
   }
+  const std::uint64_t frame = frame_bytes(sizeof h, h.length);
+  // A receive waiting with memory of its own takes the payload straight
+  // from the ring (no block), when it does not wrap around the ring's end.
+  if ((s.tail & (cfg_.ring_bytes - 1)) + frame <= cfg_.ring_bytes &&
+      env_.sink->deliver_bytes(h.destination, CoreHeader{h.source, h.tag, h.domain},
+                               at + kSealBytes + sizeof h, h.length)) {
+    consume(s, ctl, frame);
+    count(delivered_);
+    return kMessageDone;
+  }
   BlockHeader *b = receive_block(i, s, ctl, h.length);
   if (b == nullptr) return s.paused ? 0 : -1;  // paused: the frame waits in the ring
-  const std::uint64_t frame = frame_bytes(sizeof h, h.length);
   if (frame == kFrameAlign) {
     copy_small(payload_of(b), at + kSealBytes + sizeof h, h.length);
   } else {

@@ -72,8 +72,11 @@
 // lease periods (the lease), so a thread that receives again soon, as in a
 // ping-pong, writes no cache line its senders read (writing it per receive
 // cost a cross-core transfer on each message's path). The progress thread
-// lowers it when a whole period went by without a poll, and polls once (a
-// sender that saw it raised did not wake anyone: Dekker); poll_end(true)
+// lowers it when a whole period went by without a poll (a caller between
+// poll_begin and poll_end that stops calling progress() that long, being
+// descheduled say, gets the thread back; its next progress() raises it
+// again), and polls once (a sender that saw it raised did not wake anyone:
+// Dekker); poll_end(true)
 // lowers it at once and wakes the thread. The period starts at
 // kPollLeaseUs and doubles, up to kMaxPollLeaseUs, each time the thread
 // finds that callers polled: its checks are timer wake-ups, which on a

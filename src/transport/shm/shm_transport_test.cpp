@@ -202,7 +202,12 @@ TEST(ShmTransport, APollingCallerIsNotStarvedByOneBusySender) {
   ASSERT_EQ(other.t->send(2, b.t->address(), 21, make_message(other.pool, 8, 0, 33, 1)), ROCL_OK);
   ASSERT_TRUE(b.sink.wait_for(2));  // both slots claimed, in this order
   b.t->poll_begin();
-  std::this_thread::sleep_for(20ms);  // the thread leaves the rings to callers
+  // The thread leaves the rings to callers while they poll (a caller that
+  // stops polling for a lease period gets the thread back).
+  for (auto end = std::chrono::steady_clock::now() + 20ms;
+       std::chrono::steady_clock::now() < end;) {
+    EXPECT_EQ(b.t->progress(), 0);
+  }
   for (int i = 0; i < 200; ++i) {
     ASSERT_EQ(busy.t->send(2, b.t->address(), 21, make_message(busy.pool, 8, i, 11, 1)), ROCL_OK);
   }

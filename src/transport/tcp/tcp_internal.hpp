@@ -281,6 +281,7 @@ class TcpTransportImpl final : public TcpTransport {
   unsigned progress_stride() const noexcept override { return 32; }
   // Whether callers poll the connections, so the thread leaves them alone.
   bool callers_drive() const noexcept { return pollers_.load() > 0 && conn_count_.load() != 0; }
+  bool idle() const noexcept override { return conn_count_.load(std::memory_order_relaxed) == 0; }
   void poll_begin() noexcept override;
   void poll_end(bool will_sleep) noexcept override;
 

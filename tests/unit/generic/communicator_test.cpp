@@ -335,6 +335,48 @@ TEST(Communicator, ContextsAreSeparate) {
   EXPECT_TRUE(same(msg0.matched->header, hdr(kAny, kAny, 0)));
 }
 
+// claim_receive: a message without an envelope takes the receive posted
+// earliest among the matching ones, only if that one accepts (here: it has
+// an id), unqueued and not signalled; otherwise nothing changes.
+TEST(Communicator, ClaimReceiveTakesTheEarliestMatchingReceiveIfItAccepts) {
+  Comm c;
+  Pool p;
+  const auto has_id = [](const Envelope<TestHeader> &e) {
+    return static_cast<const TestEnv &>(e).id != 0;
+  };
+  EXPECT_FALSE(c.has_posted_receives());
+  EXPECT_EQ(c.claim_receive(hdr(1, 2), has_id), nullptr);  // none posted
+  TestEnv &declines = p.make(hdr(kAny, 2), 0);
+  TestEnv &accepts = p.make(hdr(1, 2), 7);
+  TestEnv &other = p.make(hdr(3, 3), 9);
+  ASSERT_EQ(c.post_receive(&declines), nullptr);
+  ASSERT_EQ(c.post_receive(&accepts), nullptr);
+  ASSERT_EQ(c.post_receive(&other), nullptr);
+  EXPECT_TRUE(c.has_posted_receives());
+  // The earliest match declines: nothing changes (deliver() must take it).
+  EXPECT_EQ(c.claim_receive(hdr(1, 2), has_id), nullptr);
+  EXPECT_EQ(c.expected_size(), 3u);
+  EXPECT_EQ(c.claim_receive(hdr(4, 4), has_id), nullptr);  // no match
+  ASSERT_EQ(c.deliver(&p.make(hdr(1, 2))), Delivery::kMatched);
+  EXPECT_TRUE(declines.complete.is_done());
+  // Now the earliest match accepts: unqueued, unsignalled, matched nullptr.
+  EXPECT_EQ(c.claim_receive(hdr(1, 2), has_id), &accepts);
+  EXPECT_FALSE(accepts.complete.is_done());
+  EXPECT_EQ(accepts.matched, nullptr);
+  EXPECT_EQ(c.expected_size(), 1u);
+  EXPECT_FALSE(c.cancel_receive(&accepts));  // no longer queued
+  accepts.complete.signal();
+  EXPECT_EQ(c.claim_receive(hdr(3, 3), has_id), &other);
+  EXPECT_FALSE(c.has_posted_receives());
+  // Closed: nothing is claimed.
+  TestEnv &late = p.make(hdr(5, 5), 1);
+  ASSERT_EQ(c.post_receive(&late), nullptr);
+  c.close(-1, [](Envelope<TestHeader> *) {});
+  EXPECT_EQ(c.claim_receive(hdr(5, 5), has_id), nullptr);
+  EXPECT_FALSE(c.has_posted_receives());
+  EXPECT_EQ(late.status, -1);
+}
+
 TEST(Communicator, CancelBeforeAndAfterMatch) {
   Comm c;
   Pool p;

@@ -1,0 +1,93 @@
+/* recvx_short: run under roclrun -n 2 with ROCL_POOL_MAX=1M, over one
+ * transport between processes (ROCL_TRANSPORTS). Rank 0 sends small
+ * messages (0 B to 1000 B, eager); rank 1 receives each with rocl_recvx
+ * into its own memory, whole or cut to fit (status.len is the full length,
+ * nothing written past cap), and checks source, tag, length and content.
+ * Over shm rank 1 first takes every block of its pool: a receive waiting
+ * with memory of its own takes a small message straight from the ring
+ * (MessageSink::deliver_bytes), so the messages arrive with the pool
+ * full. tcp copies every message into a pool block, so there the pool
+ * stays free. Exit 0 on success. */
+#include <rocl/rocl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "find_rank.h"
+
+#define MESSAGES 200
+#define GUARD 16
+#define MAX_HELD 70000
+
+static const size_t kSizes[] = {0, 1, 8, 24, 25, 64, 200, 1000};
+#define N_SIZES (sizeof kSizes / sizeof kSizes[0])
+
+static void fill(unsigned char *p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; ++i) p[i] = (unsigned char)(seed * 41u + i * 3u + 1u);
+}
+
+int main(void) {
+  const int rank = start_rank("recvx_short");
+  CHECK(rocl_init() > 0, "rocl_init");
+  const rocl_gid_t me = register_rank("recvx_short", rank);
+  const rocl_gid_t peer = find_rank("recvx_short", 1 - rank);
+  void *p = NULL;
+  unsigned char msg[1000];
+
+  if (rank == 0) {
+    CHECK(rocl_recv(me, peer, 1, &p, NULL, NULL, NULL, 30000) == ROCL_OK, "rocl_recv (ready)");
+    CHECK(rocl_bfret(p) == ROCL_OK, "rocl_bfret");
+    for (unsigned m = 0; m < MESSAGES; ++m) {
+      const size_t len = kSizes[m % N_SIZES];
+      fill(msg, len, m);
+      CHECK(rocl_sendx(me, peer, 100 + (int)m, 0, 0, msg, len) == ROCL_OK, "rocl_sendx");
+    }
+    CHECK(rocl_recv(me, peer, 2, &p, NULL, NULL, NULL, 30000) == ROCL_OK, "rocl_recv (done)");
+    CHECK(rocl_bfret(p) == ROCL_OK, "rocl_bfret");
+    CHECK(rocl_exit() == ROCL_OK, "rocl_exit");
+    return 0;
+  }
+
+  const char *transports = getenv("ROCL_TRANSPORTS");
+  const int direct = transports != NULL && strcmp(transports, "shm") == 0;
+  /* The "ready" and "done" buffers are taken first and handed over (their
+   * sends need no block); then, over shm, every other block. */
+  void *ready = rocl_bfget(8), *done = rocl_bfget(8);
+  CHECK(ready != NULL && done != NULL, "rocl_bfget");
+  static void *held[MAX_HELD];
+  int n_held = 0;
+  if (direct) {
+    while (n_held < MAX_HELD && (held[n_held] = rocl_bfget(1)) != NULL) ++n_held;
+    CHECK(n_held > 0 && n_held < MAX_HELD, "filling the pool (ROCL_POOL_MAX=1M expected)");
+    CHECK(rocl_bfget(1000) == NULL, "the pool is full");
+  }
+  memcpy(ready, "ready", 6);
+  CHECK(rocl_bftoret(ready) == ROCL_OK, "rocl_bftoret");
+  CHECK(rocl_send(me, peer, 1, ready, 6) == ROCL_OK, "rocl_send (ready)");
+
+  unsigned char got[1000 + GUARD], want[1000];
+  for (unsigned m = 0; m < MESSAGES; ++m) {
+    const size_t len = kSizes[m % N_SIZES];
+    const size_t cap = (m / N_SIZES) % 2 == 0 ? len : len / 2; /* whole, or cut to fit */
+    memset(got, 0xEE, sizeof got);
+    rocl_status_t st;
+    const int rc = rocl_recvx(me, peer, 100 + (int)m, 0, got, cap, &st, 30000);
+    if (rc != ROCL_OK)
+      fprintf(stderr, "recvx_short: message %u (%zu bytes, cap %zu)\n", m, len, cap);
+    CHECK(rc == ROCL_OK, "rocl_recvx of a short message");
+    CHECK(st.error == ROCL_OK && st.origin == peer && st.tag == 100 + (int)m, "status fields");
+    CHECK(st.len == len, "status.len is the full length");
+    CHECK(st.ptr == got, "status.ptr is the caller's memory");
+    fill(want, len, m);
+    CHECK(memcmp(got, want, cap) == 0, "content");
+    for (size_t i = cap; i < cap + GUARD; ++i) CHECK(got[i] == 0xEE, "nothing written past cap");
+  }
+  for (int i = 0; i < n_held; ++i) CHECK(rocl_bfret(held[i]) == ROCL_OK, "rocl_bfret (held)");
+  memcpy(done, "done", 5);
+  CHECK(rocl_bftoret(done) == ROCL_OK, "rocl_bftoret");
+  CHECK(rocl_send(me, peer, 2, done, 5) == ROCL_OK, "rocl_send (done)");
+  printf("recvx_short: %d short messages received into caller memory%s\n", MESSAGES,
+         direct ? ", the pool full" : "");
+  CHECK(rocl_exit() == ROCL_OK, "rocl_exit");
+  return 0;
+}
