@@ -81,6 +81,8 @@ class Context final : public MessageSink {
   struct Outgoing;
   int prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept;
   void undo_outgoing(Outgoing &out) noexcept;
+  bool send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
+                  int *rc) noexcept;
   int route(rocl_gid_t dgid, Message *msg) noexcept;
   int route_remote(rocl_gid_t dgid, Message *msg, std::uint64_t epoch, RouteCache::Lookup found,
                    Route route) noexcept;

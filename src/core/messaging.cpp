@@ -205,6 +205,25 @@ int Context::route_remote(rocl_gid_t dgid, Message *msg, std::uint64_t epoch,
   return route.transport->send(route.context, route.address, dgid, msg);
 }
 
+// A small message from caller memory to a resource of another context
+// whose route is cached: the transport copies it from the caller's memory
+// (Transport::send_bytes), no pool block is taken and given back. True if
+// it was sent (*rc = ROCL_OK) or failed for good; false: take the usual
+// path (pool buffers, local or unknown destinations, or a failure there,
+// which the usual path meets again and words, with the directory asked).
+bool Context::send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
+                         int *rc) noexcept {
+  if ((ptr == nullptr && len != 0) || pool_->contains(ptr)) return false;
+  const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
+  Route route;
+  if (routes_.lookup(dgid, epoch, &route) != RouteCache::Lookup::kHit || route.context == gid_ ||
+      len > route.transport->bytes_send_limit()) {
+    return false;
+  }
+  *rc = route.transport->send_bytes(route.context, route.address, dgid, header, ptr, len);
+  return *rc == ROCL_OK;
+}
+
 int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
                   std::size_t len) noexcept {
   if (tag < 0)
@@ -212,6 +231,10 @@ int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domai
   if (!resources_.contains(ogid)) {
     return fail(ROCL_EBADGID, "rocl_send: origin gid %#llx is not a resource of this context",
                 ull(ogid));
+  }
+  if (int rc; send_small(dgid, CoreHeader{ogid, tag, domain_word}, ptr, len, &rc)) {
+    if (rc == ROCL_OK) progressed();
+    return rc;
   }
   Outgoing out;
   if (int rc = prepare_outgoing("rocl_send", ptr, len, out); rc != ROCL_OK) return rc;

@@ -56,6 +56,8 @@ int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t doma
   r->resource = res;
   res->note_request(+1);
   r->env.header = CoreHeader{ogid, tag, domain};
+  r->env.data = into;  // deliver_bytes may copy a message straight there
+  r->env.length = into != nullptr ? cap : 0;
   r->into = into;
   r->cap = cap;
   try {
@@ -89,6 +91,9 @@ int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcep
     if (r->message == nullptr && r->env.status != ROCL_OK) {
       rc = r->env.status;
       st.error = rc;
+    } else if (msg == nullptr) {  // copied into r->into by deliver_bytes
+      const CoreHeader &h = r->env.header;
+      st = rocl_status_t{r->into, h.source, h.tag, ROCL_OK, r->env.length, h.flags()};
     } else if (pull_into_caller(msg, r->into, r->cap, &st, &rc)) {
       // pulled straight into the caller's memory (or failed: st.error says)
     } else if (rc = pull_if_rendezvous(r->resource, &msg); rc != ROCL_OK) {

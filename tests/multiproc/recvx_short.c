@@ -1,13 +1,15 @@
 /* recvx_short: run under roclrun -n 2 with ROCL_POOL_MAX=1M, over one
  * transport between processes (ROCL_TRANSPORTS). Rank 0 sends small
  * messages (0 B to 1000 B, eager); rank 1 receives each with rocl_recvx
- * into its own memory, whole or cut to fit (status.len is the full length,
- * nothing written past cap), and checks source, tag, length and content.
- * Over shm rank 1 first takes every block of its pool: a receive waiting
- * with memory of its own takes a small message straight from the ring
- * (MessageSink::deliver_bytes), so the messages arrive with the pool
- * full. tcp copies every message into a pool block, so there the pool
- * stays free. Exit 0 on success. */
+ * (or rocl_irecvx and rocl_wait) into its own memory, whole or cut to fit (status.len is the full
+ * length, nothing written past cap), and checks source, tag, length and content. Over shm rank 1
+ * first takes every block of its pool: a receive waiting with memory of its own takes a small
+ * message straight from the ring (MessageSink::deliver_bytes), so the messages arrive with the pool
+ * full. Rank 0, once its first send has found the route, takes every
+ * block of its own pool too: over shm a small message is copied from the
+ * caller's memory into the ring (Transport::send_bytes), no block needed.
+ * tcp copies every message into a pool block, so there the pools stay
+ * free. Exit 0 on success. */
 #include <rocl/rocl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,22 +36,29 @@ int main(void) {
   void *p = NULL;
   unsigned char msg[1000];
 
+  const char *transports = getenv("ROCL_TRANSPORTS");
+  const int direct = transports != NULL && strcmp(transports, "shm") == 0;
   if (rank == 0) {
     CHECK(rocl_recv(me, peer, 1, &p, NULL, NULL, NULL, 30000) == ROCL_OK, "rocl_recv (ready)");
     CHECK(rocl_bfret(p) == ROCL_OK, "rocl_bfret");
+    static void *held0[MAX_HELD];
+    int n_held0 = 0;
     for (unsigned m = 0; m < MESSAGES; ++m) {
       const size_t len = kSizes[m % N_SIZES];
       fill(msg, len, m);
       CHECK(rocl_sendx(me, peer, 100 + (int)m, 0, 0, msg, len) == ROCL_OK, "rocl_sendx");
+      if (m == 0 && direct) { /* the route is known now: fill the pool */
+        while (n_held0 < MAX_HELD && (held0[n_held0] = rocl_bfget(1)) != NULL) ++n_held0;
+        CHECK(n_held0 > 0 && n_held0 < MAX_HELD, "filling the pool of rank 0");
+      }
     }
+    for (int i = 0; i < n_held0; ++i) CHECK(rocl_bfret(held0[i]) == ROCL_OK, "rocl_bfret (held)");
     CHECK(rocl_recv(me, peer, 2, &p, NULL, NULL, NULL, 30000) == ROCL_OK, "rocl_recv (done)");
     CHECK(rocl_bfret(p) == ROCL_OK, "rocl_bfret");
     CHECK(rocl_exit() == ROCL_OK, "rocl_exit");
     return 0;
   }
 
-  const char *transports = getenv("ROCL_TRANSPORTS");
-  const int direct = transports != NULL && strcmp(transports, "shm") == 0;
   /* The "ready" and "done" buffers are taken first and handed over (their
    * sends need no block); then, over shm, every other block. */
   void *ready = rocl_bfget(8), *done = rocl_bfget(8);
@@ -71,7 +80,14 @@ int main(void) {
     const size_t cap = (m / N_SIZES) % 2 == 0 ? len : len / 2; /* whole, or cut to fit */
     memset(got, 0xEE, sizeof got);
     rocl_status_t st;
-    const int rc = rocl_recvx(me, peer, 100 + (int)m, 0, got, cap, &st, 30000);
+    int rc;
+    if (m % 3 == 2) { /* an immediate receive, waited for */
+      rocl_request_t req;
+      rc = rocl_irecvx(me, peer, 100 + (int)m, 0, got, cap, &req);
+      if (rc == ROCL_OK) rc = rocl_wait(&req, &st, 30000);
+    } else {
+      rc = rocl_recvx(me, peer, 100 + (int)m, 0, got, cap, &st, 30000);
+    }
     if (rc != ROCL_OK)
       fprintf(stderr, "recvx_short: message %u (%zu bytes, cap %zu)\n", m, len, cap);
     CHECK(rc == ROCL_OK, "rocl_recvx of a short message");

@@ -207,6 +207,9 @@ class ShmTransportImpl final : public ShmTransport {
   // shm_send.cpp
   int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
            Message *msg) noexcept override;
+  std::size_t bytes_send_limit() const noexcept override { return kBytesSendLimit; }
+  int send_bytes(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
+                 const CoreHeader &header, const void *data, std::size_t length) noexcept override;
 
   // shm_receive.cpp
   int progress() noexcept override;
@@ -245,7 +248,14 @@ class ShmTransportImpl final : public ShmTransport {
   void copy_in(Conn &c, std::uint64_t pos, const std::byte *src, std::uint64_t n);
   static void own_ahead(const Conn &c, std::uint64_t bytes);
   std::uint64_t fragment_bytes(const Conn &c, std::uint64_t total) const;
-  int write_message(Conn &c, rocl_gid_t destination, Message *msg);
+  // A message of one frame at most (fragment_bytes(): 2 KiB or more).
+  static constexpr std::size_t kBytesSendLimit = 2048;
+  // c locked: connects it if need be. ROCL_OK, or why not (c then dropped
+  // and `lk` unlocked).
+  int ready_locked(rocl_gid_t peer, std::string_view peer_address, Conn *c,
+                   std::unique_lock<ConnMutex> &lk);
+  int write_message(Conn &c, rocl_gid_t destination, const CoreHeader &header,
+                    const std::byte *data, std::uint64_t total);
 
   // ---- Receiving (shm_receive.cpp; whoever holds rx_busy_: the thread or a
   // polling caller) -------------------------------------------------------------

@@ -22,29 +22,16 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
   Conn *c = conn_to(peer);
   if (c == nullptr) return fail(ROCL_ENOMEM, "shm: out of memory");
   std::unique_lock<ConnMutex> lk(c->mu);
-  if (c->dead) {
-    const pid_t pid = c->pid;
-    lk.unlock();
-    drop_conn(peer, c);
-    return fail(ROCL_EPEER, "shm: peer process %d is gone", static_cast<int>(pid));
-  }
-  if (!c->connected) {
-    const int rc = connect(*c, peer_address);
-    if (rc != ROCL_OK) {
-      c->dead = true;
-      lk.unlock();
-      drop_conn(peer, c);
-      return rc;
-    }
-  }
+  if (const int rc = ready_locked(peer, peer_address, c, lk); rc != ROCL_OK) return rc;
   bool rendezvous = c->rendezvous && env_.rendezvous_threshold != 0 &&
                     msg->length >= env_.rendezvous_threshold && in_pool(msg);
   if (rendezvous && !can_lend(*c, msg->length)) {
     rendezvous = false;  // lent enough to this receiver: copy it through the ring
     lend_refused_.fetch_add(1, std::memory_order_relaxed);
   }
-  const int rc =
-      rendezvous ? write_rendezvous(*c, destination, msg) : write_message(*c, destination, msg);
+  const int rc = rendezvous ? write_rendezvous(*c, destination, msg)
+                            : write_message(*c, destination, msg->header,
+                                            static_cast<const std::byte *>(msg->data), msg->length);
   if (rc != ROCL_OK) {
     c->dead = true;
     drop_pending(*c);
@@ -56,6 +43,46 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
   // A rendezvous block stays ours until the receiver has copied it.
   if (!rendezvous) finish_sent_block(env_, block_of(msg), true);
   return ROCL_OK;
+}
+
+int ShmTransportImpl::send_bytes(rocl_gid_t peer, std::string_view peer_address,
+                                 rocl_gid_t destination, const CoreHeader &header, const void *data,
+                                 std::size_t length) noexcept {
+  if (length > kBytesSendLimit) {
+    return fail(ROCL_EINTERNAL, "shm: send_bytes of %zu bytes (at most %zu)", length,
+                kBytesSendLimit);
+  }
+  Conn *c = conn_to(peer);
+  if (c == nullptr) return fail(ROCL_ENOMEM, "shm: out of memory");
+  std::unique_lock<ConnMutex> lk(c->mu);
+  if (const int rc = ready_locked(peer, peer_address, c, lk); rc != ROCL_OK) return rc;
+  const int rc =
+      write_message(*c, destination, header, static_cast<const std::byte *>(data), length);
+  if (rc != ROCL_OK) {
+    c->dead = true;
+    drop_pending(*c);
+    lk.unlock();
+    drop_conn(peer, c);
+  }
+  return rc;
+}
+
+int ShmTransportImpl::ready_locked(rocl_gid_t peer, std::string_view peer_address, Conn *c,
+                                   std::unique_lock<ConnMutex> &lk) {
+  if (c->dead) {
+    const pid_t pid = c->pid;
+    lk.unlock();
+    drop_conn(peer, c);
+    return fail(ROCL_EPEER, "shm: peer process %d is gone", static_cast<int>(pid));
+  }
+  if (c->connected) return ROCL_OK;
+  const int rc = connect(*c, peer_address);
+  if (rc != ROCL_OK) {
+    c->dead = true;
+    lk.unlock();
+    drop_conn(peer, c);
+  }
+  return rc;
 }
 
 namespace {
@@ -249,20 +276,19 @@ std::uint64_t ShmTransportImpl::fragment_bytes(const Conn &c, std::uint64_t tota
   return std::min({want, c.ring_bytes / 4, std::uint64_t{limits_.max_fragment_bytes}});
 }
 
-int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, Message *msg) {
-  const std::uint64_t total = msg->length;
+int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, const CoreHeader &header,
+                                    const std::byte *data, std::uint64_t total) {
   const std::uint64_t chunk = fragment_bytes(c, total);
-  const auto *data = static_cast<const std::byte *>(msg->data);
   if (total <= chunk) {  // one frame: a short header (one cache line up to 24 bytes)
     wire::ShortHeader h;
     h.magic = wire::kMagic;
     h.version = wire::kVersion;
     h.kind = wire::Kind::kShort;
     h.length = static_cast<std::uint32_t>(total);
-    h.source = msg->header.source;
+    h.source = header.source;
     h.destination = destination;
-    h.tag = msg->header.tag;
-    h.domain = msg->header.domain;
+    h.tag = header.tag;
+    h.domain = header.domain;
     const std::uint64_t bytes = frame_bytes(sizeof h, total);
     if (const int rc = wait_space(c, bytes); rc != ROCL_OK) return rc;
     if (bytes != kFrameAlign) {
@@ -281,10 +307,10 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, Message *ms
   h.magic = wire::kMagic;
   h.version = wire::kVersion;
   h.kind = wire::Kind::kFragment;
-  h.source = msg->header.source;
+  h.source = header.source;
   h.destination = destination;
-  h.tag = msg->header.tag;
-  h.domain = msg->header.domain;
+  h.tag = header.tag;
+  h.domain = header.domain;
   h.message_id = next_id_.fetch_add(1, std::memory_order_relaxed);
   h.total_length = total;
   const std::uint64_t start = c.head;
