@@ -310,7 +310,7 @@ int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
 // copy a small message straight there from where it arrived: no block is
 // taken from the pool and given back, and the payload is copied once
 // instead of twice. The receive learns it from matched == nullptr with
-// status 0; header and length are then the message's.
+// status 0; `arrived` and length are then the message's header and length.
 bool Context::deliver_bytes(rocl_gid_t destination, const CoreHeader &header, const void *bytes,
                             std::size_t length) noexcept {
   const bool held = t_waiting.context == this && t_waiting.gid == destination;
@@ -325,7 +325,7 @@ bool Context::deliver_bytes(rocl_gid_t destination, const CoreHeader &header, co
     if (length != 0 && recv->length != 0) {
       std::memcpy(recv->data, bytes, std::min(length, recv->length));
     }
-    recv->header = header;
+    recv->arrived = header;
     recv->length = length;
     recv->status = ROCL_OK;
     recv->complete.signal();  // the last touch of recv
@@ -519,8 +519,8 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domai
   if (rc != ROCL_OK) return fail(rc, "rocl_recv: %s", error_name(rc));
   if (msg == nullptr) {  // copied into `into` by deliver_bytes
     resources_.put(r);
-    *status = rocl_status_t{into,    env.header.source, env.header.tag,
-                            ROCL_OK, env.length,        env.header.flags()};
+    *status = rocl_status_t{into,    env.arrived.source, env.arrived.tag,
+                            ROCL_OK, env.length,         env.arrived.flags()};
     progressed();
     return ROCL_OK;
   }

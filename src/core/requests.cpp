@@ -92,7 +92,7 @@ int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcep
       rc = r->env.status;
       st.error = rc;
     } else if (msg == nullptr) {  // copied into r->into by deliver_bytes
-      const CoreHeader &h = r->env.header;
+      const CoreHeader &h = r->env.arrived;
       st = rocl_status_t{r->into, h.source, h.tag, ROCL_OK, r->env.length, h.flags()};
     } else if (pull_into_caller(msg, r->into, r->cap, &st, &rc)) {
       // pulled straight into the caller's memory (or failed: st.error says)

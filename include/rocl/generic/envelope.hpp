@@ -84,6 +84,11 @@ struct Envelope {
   // Policy flag of the layer above (EPOS: the upper layer decides whether a
   // message goes rendezvous). Never read by the Communicator.
   bool rendezvous = false;
+  // A receive claimed by Communicator::claim_receive: the header of the
+  // message that completed it, set by the claimer before it signals (not
+  // `header`, which the waiting owner may read meanwhile). Never read by
+  // the Communicator.
+  H arrived{};
 
  private:
   friend class detail::EnvelopeQueue<H>;
