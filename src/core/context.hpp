@@ -81,6 +81,7 @@ class Context final : public MessageSink {
   struct Outgoing;
   int prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept;
   void undo_outgoing(Outgoing &out) noexcept;
+  Resource *arrival_resource(rocl_gid_t destination, bool *held) noexcept;
   bool send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
                   int *rc) noexcept;
   int route(rocl_gid_t dgid, Message *msg) noexcept;

@@ -281,9 +281,16 @@ class WaitingOn {
 };
 }  // namespace
 
+// The destination of an arrival, with a reference the caller gives back
+// with resources_.put unless *held (then this thread's recv() holds one).
+Resource *Context::arrival_resource(rocl_gid_t destination, bool *held) noexcept {
+  *held = t_waiting.context == this && t_waiting.gid == destination;
+  return *held ? t_waiting.resource : resources_.get(destination);
+}
+
 int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
-  const bool held = t_waiting.context == this && t_waiting.gid == destination;
-  Resource *r = held ? t_waiting.resource : resources_.get(destination);
+  bool held;
+  Resource *r = arrival_resource(destination, &held);
   if (r == nullptr) {
     // A peer may have found the resource in the directory before its
     // registration reached our table: wait for registrations in progress
@@ -313,8 +320,8 @@ int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
 // status 0; `arrived` and length are then the message's header and length.
 bool Context::deliver_bytes(rocl_gid_t destination, const CoreHeader &header, const void *bytes,
                             std::size_t length) noexcept {
-  const bool held = t_waiting.context == this && t_waiting.gid == destination;
-  Resource *r = held ? t_waiting.resource : resources_.get(destination);
+  bool held;
+  Resource *r = arrival_resource(destination, &held);
   if (r == nullptr) return false;
   auto &mailbox = r->mailbox();
   Envelope *recv = nullptr;

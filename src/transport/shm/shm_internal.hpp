@@ -254,6 +254,7 @@ class ShmTransportImpl final : public ShmTransport {
   // and `lk` unlocked).
   int ready_locked(rocl_gid_t peer, std::string_view peer_address, Conn *c,
                    std::unique_lock<ConnMutex> &lk);
+  int abandon(rocl_gid_t peer, Conn *c, std::unique_lock<ConnMutex> &lk, int rc);
   int write_message(Conn &c, rocl_gid_t destination, const CoreHeader &header,
                     const std::byte *data, std::uint64_t total);
 

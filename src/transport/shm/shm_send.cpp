@@ -32,13 +32,7 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
   const int rc = rendezvous ? write_rendezvous(*c, destination, msg)
                             : write_message(*c, destination, msg->header,
                                             static_cast<const std::byte *>(msg->data), msg->length);
-  if (rc != ROCL_OK) {
-    c->dead = true;
-    drop_pending(*c);
-    lk.unlock();
-    drop_conn(peer, c);
-    return rc;
-  }
+  if (rc != ROCL_OK) return abandon(peer, c, lk, rc);
   lk.unlock();
   // A rendezvous block stays ours until the receiver has copied it.
   if (!rendezvous) finish_sent_block(env_, block_of(msg), true);
@@ -58,12 +52,17 @@ int ShmTransportImpl::send_bytes(rocl_gid_t peer, std::string_view peer_address,
   if (const int rc = ready_locked(peer, peer_address, c, lk); rc != ROCL_OK) return rc;
   const int rc =
       write_message(*c, destination, header, static_cast<const std::byte *>(data), length);
-  if (rc != ROCL_OK) {
-    c->dead = true;
-    drop_pending(*c);
-    lk.unlock();
-    drop_conn(peer, c);
-  }
+  return rc == ROCL_OK ? rc : abandon(peer, c, lk, rc);
+}
+
+// A write to c (locked by lk) failed with rc: the peer died or broke the
+// ring. c is dead, what waits on it fails, and later sends make a new
+// connection. Returns rc.
+int ShmTransportImpl::abandon(rocl_gid_t peer, Conn *c, std::unique_lock<ConnMutex> &lk, int rc) {
+  c->dead = true;
+  drop_pending(*c);
+  lk.unlock();
+  drop_conn(peer, c);
   return rc;
 }
 
