@@ -123,7 +123,9 @@ class ConnMutex {
 // ---- Connections and slots -------------------------------------------------
 
 // Our side of a connection to a peer's inbox: a mapping and a claimed slot.
-struct Conn {
+// Aligned to a cache line so that no other object of the heap (another
+// thread's) shares the line of the lock every send takes.
+struct alignas(64) Conn {
   ConnMutex mu;  // serialises the senders of this process to the peer
   bool connected = false;
   bool dead = false;

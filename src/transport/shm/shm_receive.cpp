@@ -81,13 +81,24 @@ bool ShmTransportImpl::lower_pollers_if_idle() noexcept {
 
 // Polls the rings if nobody else does (or, with wait, once the current
 // poller is done). Returns the frames handled.
+//
+// A waiting thread yields its cpu after a short spin: the poller it waits
+// for may share that cpu (a process pinned to one core), and then a plain
+// spin lasts until the scheduler preempts it (measured: the progress thread
+// of a pinned receiver spent 11 % of the process's time here in a stream).
 int ShmTransportImpl::poll_locked(bool wait) noexcept {
+  constexpr int kSpinsBeforeYield = 64;
   // Test before test-and-set: many spinning callers must not keep
   // writing the flag's cache line while one of them polls.
+  int spins = 0;
   while (rx_busy_.test(std::memory_order_relaxed) ||
          rx_busy_.test_and_set(std::memory_order_acquire)) {
     if (!wait) return 0;
-    cpu_relax();
+    if (++spins < kSpinsBeforeYield) {
+      cpu_relax();
+    } else {
+      ::sched_yield();
+    }
   }
   const int n = poll_once(!wait);
   rx_busy_.clear(std::memory_order_release);
