@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/context.hpp"
+#include "core/waiting.hpp"
 #include "status/status.hpp"
 
 namespace rocl::impl {
@@ -254,35 +255,11 @@ int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domai
   return ROCL_OK;
 }
 
-namespace {
-// The resource this thread waits on in recv(), which holds a reference to it
-// the whole time: a message the thread's own poll delivers there needs no
-// second one (get and put are two locked instructions between the
-// message's arrival and the receive's return, ~8 ns each here).
-struct Waiting {
-  const Context *context = nullptr;
-  rocl_gid_t gid = ROCL_NULL_GID;
-  Resource *resource = nullptr;
-};
-thread_local Waiting t_waiting;
-
-// Sets t_waiting for its lifetime (and restores what was there).
-class WaitingOn {
- public:
-  WaitingOn(const Context *context, rocl_gid_t gid, Resource *r) noexcept : saved_(t_waiting) {
-    t_waiting = Waiting{context, gid, r};
-  }
-  ~WaitingOn() { t_waiting = saved_; }
-  WaitingOn(const WaitingOn &) = delete;
-  WaitingOn &operator=(const WaitingOn &) = delete;
-
- private:
-  Waiting saved_;
-};
-}  // namespace
+constinit thread_local Waiting t_waiting;
 
 // The destination of an arrival, with a reference the caller gives back
-// with resources_.put unless *held (then this thread's recv() holds one).
+// with resources_.put unless *held (then this thread's recv() or wait()
+// holds one: t_waiting).
 Resource *Context::arrival_resource(rocl_gid_t destination, bool *held) noexcept {
   *held = t_waiting.context == this && t_waiting.gid == destination;
   return *held ? t_waiting.resource : resources_.get(destination);

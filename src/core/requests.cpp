@@ -3,6 +3,7 @@
 #include <new>
 
 #include "core/context.hpp"
+#include "core/waiting.hpp"
 #include "rocl/generic/recycled.hpp"
 #include "status/status.hpp"
 
@@ -43,18 +44,17 @@ int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t doma
                    std::size_t cap, rocl_request **req) noexcept {
   if (req == nullptr) return fail(ROCL_EINVAL, "rocl_irecv: req is NULL");
   if (int rc = check_receive_args("rocl_irecv", tag, domain); rc != ROCL_OK) return rc;
-  Resource *res = resources_.get(dgid);
+  Resource *res = resources_.get(dgid, true);
   if (res == nullptr) {
     return fail(ROCL_EBADGID, "rocl_irecv: gid %#llx is not a resource of this context",
                 static_cast<unsigned long long>(dgid));
   }
   auto *r = new (std::nothrow) rocl_request(rocl_request::Kind::kReceive);
   if (r == nullptr) {
-    resources_.put(res);
+    resources_.put(res, true);
     return fail(ROCL_ENOMEM, "rocl_irecv: out of memory for the request");
   }
   r->resource = res;
-  res->note_request(+1);
   r->env.header = CoreHeader{ogid, tag, domain};
   r->env.data = into;  // deliver_bytes may copy a message straight there
   r->env.length = into != nullptr ? cap : 0;
@@ -64,8 +64,7 @@ int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t doma
     r->message = res->mailbox().post_receive(&r->env);
     if (r->message != nullptr) note_match(dgid, r->message->header, true);
   } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
-    res->note_request(-1);
-    resources_.put(res);
+    resources_.put(res, true);
     delete r;
     return fail(ROCL_ENOMEM, "rocl_irecv: out of memory posting a receive");
   }
@@ -101,8 +100,7 @@ int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcep
     } else {
       finish_receive(msg, r->into, r->cap, &st);
     }
-    r->resource->note_request(-1);
-    resources_.put(r->resource);
+    resources_.put(r->resource, true);
   }
   if (status != nullptr) *status = st;
   delete r;
@@ -140,10 +138,15 @@ int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexce
   rocl_request *r = *req;
   const auto spin =
       polled_.empty() ? std::chrono::microseconds(options_.spin_us) : std::chrono::microseconds(0);
-  if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr &&
-      !spin_with_progress(r->env.complete, timeout) && !r->env.complete.wait(timeout, spin)) {
-    if (timeout == 0) return ROCL_ETIMEDOUT;
-    return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms", timeout);
+  if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr) {
+    // The request holds a reference to its resource: what our own polls
+    // deliver there while we wait needs no other (waiting.hpp).
+    const WaitingOn waiting(this, r->resource->gid(), r->resource);
+    if (!spin_with_progress(r->env.complete, timeout) && !r->env.complete.wait(timeout, spin)) {
+      if (timeout == 0) return ROCL_ETIMEDOUT;
+      return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms",
+                  timeout);
+    }
   }
   int rc = complete_request(req, status);
   return rc == ROCL_OK ? rc : fail(rc, "rocl_wait: the receive failed: %s", error_name(rc));
@@ -156,8 +159,7 @@ int Context::cancel(rocl_request **req) noexcept {
       !r->resource->mailbox().cancel_receive(&r->env)) {
     return fail(ROCL_EALREADY, "rocl_cancel: the operation has already completed; test or wait it");
   }
-  r->resource->note_request(-1);
-  resources_.put(r->resource);
+  resources_.put(r->resource, true);
   delete r;
   *req = nullptr;
   return ROCL_OK;

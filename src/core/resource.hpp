@@ -17,29 +17,35 @@ namespace rocl::impl {
 
 class Resource {
  public:
-  // Takes a reference if the resource is live and still has `gid`.
-  bool acquire(rocl_gid_t gid) noexcept {
-    std::int32_t n = refs_.load(std::memory_order_relaxed);
+  // Takes a reference if the resource is live and still has `gid`; with
+  // for_request, one held by a pending immediate receive (counted apart so
+  // that context teardown can wait for the other holders: threads in a
+  // call). Both counts live in one word: a request takes and drops both
+  // with one locked instruction each.
+  bool acquire(rocl_gid_t gid, bool for_request = false) noexcept {
+    const std::uint64_t add = for_request ? kRequest + 1 : 1;
+    std::uint64_t n = refs_.load(std::memory_order_relaxed);
     do {
-      if (n == 0) return false;
-    } while (!refs_.compare_exchange_weak(n, n + 1, std::memory_order_acquire));
+      if ((n & kRefsMask) == 0) return false;
+    } while (!refs_.compare_exchange_weak(n, n + add, std::memory_order_acquire));
     if (gid_.load(std::memory_order_acquire) == gid) return true;
-    release();
+    release(for_request);
     return false;
   }
-  // Drops a reference; true if it was the last one (the caller recycles).
-  bool release() noexcept { return refs_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+  // Drops a reference (a request's with for_request); true if it was the
+  // last one (the caller recycles).
+  bool release(bool for_request = false) noexcept {
+    const std::uint64_t sub = for_request ? kRequest + 1 : 1;
+    return (refs_.fetch_sub(sub, std::memory_order_acq_rel) & kRefsMask) == 1;
+  }
 
   rocl_gid_t gid() const noexcept { return gid_.load(std::memory_order_acquire); }
 
-  // References held by pending immediate receives (counted apart so that
-  // context teardown can wait for the other holders: threads in a call).
-  void note_request(int delta) noexcept {
-    request_refs_.fetch_add(delta, std::memory_order_acq_rel);
-  }
-  // References held by threads inside a call on this resource.
+  // References held by threads inside a call on this resource (not by
+  // pending requests).
   std::int32_t callers() const noexcept {
-    return refs_.load(std::memory_order_acquire) - request_refs_.load(std::memory_order_acquire);
+    const std::uint64_t n = refs_.load(std::memory_order_acquire);
+    return static_cast<std::int32_t>((n & kRefsMask) - (n >> 32));
   }
   Mailbox &mailbox() noexcept { return *mailbox_; }
 
@@ -48,14 +54,15 @@ class Resource {
   void start(rocl_gid_t gid) {
     mailbox_.emplace();  // a fresh one: the last owner closed the old one
     gid_.store(gid, std::memory_order_release);
-    request_refs_.store(0, std::memory_order_relaxed);
     refs_.store(1, std::memory_order_release);
   }
   void retire() noexcept { gid_.store(ROCL_NULL_GID, std::memory_order_release); }
 
  private:
-  std::atomic<std::int32_t> refs_{0};
-  std::atomic<std::int32_t> request_refs_{0};
+  static constexpr std::uint64_t kRequest = std::uint64_t{1} << 32;
+  static constexpr std::uint64_t kRefsMask = kRequest - 1;
+  // Low half: every reference; high half: those held by requests.
+  std::atomic<std::uint64_t> refs_{0};
   std::atomic<rocl_gid_t> gid_{ROCL_NULL_GID};
   // In place, right after the counters: a sender's reference and the
   // mailbox lock share a cache line, so delivering moves one line, not two.

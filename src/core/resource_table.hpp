@@ -25,14 +25,16 @@ class ResourceTable {
   ResourceTable &operator=(const ResourceTable &) = delete;
 
   // A live resource with this gid with a reference taken, or nullptr.
-  // Lock-free; the caller must call put() when done.
-  Resource *get(rocl_gid_t gid) const noexcept;
+  // Lock-free; the caller must call put() when done. for_request: the
+  // reference of a pending immediate receive (Resource::acquire), given
+  // back with put(r, true).
+  Resource *get(rocl_gid_t gid, bool for_request = false) const noexcept;
   // True if gid is a live resource of this process. Reads only (no
   // reference is taken), so checking one's own origin gid on every send
   // does not bounce the resource's cache line between threads.
   bool contains(rocl_gid_t gid) const noexcept;
   // Drops a reference from get(); recycles the object after the last one.
-  void put(Resource *r) noexcept;
+  void put(Resource *r, bool for_request = false) noexcept;
 
   // Creates the live resource for a new gid (never used before).
   Resource *insert(rocl_gid_t gid);

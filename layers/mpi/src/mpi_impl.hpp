@@ -80,7 +80,9 @@ struct rocl_mpi_comm {
   // The handle's reference plus one per active request: Comm_free with a
   // receive pending deletes the resource when the receive completes.
   std::atomic<int> refs{1};
-  int source_rank(rocl_gid_t gid) const;
+  // The rank of the resource gid, given the source rank the receive named
+  // (MPI_ANY_SOURCE for none): a named source needs no lookup.
+  int source_rank(rocl_gid_t gid, int asked) const;
 };
 
 // A reference count that a copied object starts afresh (at 1).
@@ -179,8 +181,8 @@ int post_send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI
               unsigned flags, const char *who);
 void receive_target(void *buf, int count, MPI_Datatype t, void *none, void **into,
                     std::size_t *cap);
-int finish_recv(MPI_Comm comm, const rocl_status_t &st, void *buf, int count, MPI_Datatype t,
-                MPI_Status *status, const char *who);
+int finish_recv(MPI_Comm comm, int source, const rocl_status_t &st, void *buf, int count,
+                MPI_Datatype t, MPI_Status *status, const char *who);
 // Fills what an MPI status says about a received rocl message.
 void set_status(MPI_Status *s, int source, int tag, std::size_t bytes);
 void set_empty_status(MPI_Status *s);

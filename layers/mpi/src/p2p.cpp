@@ -98,22 +98,23 @@ int wait_sync_ack(MPI_Comm comm, int dest, int tag, const char *who) {
   return rc == ROCL_OK ? MPI_SUCCESS : fail_rocl(comm, rc, who);
 }
 
-// After a receive of (cap) bytes got st: unpack if staged, fill the
-// status, report truncation.
-int finish_recv(MPI_Comm comm, const rocl_status_t &st, void *buf, int count, MPI_Datatype t,
-                MPI_Status *status, const char *who) {
+// After a receive of (cap) bytes from source (a rank or MPI_ANY_SOURCE)
+// got st: unpack if staged, fill the status, report truncation.
+int finish_recv(MPI_Comm comm, int source, const rocl_status_t &st, void *buf, int count,
+                MPI_Datatype t, MPI_Status *status, const char *who) {
+  const int from = comm->source_rank(st.origin, source);
   const std::size_t cap = t->packed * std::size_t(count);
   if (!t->dense) {
     unpack(st.ptr, std::min(cap, st.len), buf, count, t);
     rocl_bfret(st.ptr);
   }
   const bool cut = st.len > cap;
-  set_status(status, comm->source_rank(st.origin), st.tag, std::min(cap, st.len));
+  set_status(status, from, st.tag, std::min(cap, st.len));
   if (cut) {
     return fail(
         comm, MPI_ERR_TRUNCATE, who,
         "a message of %zu bytes from rank %d (tag %d) does not fit the %zu bytes of the receive",
-        st.len, comm->source_rank(st.origin), st.tag, cap);
+        st.len, from, st.tag, cap);
   }
   return MPI_SUCCESS;
 }
@@ -150,7 +151,7 @@ int do_recv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm 
   const int rc = rocl_recvx(comm->self, source_gid(comm, source), rocl_tag(tag), kPointToPoint,
                             into, cap, &st, -1);
   if (rc != ROCL_OK) return fail_rocl(comm, rc, who);
-  return finish_recv(comm, st, buf, count, t, status, who);
+  return finish_recv(comm, source, st, buf, count, t, status, who);
 }
 
 int probe(int source, int tag, MPI_Comm comm, int timeout, int *flag, MPI_Status *status,
@@ -169,7 +170,7 @@ int probe(int source, int tag, MPI_Comm comm, int timeout, int *flag, MPI_Status
     return MPI_SUCCESS;
   }
   if (rc != ROCL_OK) return fail_rocl(comm, rc, who);
-  set_status(status, comm->source_rank(st.origin), st.tag, st.len);
+  set_status(status, comm->source_rank(st.origin, source), st.tag, st.len);
   return MPI_SUCCESS;
 }
 

@@ -61,8 +61,8 @@ void complete(MPI_Request r, int rc, const rocl_status_t &st) {
     finish(r, fail_rocl(r->comm, rc,
                         r->kind == rocl_mpi_request::Kind::kRecv ? "MPI_Irecv" : "MPI_Issend"));
   } else if (r->kind == rocl_mpi_request::Kind::kRecv) {
-    finish(r, finish_recv(r->comm, st, const_cast<void *>(r->buf), r->count, r->type, &r->status,
-                          "MPI_Irecv"));
+    finish(r, finish_recv(r->comm, r->peer, st, const_cast<void *>(r->buf), r->count, r->type,
+                          &r->status, "MPI_Irecv"));
   } else {
     set_status(&r->status, r->peer, r->tag, r->type->packed * std::size_t(r->count));
     finish(r, MPI_SUCCESS);

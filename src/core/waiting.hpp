@@ -1,0 +1,38 @@
+// waiting.hpp - the resource the calling thread waits on, so that a message
+// its own poll delivers there needs no second reference to the resource.
+#pragma once
+
+#include "rocl/rocl.h"
+
+namespace rocl::impl {
+
+class Context;
+class Resource;
+
+// The resource this thread waits on in recv() or wait(), which holds a
+// reference to it the whole time (the receive's, or the request's): a
+// message the thread's own poll delivers there takes none (get and put are
+// two locked instructions between the message's arrival and the receive's
+// return, ~8 ns each here).
+struct Waiting {
+  const Context *context = nullptr;
+  rocl_gid_t gid = ROCL_NULL_GID;
+  Resource *resource = nullptr;
+};
+extern constinit thread_local Waiting t_waiting;
+
+// Sets t_waiting for its lifetime (and restores what was there).
+class WaitingOn {
+ public:
+  WaitingOn(const Context *context, rocl_gid_t gid, Resource *r) noexcept : saved_(t_waiting) {
+    t_waiting = Waiting{context, gid, r};
+  }
+  ~WaitingOn() { t_waiting = saved_; }
+  WaitingOn(const WaitingOn &) = delete;
+  WaitingOn &operator=(const WaitingOn &) = delete;
+
+ private:
+  Waiting saved_;
+};
+
+}  // namespace rocl::impl
