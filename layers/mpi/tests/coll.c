@@ -175,6 +175,19 @@ static void test_reduce_ops(void) {
           "large Allreduce element %d", i);
   free(in);
   free(out);
+  /* Rounding makes the order of a floating-point sum matter: every rank
+   * must still end with the same bits. */
+  enum { NB = 64 };
+  double vals[NB], sums[NB], all[4 * NB];
+  for (int i = 0; i < NB; i++)
+    vals[i] = (rank + 1) * 0.1 + (i % 7) * 1e16 * (rank % 2 ? -1 : 1) + i * 1e-7;
+  CHECK_MPI(MPI_Allreduce(vals, sums, NB, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  if (size <= 4) {
+    CHECK_MPI(MPI_Allgather(sums, NB, MPI_DOUBLE, all, NB, MPI_DOUBLE, MPI_COMM_WORLD));
+    for (int j = 1; j < size; j++)
+      CHECK(memcmp(all, all + j * NB, sizeof sums) == 0,
+            "Allreduce of doubles: rank %d's sum differs from rank 0's in its bits", j);
+  }
   /* count 0 */
   int z = 5, zo = 6;
   CHECK_MPI(MPI_Allreduce(&z, &zo, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
