@@ -128,12 +128,13 @@ class Transport {
 
   // The largest message send_bytes() takes (0: it takes none).
   virtual std::size_t bytes_send_limit() const noexcept { return 0; }
-  // Like send(), for a small message (length <= bytes_send_limit()) that is
-  // not in a pool block: the transport copies `length` bytes from `data`
-  // before it returns, so the caller needs no block for it (a small
-  // message's send then takes none from the pool and gives none back, and
-  // copies its payload once). Same results as send(); on failure nothing
-  // was sent.
+  // Like send(), for a message (length <= bytes_send_limit()) that is not
+  // in a pool block: the transport copies `length` bytes from `data`
+  // before it returns, so the caller needs no block for it (the send then
+  // takes none from the pool and gives none back, and copies its payload
+  // once). Same results as send(); on failure the message was not
+  // delivered (a connection that failed part-way is dropped, and the
+  // receiver discards what it had of the message).
   virtual int send_bytes(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
                          const CoreHeader &header, const void *data, std::size_t length) noexcept {
     (void)peer, (void)peer_address, (void)destination, (void)header, (void)data, (void)length;

@@ -9,7 +9,10 @@
  * block of its own pool too: over shm a small message is copied from the
  * caller's memory into the ring (Transport::send_bytes), no block needed.
  * tcp copies every message into a pool block, so there the pools stay
- * free. Exit 0 on success. */
+ * free. Then rank 0, its pool still full, sends larger messages (2 KiB to
+ * 64 KiB, several ring frames each) from its memory: over shm they too go
+ * into the ring without a block; rank 1, its pool given back, receives
+ * them. Exit 0 on success. */
 #include <rocl/rocl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,9 @@
 
 static const size_t kSizes[] = {0, 1, 8, 24, 25, 64, 200, 1000};
 #define N_SIZES (sizeof kSizes / sizeof kSizes[0])
+static const size_t kLargeSizes[] = {2049, 4096, 40000, 65536};
+#define N_LARGE (sizeof kLargeSizes / sizeof kLargeSizes[0])
+static unsigned char large[65536 + GUARD], large_want[65536];
 
 static void fill(unsigned char *p, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; ++i) p[i] = (unsigned char)(seed * 41u + i * 3u + 1u);
@@ -51,6 +57,11 @@ int main(void) {
         while (n_held0 < MAX_HELD && (held0[n_held0] = rocl_bfget(1)) != NULL) ++n_held0;
         CHECK(n_held0 > 0 && n_held0 < MAX_HELD, "filling the pool of rank 0");
       }
+    }
+    for (unsigned k = 0; k < N_LARGE; ++k) {
+      fill(large, kLargeSizes[k], 1000 + k);
+      CHECK(rocl_sendx(me, peer, 1000 + (int)k, 0, 0, large, kLargeSizes[k]) == ROCL_OK,
+            "rocl_sendx of a larger message");
     }
     for (int i = 0; i < n_held0; ++i) CHECK(rocl_bfret(held0[i]) == ROCL_OK, "rocl_bfret (held)");
     CHECK(rocl_recv(me, peer, 2, &p, NULL, NULL, NULL, 30000) == ROCL_OK, "rocl_recv (done)");
@@ -99,6 +110,17 @@ int main(void) {
     for (size_t i = cap; i < cap + GUARD; ++i) CHECK(got[i] == 0xEE, "nothing written past cap");
   }
   for (int i = 0; i < n_held; ++i) CHECK(rocl_bfret(held[i]) == ROCL_OK, "rocl_bfret (held)");
+  for (unsigned k = 0; k < N_LARGE; ++k) {
+    const size_t len = kLargeSizes[k];
+    rocl_status_t st;
+    memset(large, 0xEE, sizeof large);
+    CHECK(rocl_recvx(me, peer, 1000 + (int)k, 0, large, len, &st, 30000) == ROCL_OK,
+          "rocl_recvx of a larger message");
+    CHECK(st.len == len && st.origin == peer, "larger message: status");
+    fill(large_want, len, 1000 + k);
+    CHECK(memcmp(large, large_want, len) == 0, "larger message: content");
+    for (size_t i = len; i < len + GUARD; ++i) CHECK(large[i] == 0xEE, "nothing written past len");
+  }
   memcpy(done, "done", 5);
   CHECK(rocl_bftoret(done) == ROCL_OK, "rocl_bftoret");
   CHECK(rocl_send(me, peer, 2, done, 5) == ROCL_OK, "rocl_send (done)");

@@ -250,8 +250,10 @@ class ShmTransportImpl final : public ShmTransport {
   void copy_in(Conn &c, std::uint64_t pos, const std::byte *src, std::uint64_t n);
   static void own_ahead(const Conn &c, std::uint64_t bytes);
   std::uint64_t fragment_bytes(const Conn &c, std::uint64_t total) const;
-  // A message of one frame at most (fragment_bytes(): 2 KiB or more).
-  static constexpr std::size_t kBytesSendLimit = 2048;
+  // Up to this size a message from caller memory is copied straight into
+  // the ring (in fragments above 2 KiB) rather than into a pool block
+  // first; larger ones are rare below the rendezvous threshold.
+  static constexpr std::size_t kBytesSendLimit = 65536;
   // c locked: connects it if need be. ROCL_OK, or why not (c then dropped
   // and `lk` unlocked).
   int ready_locked(rocl_gid_t peer, std::string_view peer_address, Conn *c,
