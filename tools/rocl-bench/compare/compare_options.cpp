@@ -24,7 +24,7 @@ const char kCompareUsage[] =
     "  --sizes LIST      p2p sizes, e.g. 8,4K,1M [1,4,16,...,16M: powers of 4]\n"
     "  --pairs LIST      thread pairs [1,2,4,8,16]\n"
     "  --ports LIST      destination resources [1,4,16,64]\n"
-    "  --rounds N        interleaved rounds, the order rotating [3]\n"
+    "  --rounds N        interleaved rounds, the order rotating [5]\n"
     "  --reps N          repetitions per point inside a run [3]\n"
     "  --time S          seconds per repetition [0.1]\n"
     "  --sustain-time S  seconds per sustainability phase [0.2]\n"

@@ -40,7 +40,7 @@ TEST(CompareOptions, DefaultsRunEveryStageAtEverySize) {
   EXPECT_EQ(o.sizes.back(), std::size_t{16} << 20);
   EXPECT_EQ(o.pairs, (std::vector<int>{1, 2, 4, 8, 16}));
   EXPECT_EQ(o.ports, (std::vector<int>{1, 4, 16, 64}));
-  EXPECT_EQ(o.rounds, 3);
+  EXPECT_EQ(o.rounds, 5);
   EXPECT_FALSE(o.quick);
 }
 
