@@ -16,11 +16,11 @@ namespace rocl_bench::compare {
 inline constexpr const char *kStages[] = {"p2p", "threads", "ports", "sustain"};
 
 struct CompareOptions {
-  std::vector<std::string> stages;         // among kStages; all when none is named
-  std::vector<std::string> systems;        // --systems: name filters; empty = every system
-  std::vector<std::size_t> sizes;          // p2p message sizes
-  std::vector<int> pairs;                  // threads: thread pairs
-  std::vector<int> ports;                  // ports: destination resources
+  std::vector<std::string> stages;   // among kStages; all when none is named
+  std::vector<std::string> systems;  // --systems: name filters; empty = every system
+  std::vector<std::size_t> sizes;    // p2p message sizes
+  std::vector<int> pairs;            // threads: thread pairs
+  std::vector<int> ports;            // ports: destination resources
   // Interleaved rounds. 5: this VM has slow phases of seconds in which
   // every cross-core figure is 2-4x higher; they hit a run of one system,
   // and with 3 rounds two slow ones of 3 (seen) decided a median.
