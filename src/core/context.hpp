@@ -84,9 +84,9 @@ class Context final : public MessageSink {
   Resource *arrival_resource(rocl_gid_t destination, bool *held) noexcept;
   bool send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
                   int *rc) noexcept;
-  int route(rocl_gid_t dgid, Message *msg) noexcept;
-  int route_remote(rocl_gid_t dgid, Message *msg, std::uint64_t epoch, RouteCache::Lookup found,
-                   Route route) noexcept;
+  int route(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous) noexcept;
+  int route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous, std::uint64_t epoch,
+                   RouteCache::Lookup found, Route route) noexcept;
   int resolve(rocl_gid_t dgid, Route *route) noexcept;
   int finish_receive(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status) noexcept;
   int check_receive_args(const char *who, int tag, std::uint32_t domain) noexcept;

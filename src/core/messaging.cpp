@@ -98,7 +98,7 @@ void Context::undo_outgoing(Outgoing &out) noexcept {
   }
 }
 
-int Context::route(rocl_gid_t dgid, Message *msg) noexcept {
+int Context::route(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous) noexcept {
   // A route cached before the directory's latest removal (the removal epoch,
   // one load of a line that changes only on removals) is not trusted: the
   // resource may be the one deleted, so rocl_delete's "later sends fail with
@@ -122,7 +122,7 @@ int Context::route(rocl_gid_t dgid, Message *msg) noexcept {
     rc = inproc_->send(gid_, inproc_address_, dgid, msg);
     if (rc != ROCL_EBADGID) return rc;
   }
-  return route_remote(dgid, msg, epoch, found, cached);
+  return route_remote(dgid, msg, prefer_rendezvous, epoch, found, cached);
 }
 
 int Context::resolve(rocl_gid_t dgid, Route *route) noexcept {
@@ -173,8 +173,13 @@ int Context::resolve(rocl_gid_t dgid, Route *route) noexcept {
 }
 
 // `found` and `route`: route()'s lookup of dgid at removal epoch `epoch`.
-int Context::route_remote(rocl_gid_t dgid, Message *msg, std::uint64_t epoch,
-                          RouteCache::Lookup found, Route route) noexcept {
+// prefer_rendezvous goes to the transport as msg->rendezvous (the EPOS
+// policy flag: the layer above asks, a transport that can lend takes it;
+// transport.hpp), never to the in-process hand-off, where it would make
+// the message a stub.
+int Context::route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous,
+                          std::uint64_t epoch, RouteCache::Lookup found, Route route) noexcept {
+  msg->rendezvous = prefer_rendezvous;
   if (found == RouteCache::Lookup::kStale) {
     switch (recheck(*directory_, dgid, route.context)) {
       case Recheck::kSame:  // still there: the same route, under the new epoch
@@ -243,7 +248,11 @@ int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domai
   msg->header = CoreHeader{ogid, tag, domain_word};
   msg->data = payload_of(out.block);
   msg->length = len;
-  if (int rc = route(dgid, msg); rc != ROCL_OK) {
+  // Our copy of caller memory: by rendezvous the receive copies it once
+  // into its own memory, instead of the ring's two copies and its own.
+  const bool prefer_rendezvous =
+      out.copied && options_.rndv_copy_threshold != 0 && len >= options_.rndv_copy_threshold;
+  if (int rc = route(dgid, msg, prefer_rendezvous); rc != ROCL_OK) {
     undo_outgoing(out);
     return rc;
   }

@@ -50,6 +50,12 @@ const OptionRow kOptions[] = {
      "matches, then "
      "is copied once. Smaller ones are copied through the transport's rings (0: never).",
      Type::kSize, field_of<&Options::rndv_threshold>},
+    {"ROCL_RNDV_COPY_THRESHOLD", "128K",
+     "A message sent from plain memory (the library copies it into a pool block first) goes by "
+     "rendezvous from this many bytes, where the transport lets a receive copy it straight "
+     "into its own memory (shm, rocl_recvx and MPI receives): two copies instead of four "
+     "(block, ring, block, receive). ROCL_RNDV_THRESHOLD=0 turns this off too (0: never).",
+     Type::kSize, field_of<&Options::rndv_copy_threshold>},
     {"ROCL_LINGER_MS", "10000",
      "The last rocl_exit waits at most this long for messages rocl_send already accepted but "
      "the transport still holds (tcp: bytes not yet written, rendezvous messages not yet "

@@ -118,6 +118,11 @@ class Transport {
   // block (state kLibrary) moves to the transport on ROCL_OK; the transport
   // returns it to the pool after transmission if the block is marked
   // return_after_send, otherwise sets its send_status to kSent/kFailed.
+  // msg->rendezvous set by the core: it prefers rendezvous for this message
+  // (its own copy of caller memory, ROCL_RNDV_COPY_THRESHOLD): a transport
+  // whose rendezvous lets a receive copy straight into its memory takes it
+  // as if msg->length reached rendezvous_threshold (unless that is 0);
+  // others ignore it.
   // On failure (negative code) the caller keeps msg and nothing was sent.
   // Thread safe. A busy link queues the message, but what one sender may
   // queue or lend to one receiver is bounded (flow control): beyond it
