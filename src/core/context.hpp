@@ -71,8 +71,9 @@ class Context final : public MessageSink {
 
   // MessageSink: arrivals from every transport.
   int deliver(rocl_gid_t destination, Message *msg) noexcept override;
-  bool deliver_bytes(rocl_gid_t destination, const CoreHeader &header, const void *bytes,
-                     std::size_t length) noexcept override;
+  bool deliver_pieces(rocl_gid_t destination, const CoreHeader &header, const ByteRange *pieces,
+                      int count, std::size_t length) noexcept override;
+  bool may_take_pieces(rocl_gid_t destination) const noexcept override;
   void progressed() noexcept override {
     if (acks_waiting_.load(std::memory_order_acquire)) send_acks();
   }

@@ -298,14 +298,22 @@ int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
   return d == generic::Delivery::kClosed ? ROCL_EDELETED : ROCL_OK;
 }
 
+// Not when this thread waits on `destination` with a zero-copy receive
+// (rocl_recv): the receive a message there would meet first is most likely
+// that one, which takes a block, so gathering the pieces first is wasted.
+bool Context::may_take_pieces(rocl_gid_t destination) const noexcept {
+  return !(t_waiting.context == this && t_waiting.gid == destination && !t_waiting.into_memory);
+}
+
 // A blocking receive into caller memory posts its envelope with data = that
 // memory and length = its capacity (receive_into), so that a transport may
-// copy a small message straight there from where it arrived: no block is
+// copy a message straight there from where it arrived (a short frame, or
+// the fragments of a message whole in a ring: the pieces): no block is
 // taken from the pool and given back, and the payload is copied once
 // instead of twice. The receive learns it from matched == nullptr with
 // status 0; `arrived` and length are then the message's header and length.
-bool Context::deliver_bytes(rocl_gid_t destination, const CoreHeader &header, const void *bytes,
-                            std::size_t length) noexcept {
+bool Context::deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
+                             const ByteRange *pieces, int count, std::size_t length) noexcept {
   bool held;
   Resource *r = arrival_resource(destination, &held);
   if (r == nullptr) return false;
@@ -315,8 +323,13 @@ bool Context::deliver_bytes(rocl_gid_t destination, const CoreHeader &header, co
     recv = mailbox.claim_receive(header, [](const Envelope &e) { return e.data != nullptr; });
   }
   if (recv != nullptr) {
-    if (length != 0 && recv->length != 0) {
-      std::memcpy(recv->data, bytes, std::min(length, recv->length));
+    auto *to = static_cast<std::byte *>(recv->data);
+    std::size_t room = recv->length;  // cut to fit
+    for (int k = 0; k < count && room != 0; ++k) {
+      const std::size_t n = std::min(pieces[k].length, room);
+      if (n != 0) std::memcpy(to, pieces[k].bytes, n);
+      to += n;
+      room -= n;
     }
     recv->arrived = header;
     recv->length = length;
@@ -492,7 +505,7 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domai
   int rc = ROCL_OK;
   if (msg != nullptr) note_match(dgid, msg->header, true);
   if (msg == nullptr) {
-    const WaitingOn waiting(this, dgid, r);
+    const WaitingOn waiting(this, dgid, r, into != nullptr);
     rc = await_receive(r, env, timeout, &msg);
   }
   if (rc != ROCL_OK) resources_.put(r);

@@ -141,7 +141,7 @@ int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexce
   if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr) {
     // The request holds a reference to its resource: what our own polls
     // deliver there while we wait needs no other (waiting.hpp).
-    const WaitingOn waiting(this, r->resource->gid(), r->resource);
+    const WaitingOn waiting(this, r->resource->gid(), r->resource, r->env.data != nullptr);
     if (!spin_with_progress(r->env.complete, timeout) && !r->env.complete.wait(timeout, spin)) {
       if (timeout == 0) return ROCL_ETIMEDOUT;
       return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms",

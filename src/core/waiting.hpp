@@ -18,14 +18,16 @@ struct Waiting {
   const Context *context = nullptr;
   rocl_gid_t gid = ROCL_NULL_GID;
   Resource *resource = nullptr;
+  bool into_memory = false;  // the receive waited for has memory of its own
 };
 extern constinit thread_local Waiting t_waiting;
 
 // Sets t_waiting for its lifetime (and restores what was there).
 class WaitingOn {
  public:
-  WaitingOn(const Context *context, rocl_gid_t gid, Resource *r) noexcept : saved_(t_waiting) {
-    t_waiting = Waiting{context, gid, r};
+  WaitingOn(const Context *context, rocl_gid_t gid, Resource *r, bool into_memory) noexcept
+      : saved_(t_waiting) {
+    t_waiting = Waiting{context, gid, r, into_memory};
   }
   ~WaitingOn() { t_waiting = saved_; }
   WaitingOn(const WaitingOn &) = delete;

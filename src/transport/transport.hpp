@@ -44,7 +44,27 @@ class MessageSink {
   // safe; never blocks (an unknown resource is left to deliver()).
   virtual bool deliver_bytes(rocl_gid_t destination, const CoreHeader &header, const void *bytes,
                              std::size_t length) noexcept {
-    (void)destination, (void)header, (void)bytes, (void)length;
+    const ByteRange piece{bytes, length};
+    return deliver_pieces(destination, header, &piece, 1, length);
+  }
+  // deliver_bytes for a message whose bytes lie in `count` pieces (in
+  // order; their lengths add up to `length`), e.g. the fragments of a
+  // message that is whole in a ring: copied one after the other into the
+  // receive's memory, cut to fit. Same contract otherwise.
+  struct ByteRange {
+    const void *bytes;
+    std::size_t length;
+  };
+  virtual bool deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
+                              const ByteRange *pieces, int count, std::size_t length) noexcept {
+    (void)destination, (void)header, (void)pieces, (void)count, (void)length;
+    return false;
+  }
+  // A hint, before a transport gathers the pieces of a message (which costs
+  // reads of its ring): false if deliver_pieces() for `destination` would
+  // most likely say no. Thread safe, cheap, never blocks.
+  virtual bool may_take_pieces(rocl_gid_t destination) const noexcept {
+    (void)destination;
     return false;
   }
   // Called by a transport's own thread after a round of progress, outside

@@ -164,8 +164,11 @@ struct RxSlot {
   BlockHeader *block = nullptr;  // message being reassembled
   wire::MessageHeader first{};
   std::uint64_t done = 0;
-  std::string name;           // "shm slot N (pid P)", for error sentences
-  bool paused = false;        // no pool block for its next message: retried every kRetryMs
+  std::string name;     // "shm slot N (pid P)", for error sentences
+  bool paused = false;  // no pool block for its next message: retried every kRetryMs
+  // Messages in fragments to take the usual way before the next look for
+  // one whole in the ring (deliver_whole_in_ring backs off after a miss).
+  std::uint32_t whole_skip = 0;
   bool pause_logged = false;  // said so once
 };
 
@@ -281,6 +284,12 @@ class ShmTransportImpl final : public ShmTransport {
   int poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
   int take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
   int take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at);
+  // Out of line: poll_slot, on every message's path, stays small.
+  [[gnu::noinline]] bool deliver_whole_in_ring(RxSlot &s, SlotCtl *ctl,
+                                               const wire::MessageHeader &first,
+                                               std::size_t header_bytes);
+  bool same_message_fragment(const RxSlot &s, std::uint64_t pos, const wire::MessageHeader &first,
+                             std::uint64_t offset, std::uint64_t len) const;
   BlockHeader *receive_block(std::uint32_t i, RxSlot &s, SlotCtl *ctl, std::uint64_t length);
   void pause(RxSlot &s, std::uint64_t length);
   void resume(RxSlot &s);
