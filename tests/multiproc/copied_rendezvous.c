@@ -24,18 +24,6 @@
 
 static const size_t kSizes[3] = {512 << 10, 300 << 10, 100 << 10};
 
-static void fill(unsigned char *p, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; ++i) p[i] = (unsigned char)(seed * 31u + i * 7u + (i >> 12));
-}
-
-static void expect_content(const unsigned char *got, size_t n, unsigned seed, const char *what) {
-  unsigned char *want = malloc(n);
-  CHECK(want != NULL, "malloc");
-  fill(want, n, seed);
-  CHECK(memcmp(got, want, n) == 0, what);
-  free(want);
-}
-
 static void send_all(rocl_gid_t me, rocl_gid_t peer) {
   void *p = NULL;
   CHECK(rocl_recv(me, peer, 9, &p, NULL, NULL, NULL, 30000) == ROCL_OK, "rocl_recv (ready)");
@@ -43,7 +31,7 @@ static void send_all(rocl_gid_t me, rocl_gid_t peer) {
   for (unsigned m = 0; m < 3; ++m) {
     unsigned char *plain = malloc(kSizes[m]);
     CHECK(plain != NULL, "malloc");
-    fill(plain, kSizes[m], m + 1);
+    fill_pattern(plain, kSizes[m], m + 1);
     CHECK(rocl_send(me, peer, (int)m + 1, plain, kSizes[m]) == ROCL_OK, "rocl_send (plain memory)");
     free(plain); /* the library copied it: ours again at once */
   }
@@ -98,13 +86,13 @@ int main(void) {
     CHECK(rocl_recvx(me, peer, 2, 0, two, kSizes[1], &st2, 30000) == ROCL_OK, "rocl_recvx (2)");
   }
   CHECK(st1.len == kSizes[0] && st1.tag == 1 && st1.origin == peer, "status of message 1");
-  expect_content(one, kSizes[0], 1, "message 1's content");
+  expect_pattern(one, kSizes[0], 1, "message 1's content");
   CHECK(st2.len == kSizes[1] && st2.tag == 2 && st2.origin == peer, "status of message 2");
-  expect_content(two, kSizes[1], 2, "message 2's content");
+  expect_pattern(two, kSizes[1], 2, "message 2's content");
   rocl_status_t st3;
   CHECK(rocl_recvx(me, peer, 3, 0, one, kSizes[0], &st3, 30000) == ROCL_OK, "rocl_recvx (eager)");
   CHECK(st3.len == kSizes[2] && st3.tag == 3, "status of message 3");
-  expect_content(one, kSizes[2], 3, "message 3's content");
+  expect_pattern(one, kSizes[2], 3, "message 3's content");
   free(one);
   free(two);
 

@@ -2,8 +2,10 @@
  * reads this process's rank; register_rank registers its resource
  * {type=<type>, rank=<rank>}; find_rank waits (up to 10 s) until another
  * process's is in the job's directory and returns its gid; CHECK exits 1
- * naming the program, the rank, what failed and rocl_last_error(). All
- * exit 1 naming the program and the rank on failure. */
+ * naming the program, the rank, what failed and rocl_last_error();
+ * fill_pattern and expect_pattern write and check a payload that differs by
+ * seed and position. All exit 1 naming the program and the rank on
+ * failure. */
 #pragma once
 #include <rocl/rocl.h>
 #include <stdio.h>
@@ -62,4 +64,19 @@ static rocl_gid_t find_rank(const char *type, int rank) {
   }
   fprintf(stderr, "%s: rank %d never registered\n", type, rank);
   exit(1);
+}
+
+/* n bytes that differ by seed and position (and by 4 KiB page). */
+__attribute__((unused)) static void fill_pattern(unsigned char *p, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; ++i) p[i] = (unsigned char)(seed * 29u + i * 13u + (i >> 12));
+}
+
+/* Exits naming `what` unless got holds fill_pattern(n, seed). */
+__attribute__((unused)) static void expect_pattern(const unsigned char *got, size_t n,
+                                                   unsigned seed, const char *what) {
+  unsigned char *want = malloc(n);
+  CHECK(want != NULL, "malloc");
+  fill_pattern(want, n, seed);
+  CHECK(memcmp(got, want, n) == 0, what);
+  free(want);
 }

@@ -22,18 +22,6 @@
 #define SMALL_HELD 64
 #define MAX_HELD 64
 
-static void fill(unsigned char *p, size_t n, unsigned seed) {
-  for (size_t i = 0; i < n; ++i) p[i] = (unsigned char)(seed * 29u + i * 13u + (i >> 10));
-}
-
-static void expect_content(const unsigned char *got, size_t n, unsigned seed, const char *what) {
-  unsigned char *want = malloc(n);
-  CHECK(want != NULL, "malloc");
-  fill(want, n, seed);
-  CHECK(memcmp(got, want, n) == 0, what);
-  free(want);
-}
-
 int main(void) {
   const int rank = start_rank("recvx_rendezvous");
   CHECK(rocl_init() > 0, "rocl_init");
@@ -47,7 +35,7 @@ int main(void) {
     for (unsigned m = 1; m <= 3; ++m) {
       unsigned char *b = rocl_bfget(BIG);
       CHECK(b != NULL, "rocl_bfget");
-      fill(b, BIG, m);
+      fill_pattern(b, BIG, m);
       CHECK(rocl_bftoret(b) == ROCL_OK, "rocl_bftoret");
       CHECK(rocl_send(me, peer, (int)m, b, BIG) == ROCL_OK, "rocl_send (1 MiB)");
     }
@@ -86,20 +74,20 @@ int main(void) {
     CHECK(rocl_recvx(me, peer, 1, 0, mine, BIG, &st, 30000) == ROCL_OK, "rocl_recvx (again)");
   }
   CHECK(st.len == BIG && st.tag == 1 && st.origin == peer && st.ptr == mine, "status of message 1");
-  expect_content(mine, BIG, 1, "message 1's content");
+  expect_pattern(mine, BIG, 1, "message 1's content");
 
   /* Cut to fit: CUT bytes written, the guard after them untouched. */
   memset(mine, 0xee, CUT + GUARD);
   CHECK(rocl_recvx(me, peer, 2, 0, mine, CUT, &st, 30000) == ROCL_OK, "rocl_recvx (cut)");
   CHECK(st.len == BIG, "a cut receive's status.len is the message's full length");
-  expect_content(mine, CUT, 2, "the first CUT bytes of message 2");
+  expect_pattern(mine, CUT, 2, "the first CUT bytes of message 2");
   for (size_t i = CUT; i < CUT + GUARD; ++i) CHECK(mine[i] == 0xee, "nothing written past cap");
 
   rocl_request_t req;
   CHECK(rocl_irecvx(me, peer, 3, 0, mine, BIG, &req) == ROCL_OK, "rocl_irecvx");
   CHECK(rocl_wait(&req, &st, 30000) == ROCL_OK, "rocl_wait");
   CHECK(st.len == BIG && st.tag == 3, "status of message 3");
-  expect_content(mine, BIG, 3, "message 3's content");
+  expect_pattern(mine, BIG, 3, "message 3's content");
   free(mine);
 
   CHECK(rocl_send(me, peer, 10, "done", 4) == ROCL_OK, "rocl_send (done)");
