@@ -56,6 +56,13 @@ const OptionRow kOptions[] = {
      "into its own memory (shm, rocl_recvx and MPI receives): two copies instead of four "
      "(block, ring, block, receive). ROCL_RNDV_THRESHOLD=0 turns this off too (0: never).",
      Type::kSize, field_of<&Options::rndv_copy_threshold>},
+    {"ROCL_TCP_RNDV_THRESHOLD", "1M",
+     "Over tcp, messages of at least this many bytes (or ROCL_RNDV_THRESHOLD, if lower) go by "
+     "rendezvous: the receiver asks for the payload when a receive matches and reads it into "
+     "its block, rather than the sender pushing it into the socket at once (1 MiB one-way "
+     "~15 % faster, streams 12-20 % faster than eager, measured). ROCL_RNDV_THRESHOLD=0 "
+     "turns it off too (0: ROCL_RNDV_THRESHOLD alone).",
+     Type::kSize, field_of<&Options::tcp_rndv_threshold>},
     {"ROCL_LINGER_MS", "10000",
      "The last rocl_exit waits at most this long for messages rocl_send already accepted but "
      "the transport still holds (tcp: bytes not yet written, rendezvous messages not yet "

@@ -23,9 +23,12 @@ int TcpTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
                 static_cast<std::uint64_t>(msg->length), limits_.max_message_bytes);
   }
   // (A request's 16-byte body must fit within total_length: docs/protocol.md.)
-  const bool large =
-      env_.rendezvous_threshold != 0 &&
-      msg->length >= std::max(env_.rendezvous_threshold, sizeof(wire::RendezvousBody));
+  const std::size_t threshold =
+      env_.tcp_rendezvous_threshold != 0
+          ? std::min(env_.rendezvous_threshold, env_.tcp_rendezvous_threshold)
+          : env_.rendezvous_threshold;
+  const bool large = env_.rendezvous_threshold != 0 &&
+                     msg->length >= std::max(threshold, sizeof(wire::RendezvousBody));
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::shared_ptr<Conn> c = find_peer(peer_address);
     if (c == nullptr) {
