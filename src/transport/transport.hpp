@@ -42,8 +42,10 @@ class MessageSink {
   // matching, a zero-copy receive first, an unknown or closing resource)
   // false and nothing changed: make a message and deliver() it. Thread
   // safe; never blocks (an unknown resource is left to deliver()).
-  virtual bool deliver_bytes(rocl_gid_t destination, const CoreHeader &header, const void *bytes,
-                             std::size_t length) noexcept {
+  // (Not virtual: one indirect call on a short message's path, the one to
+  // deliver_pieces.)
+  bool deliver_bytes(rocl_gid_t destination, const CoreHeader &header, const void *bytes,
+                     std::size_t length) noexcept {
     const ByteRange piece{bytes, length};
     return deliver_pieces(destination, header, &piece, 1, length);
   }
