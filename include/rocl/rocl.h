@@ -291,6 +291,20 @@ int rocl_sendx(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsig
 int rocl_isendx(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsigned flags,
                 void *ptr, size_t len, rocl_request_t *req);
 
+/* rocl_isendx that may lend ptr instead of copying it (MPI_Isend's
+ * semantics): where the message has at least ROCL_LEND_THRESHOLD bytes, ptr
+ * is plain memory (not a rocl buffer) and the way to dgid lets the receiver
+ * read the sender's memory (shm, with cross-memory attach), the receiver
+ * copies the bytes straight from ptr when a receive matches; *req is then
+ * a request that completes only after that: ptr must stay allocated and
+ * unchanged until rocl_test/rocl_wait report completion (ROCL_EPEER if the
+ * receiver's process died before taking the bytes). Otherwise the bytes
+ * are copied before it returns, as rocl_sendx does, and *req is
+ * ROCL_REQUEST_NULL (nothing to wait for; a copied send makes no request).
+ * A lent send cannot be cancelled. */
+int rocl_isendx_lend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsigned flags,
+                     void *ptr, size_t len, rocl_request_t *req);
+
 /* rocl_recv in `domain`, reporting in *status (not NULL). With into == NULL
  * the message's buffer is handed over as rocl_recv does (status->ptr). With
  * into != NULL the payload is copied there, at most cap bytes, and its

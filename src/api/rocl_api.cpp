@@ -191,6 +191,14 @@ int rocl_isendx(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsi
   return ctx->isend(ogid, dgid, tag, rocl::impl::domain_word(domain, flags), ptr, len, req);
 }
 
+int rocl_isendx_lend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsigned flags,
+                     void *ptr, size_t len, rocl_request_t *req) {
+  Context *ctx = context_for("rocl_isendx_lend");
+  if (ctx == nullptr) return ROCL_ENOINIT;
+  if (bad_domain("rocl_isendx_lend", domain, flags)) return ROCL_EINVAL;
+  return ctx->isend(ogid, dgid, tag, rocl::impl::domain_word(domain, flags), ptr, len, req, true);
+}
+
 int rocl_recvx(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, void *into, size_t cap,
                rocl_status_t *status, int timeout) {
   Context *ctx = context_for("rocl_recvx");

@@ -38,7 +38,8 @@ struct alignas(64) BlockHeader {
   std::atomic<SendStatus> send_status;  // see SendStatus
   std::uint8_t order;                   // block size is 2^order bytes
   bool return_after_send;               // rocl_bftoret was called
-  std::uint8_t pad0[6];
+  bool lent;                            // its message is a lent send (core/message.hpp)
+  std::uint8_t pad0[5];
   BlockHeader *free_next;  // free-list link, pool use only
   std::uint64_t pad1[4];
 };

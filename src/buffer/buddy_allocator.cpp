@@ -23,6 +23,7 @@ void BuddyAllocator::write_header(BlockHeader *b, unsigned order) noexcept {
   b->state.store(BlockState::kFree, std::memory_order_relaxed);
   b->send_status.store(SendStatus::kIdle, std::memory_order_relaxed);
   b->return_after_send = false;
+  b->lent = false;
   b->free_next = nullptr;
 }
 

@@ -89,6 +89,7 @@ unsigned region_order(std::size_t cap) noexcept {
 inline void hand_out(BlockHeader *b) noexcept {
   b->send_status.store(SendStatus::kIdle, std::memory_order_relaxed);
   b->return_after_send = false;
+  b->lent = false;
   b->state.store(BlockState::kUser, std::memory_order_release);
 }
 

@@ -67,13 +67,29 @@ void Context::yield_crowded_cpu(std::chrono::microseconds *spin,
 constexpr unsigned kBusyRounds = 2048;
 
 bool Context::spin_with_progress(const generic::Completion &done, int timeout_ms) noexcept {
+  return spin_until([&done] { return done.is_done(); }, timeout_ms,
+                    std::chrono::microseconds(options_.spin_us));
+}
+
+bool Context::spin_until_sent(const BlockHeader *block, int timeout_ms,
+                              std::chrono::microseconds spin) noexcept {
+  return spin_until(
+      [block] {
+        return block->send_status.load(std::memory_order_acquire) != SendStatus::kPending;
+      },
+      timeout_ms, spin);
+}
+
+// Spins for `spin` (and at most timeout_ms) driving the transports until
+// done() says so; whether it did.
+template <class Done>
+bool Context::spin_until(Done done, int timeout_ms, std::chrono::microseconds spin) noexcept {
   using Clock = std::chrono::steady_clock;
-  if (done.is_done()) return true;
+  if (done()) return true;
   if (polled_.empty() || timeout_ms == 0) {
     if (timeout_ms == 0) progress_transports();
-    return done.is_done();
+    return done();
   }
-  auto spin = std::chrono::microseconds(options_.spin_us);
   if (timeout_ms > 0) spin = std::min(spin, std::chrono::microseconds(timeout_ms * 1000LL));
   // The clock is first read after 16 empty rounds (or the first frame), not
   // before the first poll: a reply that comes at once (a ping-pong) is then
@@ -105,12 +121,12 @@ bool Context::spin_with_progress(const generic::Completion &done, int timeout_ms
   bool counted = false;
   bool ok = false;
   for (unsigned i = 1;; ++i) {
-    if (done.is_done()) {
+    if (done()) {
       ok = true;
       break;
     }
     const int handled = progress_round(i);
-    if (handled != 0 && done.is_done()) {  // the common end: no clock read
+    if (handled != 0 && done()) {  // the common end: no clock read
       ok = true;
       break;
     }
@@ -141,7 +157,7 @@ bool Context::spin_with_progress(const generic::Completion &done, int timeout_ms
   }
   if (counted) spinners_.fetch_sub(1, std::memory_order_relaxed);
   for (std::size_t k = 0; k < n_begun; ++k) begun[k]->poll_end(!ok);
-  return ok || done.is_done();
+  return ok || done();
 }
 
 }  // namespace rocl::impl

@@ -61,8 +61,10 @@ class Context final : public MessageSink {
            std::size_t cap, rocl_status_t *status, int timeout) noexcept;
   int probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, rocl_status_t *status,
             int timeout) noexcept;
+  // lend: rocl_isendx_lend (a request only if ptr was lent, completed once
+  // the receiver has read it; *req = nullptr if copied; requests.cpp).
   int isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
-            std::size_t len, rocl_request **req) noexcept;
+            std::size_t len, rocl_request **req, bool lend = false) noexcept;
   int irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, void *into,
             std::size_t cap, rocl_request **req) noexcept;
   int test(rocl_request **req, int *done, rocl_status_t *status) noexcept;
@@ -85,6 +87,21 @@ class Context final : public MessageSink {
   Resource *arrival_resource(rocl_gid_t destination, bool *held) noexcept;
   bool send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
                   int *rc) noexcept;
+  int check_send_args(rocl_gid_t ogid, int tag) noexcept;
+  int isend_lend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
+                 std::size_t len, rocl_request **req) noexcept;
+  // Whether len bytes at ptr may be lent to dgid (size, memory, a cached
+  // route whose transport takes lent memory: *route).
+  bool may_lend(rocl_gid_t dgid, const void *ptr, std::size_t len, Route *route) noexcept;
+  // A lent send (is_lent) over route: *block carries its envelope, in
+  // flight until the transport finishes it (send_status). False: send it
+  // the usual way.
+  bool send_lent(const Route &route, rocl_gid_t dgid, const CoreHeader &header, void *ptr,
+                 std::size_t len, BlockHeader **block) noexcept;
+  void release_lent(BlockHeader *block) noexcept;
+  // Waits (spin, then sleeps backing off) until a lent send's block is
+  // finished; timeout as rocl_wait's. True if it was.
+  bool wait_sent(const BlockHeader *block, int timeout_ms) noexcept;
   int route(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous) noexcept;
   int route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous, std::uint64_t epoch,
                    RouteCache::Lookup found, Route route) noexcept;
@@ -118,6 +135,10 @@ class Context final : public MessageSink {
   int progress_transports() noexcept;
   int progress_round(unsigned round) noexcept;
   bool spin_with_progress(const generic::Completion &done, int timeout_ms) noexcept;
+  bool spin_until_sent(const BlockHeader *block, int timeout_ms,
+                       std::chrono::microseconds spin) noexcept;
+  template <class Done>  // caller_progress.cpp only
+  bool spin_until(Done done, int timeout_ms, std::chrono::microseconds spin) noexcept;
   void yield_crowded_cpu(std::chrono::microseconds *spin,
                          std::chrono::steady_clock::time_point *end,
                          std::chrono::steady_clock::time_point limit) noexcept;
@@ -149,6 +170,8 @@ class Context final : public MessageSink {
   // resource table, so a sender that found the gid in the directory but not
   // yet in the table can wait for it instead of failing.
   std::shared_mutex registering_;
+  // Lent sends whose requests have not completed yet (send_lent).
+  std::atomic<int> lent_in_flight_{0};
   std::mutex acks_mu_;  // acks_: acknowledgements deliver() queued
   std::vector<Ack> acks_;
   std::atomic<bool> acks_waiting_{false};

@@ -59,6 +59,16 @@ inline Message *message_in(BlockHeader *block) {
 inline BlockHeader *block_of(Envelope *msg) {
   return reinterpret_cast<BlockHeader *>(reinterpret_cast<std::byte *>(msg) - kBlockHeaderBytes);
 }
+inline const BlockHeader *block_of(const Envelope *msg) {
+  return reinterpret_cast<const BlockHeader *>(reinterpret_cast<const std::byte *>(msg) -
+                                               kBlockHeaderBytes);
+}
+// A lent send (rocl_isendx_lend): msg->data is the application's memory,
+// not the block's payload; the block carries only the envelope, and the
+// request waits for the transport to finish it (Transport::send).
+inline bool is_lent(const Envelope *msg) {
+  return block_of(msg)->lent;
+}
 
 class Transport;
 

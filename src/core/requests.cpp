@@ -19,25 +19,49 @@ struct rocl_request : rocl::generic::Recycled<rocl_request> {
   void *into = nullptr;                     // receive into memory (rocl_irecvx), or hand over
   std::size_t cap = 0;
   rocl_status_t send_status{};
+  // A lent send (rocl_isendx_lend): the block carrying its envelope, done
+  // once the transport finished it (send_status kSent or kFailed).
+  rocl::impl::BlockHeader *lent = nullptr;
 };
 
 namespace rocl::impl {
 
 int Context::isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
-                   std::size_t len, rocl_request **req) noexcept {
+                   std::size_t len, rocl_request **req, bool lend) noexcept {
   if (req == nullptr) return fail(ROCL_EINVAL, "rocl_isend: req is NULL");
+  if (lend) return isend_lend(ogid, dgid, tag, domain_word, ptr, len, req);
   auto *r = new (std::nothrow) rocl_request(rocl_request::Kind::kSend);
   if (r == nullptr) return fail(ROCL_ENOMEM, "rocl_isend: out of memory for the request");
   // Sends are accepted (delivered or queued) before they return, so the
-  // request is complete from the start; later transports complete it later.
-  int rc = send(ogid, dgid, tag, domain_word, ptr, len);
-  if (rc != ROCL_OK) {
+  // request is complete from the start.
+  if (int rc = send(ogid, dgid, tag, domain_word, ptr, len); rc != ROCL_OK) {
     delete r;
     return rc;
   }
   r->send_status = rocl_status_t{nullptr, dgid, tag, ROCL_OK, len, domain_word >> kFlagsShift};
   *req = r;
   return ROCL_OK;
+}
+
+// A lent send completes once the receiver has read the caller's memory;
+// one that is copied instead needs no request at all (*req = nullptr).
+int Context::isend_lend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word,
+                        void *ptr, std::size_t len, rocl_request **req) noexcept {
+  if (int rc = check_send_args(ogid, tag); rc != ROCL_OK) return rc;
+  Route route;
+  if (may_lend(dgid, ptr, len, &route)) {
+    auto *r = new (std::nothrow) rocl_request(rocl_request::Kind::kSend);
+    if (r == nullptr) return fail(ROCL_ENOMEM, "rocl_isendx_lend: out of memory for the request");
+    if (send_lent(route, dgid, CoreHeader{ogid, tag, domain_word}, ptr, len, &r->lent)) {
+      r->send_status = rocl_status_t{nullptr, dgid, tag, ROCL_OK, len, domain_word >> kFlagsShift};
+      *req = r;
+      return ROCL_OK;
+    }
+    delete r;
+  }
+  const int rc = send(ogid, dgid, tag, domain_word, ptr, len);
+  if (rc == ROCL_OK) *req = nullptr;
+  return rc;
 }
 
 int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, void *into,
@@ -76,6 +100,16 @@ namespace {
 bool receive_done(const rocl_request *r) {
   return r->message != nullptr || r->env.complete.is_done();
 }
+bool send_done(const rocl_request *r) {
+  return r->lent == nullptr ||
+         r->lent->send_status.load(std::memory_order_acquire) != SendStatus::kPending;
+}
+bool done(const rocl_request *r) {
+  return r->kind == rocl_request::Kind::kReceive ? receive_done(r) : send_done(r);
+}
+const char *what(const rocl_request *r) {
+  return r->kind == rocl_request::Kind::kReceive ? "receive" : "send";
+}
 }  // namespace
 
 // Completes a finished request: fills status, frees it, nulls the handle.
@@ -85,6 +119,14 @@ int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcep
   int rc = ROCL_OK;
   if (r->kind == rocl_request::Kind::kSend) {
     st = r->send_status;
+    if (r->lent != nullptr) {
+      if (r->lent->send_status.load(std::memory_order_acquire) == SendStatus::kFailed) {
+        rc = ROCL_EPEER;  // the transport said why, on its log
+        st.error = rc;
+      }
+      release_lent(r->lent);
+      lent_in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    }
   } else {
     Envelope *msg = r->message != nullptr ? r->message : r->env.matched;
     if (r->message == nullptr && r->env.status != ROCL_OK) {
@@ -117,16 +159,17 @@ int Context::test(rocl_request **req, int *done, rocl_status_t *status) noexcept
     return ROCL_OK;
   }
   rocl_request *r = *req;
-  if (r->kind == rocl_request::Kind::kReceive && !receive_done(r)) {
+  if (!impl::done(r)) {
     progress_transports();  // a test loop is a poll loop: drive the transports
-    if (!receive_done(r)) {
+    if (!impl::done(r)) {
       *done = 0;
       return ROCL_OK;
     }
   }
   *done = 1;
+  const char *kind = what(r);
   int rc = complete_request(req, status);
-  return rc == ROCL_OK ? rc : fail(rc, "rocl_test: the receive failed: %s", error_name(rc));
+  return rc == ROCL_OK ? rc : fail(rc, "rocl_test: the %s failed: %s", kind, error_name(rc));
 }
 
 int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexcept {
@@ -147,16 +190,23 @@ int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexce
       return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms",
                   timeout);
     }
+  } else if (!send_done(r) && !wait_sent(r->lent, timeout)) {
+    if (timeout == 0) return ROCL_ETIMEDOUT;
+    return fail(ROCL_ETIMEDOUT,
+                "rocl_wait: the lent send was not taken by its receiver within %d ms", timeout);
   }
+  const char *kind = what(r);
   int rc = complete_request(req, status);
-  return rc == ROCL_OK ? rc : fail(rc, "rocl_wait: the receive failed: %s", error_name(rc));
+  return rc == ROCL_OK ? rc : fail(rc, "rocl_wait: the %s failed: %s", kind, error_name(rc));
 }
 
 int Context::cancel(rocl_request **req) noexcept {
   if (req == nullptr || *req == nullptr) return fail(ROCL_EINVAL, "rocl_cancel: no request");
   rocl_request *r = *req;
-  if (r->kind == rocl_request::Kind::kSend || r->message != nullptr ||
-      !r->resource->mailbox().cancel_receive(&r->env)) {
+  if (r->kind == rocl_request::Kind::kSend) {
+    return fail(ROCL_EALREADY, "rocl_cancel: a send cannot be cancelled; test or wait it");
+  }
+  if (r->message != nullptr || !r->resource->mailbox().cancel_receive(&r->env)) {
     return fail(ROCL_EALREADY, "rocl_cancel: the operation has already completed; test or wait it");
   }
   resources_.put(r->resource, true);

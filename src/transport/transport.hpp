@@ -149,6 +149,13 @@ class Transport {
   // whose rendezvous lets a receive copy straight into its memory takes it
   // as if msg->length reached rendezvous_threshold (unless that is 0);
   // others ignore it.
+  // is_lent(msg) (only to a transport whose takes_lent_memory() says so):
+  // msg->data is the application's memory, outside the pool, and the
+  // block (return_after_send false) holds only the envelope. The bytes stay
+  // valid and unchanged until the transport finishes the block
+  // (finish_sent_block), so it may let the receiver read them there, while
+  // the message is in flight; or it copies them before finishing. Either
+  // way it finishes the block exactly once, also on failure after ROCL_OK.
   // On failure (negative code) the caller keeps msg and nothing was sent.
   // Thread safe. A busy link queues the message, but what one sender may
   // queue or lend to one receiver is bounded (flow control): beyond it
@@ -156,6 +163,11 @@ class Transport {
   // ROCL_EPEER naming the peer if the peer dies meanwhile.
   virtual int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
                    Message *msg) noexcept = 0;
+
+  // Whether send() takes lent messages (is_lent, above). A transport
+  // that says yes may still copy some (a peer that cannot read our memory,
+  // too many lent at once); one that says no gets a copy in a pool block.
+  virtual bool takes_lent_memory() const noexcept { return false; }
 
   // The largest message send_bytes() takes (0: it takes none).
   virtual std::size_t bytes_send_limit() const noexcept { return 0; }

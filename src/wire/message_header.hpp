@@ -30,6 +30,13 @@ struct RendezvousBody {
 };
 static_assert(sizeof(RendezvousBody) == 16);
 
+// The one flag a frame may carry (MessageHeader::flags), on a rendezvous
+// request only: its `address` is a virtual address in the sending
+// process, the memory of the application's send (lent until the cookie
+// comes back), read with cross-memory attach (shm: process_vm_readv),
+// not an offset in the sender's buffer pool.
+inline constexpr std::uint32_t kFlagCallerMemory = 1;
+
 // 64 bytes, little-endian on the wire, naturally aligned fields.
 struct MessageHeader {
   std::uint16_t magic;

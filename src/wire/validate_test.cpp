@@ -149,6 +149,20 @@ TEST(Validate, FlagsAndReservedMustBeZero) {
   expect_rejected(h, "reserved 0x00000001 must be 0");
 }
 
+TEST(Validate, OnlyARendezvousRequestMayNameCallerMemory) {
+  MessageHeader h = fragment();
+  h.kind = Kind::kRendezvousRequest;
+  h.fragment_offset = 0;
+  h.fragment_length = sizeof(RendezvousBody);
+  h.flags = kFlagCallerMemory;
+  EXPECT_EQ(check(h), "");
+  h.flags = kFlagCallerMemory | 2;
+  expect_rejected(h, "flags 0x00000003 must be 0 (reserved) but for bit 0 (caller memory)");
+  h = fragment();
+  h.flags = kFlagCallerMemory;
+  expect_rejected(h, "flags 0x00000001 must be 0 (reserved)");
+}
+
 TEST(Validate, SourceAndDestinationAreRealGids) {
   MessageHeader h = fragment();
   h.source = 0;

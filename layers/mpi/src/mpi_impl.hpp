@@ -177,8 +177,10 @@ int check_send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MP
                const char *who);
 int check_recv(int count, MPI_Datatype t, int source, int tag, MPI_Comm comm, const char *who);
 int check_bsend_room(MPI_Comm comm, int count, MPI_Datatype t, const char *who);
+// lent: where a standard or ready send may lend buf (rocl_isendx_lend):
+// set to the rocl request to complete if rocl did, left NULL if it copied.
 int post_send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
-              unsigned flags, const char *who);
+              unsigned flags, const char *who, rocl_request_t *lent = nullptr);
 void receive_target(void *buf, int count, MPI_Datatype t, void *none, void **into,
                     std::size_t *cap);
 int finish_recv(MPI_Comm comm, int source, const rocl_status_t &st, void *buf, int count,

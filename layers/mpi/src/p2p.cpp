@@ -3,11 +3,15 @@
 // as it sends) and straight into it (rocl_recvx); other datatypes are
 // packed into a pool block that is handed over without a further copy.
 //
-// Send modes (docs/mpi.md): standard, buffered and ready sends complete
-// once rocl has accepted the message (it never waits for the receive; rocl
-// itself goes rendezvous above ROCL_RNDV_THRESHOLD); a synchronous send
-// carries kSyncFlag (ROCL_FLAG_ACK) and waits for the acknowledgement
-// rocl sends when a receive matches it, in the kSyncAck domain.
+// Send modes (docs/mpi.md): standard and ready sends of dense data lend
+// the user's memory from kMayLendBytes (rocl_isendx_lend; rocl lends from
+// ROCL_LEND_THRESHOLD where the receiver can read it, and copies
+// otherwise): they complete once the receive has copied it, as MPI allows.
+// Smaller ones, buffered sends and those rocl copies complete once rocl
+// has accepted the message (rocl itself goes rendezvous above
+// ROCL_RNDV_THRESHOLD); a synchronous send carries kSyncFlag
+// (ROCL_FLAG_ACK) and waits for the acknowledgement rocl sends when a
+// receive matches it, in the kSyncAck domain.
 #include <algorithm>
 #include <mutex>
 
@@ -55,14 +59,22 @@ int recv_bytes(MPI_Comm comm, int from, int tag, Domain d, void *p, std::size_t 
   return MPI_SUCCESS;
 }
 
+// Below this a send does not even ask rocl to lend (ROCL_LEND_THRESHOLD
+// is 128 KiB by default): asking costs a second look at the origin and the
+// route (rocl copies what it does not lend, and then makes no request).
+constexpr std::size_t kMayLendBytes = 4096;
+
 // The one send path of every mode; dest is a rank (not PROC_NULL).
 int post_send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
-              unsigned flags, const char *who) {
+              unsigned flags, const char *who, rocl_request_t *lent) {
   const std::size_t bytes = t->packed * std::size_t(count);
   int rc;
   if (t->dense) {
     char *from = static_cast<char *>(const_cast<void *>(buf)) + t->first();
-    rc = rocl_sendx(comm->self, comm->gids[dest], tag, kPointToPoint, flags, from, bytes);
+    rc = lent != nullptr && bytes >= kMayLendBytes
+             ? rocl_isendx_lend(comm->self, comm->gids[dest], tag, kPointToPoint, flags, from,
+                                bytes, lent)
+             : rocl_sendx(comm->self, comm->gids[dest], tag, kPointToPoint, flags, from, bytes);
   } else {
     void *block = rocl_bfget(bytes);
     if (block == nullptr) return fail_rocl(comm, ROCL_ENOMEM, who);
@@ -127,6 +139,12 @@ void receive_target(void *buf, int count, MPI_Datatype t, void *none, void **int
   *into = !t->dense ? nullptr : *cap != 0 ? static_cast<char *>(buf) + t->first() : none;
 }
 
+// Waits until the receiver has copied what a send lent (rocl_isendx_lend).
+int wait_lent(MPI_Comm comm, rocl_request_t *lent, const char *who) {
+  const int rc = rocl_wait(lent, nullptr, -1);
+  return rc == ROCL_OK ? MPI_SUCCESS : fail_rocl(comm, rc, who);
+}
+
 // The four blocking sends: mode 'S'ynchronous, 'B'uffered, 'R'eady, or
 // 0 for standard.
 int blocking_send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
@@ -137,7 +155,11 @@ int blocking_send(const void *buf, int count, MPI_Datatype t, int dest, int tag,
     if (int rc = check_bsend_room(comm, count, t, who)) return rc;
   }
   const unsigned flags = mode == 'S' ? kSyncFlag : 0;
-  if (int rc = post_send(buf, count, t, dest, tag, comm, flags, who)) return rc;
+  rocl_request_t lent = ROCL_REQUEST_NULL;
+  const bool may_lend = mode == 0 || mode == 'R';
+  if (int rc = post_send(buf, count, t, dest, tag, comm, flags, who, may_lend ? &lent : nullptr))
+    return rc;
+  if (lent != ROCL_REQUEST_NULL) return wait_lent(comm, &lent, who);
   return mode == 'S' ? wait_sync_ack(comm, dest, tag, who) : MPI_SUCCESS;
 }
 
@@ -217,9 +239,19 @@ int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, M
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                  MPI_Comm comm, MPI_Status *status) {
-  // The send never waits for its receive, so send-then-receive cannot deadlock.
-  if (int rc = MPI_Send(sendbuf, sendcount, sendtype, dest, sendtag, comm)) return rc;
-  return MPI_Recv(recvbuf, recvcount, recvtype, source, recvtag, comm, status);
+  // A lent send is waited for after the receive: two ranks that exchange
+  // with Sendrecv each take the other's message before waiting for theirs.
+  if (int rc = check_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, "MPI_Sendrecv"))
+    return rc;
+  rocl_request_t lent = ROCL_REQUEST_NULL;
+  if (dest != MPI_PROC_NULL) {
+    if (int rc =
+            post_send(sendbuf, sendcount, sendtype, dest, sendtag, comm, 0, "MPI_Sendrecv", &lent))
+      return rc;
+  }
+  const int received = MPI_Recv(recvbuf, recvcount, recvtype, source, recvtag, comm, status);
+  const int sent = lent != ROCL_REQUEST_NULL ? wait_lent(comm, &lent, "MPI_Sendrecv") : MPI_SUCCESS;
+  return received != MPI_SUCCESS ? received : sent;
 }
 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,

@@ -1,7 +1,8 @@
 // request.cpp - immediate and persistent operations and their completion.
 // A request wraps at most one rocl request: the receive (rocl_irecvx, into
-// the user's memory when the datatype is dense), or for a synchronous send
-// the receive of its acknowledgement. Other sends complete when posted.
+// the user's memory when the datatype is dense), for a synchronous send
+// the receive of its acknowledgement, for a standard or ready send that
+// rocl lent (rocl_isendx_lend) the send. Other sends complete when posted.
 #include <sched.h>
 
 #include <algorithm>
@@ -58,8 +59,9 @@ void complete(MPI_Request r, int rc, const rocl_status_t &st) {
     r->status.rocl_cancelled = 1;
     finish(r, MPI_SUCCESS);
   } else if (rc != ROCL_OK) {
-    finish(r, fail_rocl(r->comm, rc,
-                        r->kind == rocl_mpi_request::Kind::kRecv ? "MPI_Irecv" : "MPI_Issend"));
+    finish(r,
+           fail_rocl(r->comm, rc,
+                     r->kind == rocl_mpi_request::Kind::kRecv ? "MPI_Irecv" : kSendName[r->mode]));
   } else if (r->kind == rocl_mpi_request::Kind::kRecv) {
     finish(r, finish_recv(r->comm, r->peer, st, const_cast<void *>(r->buf), r->count, r->type,
                           &r->status, "MPI_Irecv"));
@@ -166,13 +168,15 @@ int start(MPI_Request r) {
       rc = rocl_irecvx(c->self, c->gids[r->peer], r->tag, kSyncAck, &r->none, 0, &r->inner);
     }
     if (rc == ROCL_OK) {
-      if (int e = post_send(r->buf, r->count, r->type, r->peer, r->tag, c,
-                            r->mode == kSync ? kSyncFlag : 0, who)) {
+      const bool may_lend = r->mode == kStandard || r->mode == kReady;
+      if (int e =
+              post_send(r->buf, r->count, r->type, r->peer, r->tag, c,
+                        r->mode == kSync ? kSyncFlag : 0, who, may_lend ? &r->inner : nullptr)) {
         if (r->inner != ROCL_REQUEST_NULL) rocl_cancel(&r->inner);
         finish(r, e);
         return e;
       }
-      if (r->mode != kSync) {
+      if (r->mode != kSync && r->inner == ROCL_REQUEST_NULL) {  // not lent: done
         set_status(&r->status, r->peer, r->tag, r->type->packed * std::size_t(r->count));
         finish(r, MPI_SUCCESS);
       }

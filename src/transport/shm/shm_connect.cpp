@@ -106,6 +106,10 @@ int ShmTransportImpl::init() {
       // to kFrameAlign, which divides ring_bytes)
       static_cast<std::uint32_t>(
           std::min<std::uint64_t>(cfg_.ring_bytes - kSealBytes - kMaxHeaderBytes, 1u << 30));
+  // Lent sends need process_vm_readv; where a seccomp filter refuses it
+  // even on our own memory, no peer will read ours either.
+  cross_memory_ = probe_memory(static_cast<std::uint32_t>(::getpid()),
+                               reinterpret_cast<std::uintptr_t>(&rx_[0].seal_key), rx_[0].seal_key);
   address_ = "shm:" + std::to_string(::getpid()) + ":" + std::to_string(fd_) + ":" +
              std::to_string(seg_bytes_) + ":" + host_tag();
   try {
@@ -207,14 +211,20 @@ int ShmTransportImpl::connect(Conn &c, std::string_view peer_address) {
   h.pool_fd = pool ? static_cast<std::uint32_t>(env_.pool->region_fd()) : ~0u;
   h.pool_bytes = pool ? env_.pool->region_bytes() : 0;
   static_assert(sizeof h <= kMaxHeaderBytes);
-  put_frame(c, &h, sizeof h, nullptr, 0);  // the ring is empty: room without waiting
+  // The memory probe: where the seal key is in our memory (Conn lives on
+  // the heap for the connection's life).
+  const std::uint64_t probe = reinterpret_cast<std::uintptr_t>(&c.seal_key);
+  static_assert(sizeof probe == kHelloProbeBytes);
+  // The ring is empty: room without waiting.
+  put_frame(c, &h, sizeof h, reinterpret_cast<const std::byte *>(&probe), sizeof probe);
   // Wait for the verdict so that a refusal is reported by this send.
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(shm::kHandshakeTimeoutMs);
   for (int spins = 0;; ++spins) {
     const std::uint32_t v = c.ctl->verdict.load(std::memory_order_acquire);
-    if (v == kAccepted || v == kAcceptedPool) {
-      c.rendezvous = v == kAcceptedPool;
+    if (v == kAccepted || v == kAcceptedPool || v == kAcceptedMemory || v == kAcceptedPoolMemory) {
+      c.rendezvous = v == kAcceptedPool || v == kAcceptedPoolMemory;
+      c.lend_memory = v == kAcceptedMemory || v == kAcceptedPoolMemory;
       break;
     }
     if (v == kRefused) {

@@ -143,9 +143,10 @@ struct alignas(64) Conn {
   std::uint64_t start_time = 0;
   // Rendezvous (only if the receiver can read our memory): blocks whose
   // payload the receiver will copy, by cookie, until it sets the bit.
-  bool rendezvous = false;  // the receiver mapped our pool
+  bool rendezvous = false;   // the receiver mapped our pool
+  bool lend_memory = false;  // the receiver reads our memory (process_vm_readv)
   std::uint64_t pending_mask = 0;
-  std::uint64_t pending_bytes = 0;
+  std::uint64_t pending_bytes = 0;  // of pool blocks (lent memory is not counted)
   BlockHeader *pending[64] = {};
 
   ~Conn() {
@@ -161,6 +162,7 @@ struct RxSlot {
   std::byte *ring = nullptr;   // our own layout's, not the shared header's
   std::uint32_t pid = 0;
   bool pool_mapped = false;      // pools_[slot] maps the sender's pool
+  bool reads_memory = false;     // process_vm_readv read the sender's probe
   BlockHeader *block = nullptr;  // message being reassembled
   wire::MessageHeader first{};
   std::uint64_t done = 0;
@@ -178,9 +180,10 @@ struct RxSlot {
 struct Stub {
   Transport *transport;
   SlotCtl *ctl;
-  const std::byte *pool;     // the sender's pool, mapped read-only
+  const std::byte *pool;     // the sender's pool, mapped read-only; nullptr:
+                             // the payload is in the sender's memory (lent)
   std::uint64_t pool_bytes;  // its size
-  std::uint64_t offset;      // the payload's offset in it
+  std::uint64_t offset;      // the payload's offset in it, or its address there
   std::uint64_t cookie;
   std::uint32_t pid;
   std::uint32_t slot;
@@ -213,6 +216,7 @@ class ShmTransportImpl final : public ShmTransport {
   int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
            Message *msg) noexcept override;
   std::size_t bytes_send_limit() const noexcept override { return kBytesSendLimit; }
+  bool takes_lent_memory() const noexcept override { return cross_memory_; }
   int send_bytes(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
                  const CoreHeader &header, const void *data, std::size_t length) noexcept override;
 
@@ -308,11 +312,14 @@ class ShmTransportImpl final : public ShmTransport {
   void release_stub(Message *stub);
   static void hand_back(const Stub &st);
   static int read_peer(const Stub &st, std::byte *dst, std::size_t len);
+  static int read_memory(const Stub &st, std::byte *dst, std::size_t len);
+  static bool probe_memory(std::uint32_t pid, std::uint64_t address, std::uint64_t expect);
+  void drop_pending_of_dead_peers();
   bool map_peer_pool(std::uint32_t slot, std::uint32_t pid, std::uint32_t fd, std::uint64_t bytes);
   void reap(Conn &c);
   void drop_pending(Conn &c);
   void reap_all();
-  bool can_lend(Conn &c, std::uint64_t len);
+  bool can_lend(Conn &c, const Message &msg);
   int write_rendezvous(Conn &c, rocl_gid_t destination, Message *msg);
   int take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const wire::MessageHeader &h,
                       std::uint64_t frame);
@@ -366,6 +373,12 @@ class ShmTransportImpl final : public ShmTransport {
   std::map<rocl_gid_t, std::shared_ptr<Conn>> peers_;
   std::atomic<std::uint64_t> next_id_{1};
   std::atomic<std::int64_t> pending_total_{0};  // rendezvous buffers not yet reaped
+  // When reap_all next asks whether the receivers of lent buffers live (a
+  // dead one never hands them back; a lent send would wait for ever).
+  std::atomic<std::int64_t> next_liveness_ns_{0};
+  // process_vm_readv works in this process (init: a read of our own
+  // memory); whether a peer may read ours is probed per slot (Hello).
+  bool cross_memory_ = false;
 
   std::atomic<std::uint64_t> refused_{0}, poisoned_{0}, unknown_{0}, delivered_{0};
   std::atomic<std::uint64_t> lend_refused_{0}, paused_reads_{0};

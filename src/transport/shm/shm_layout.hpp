@@ -17,7 +17,7 @@ inline constexpr std::uint64_t kHelloMagic = 0x6f6c6c65486d6853ull;  // "ShmHell
 // 2: pollers word; 3: frames sealed by their first word, 128-byte aligned;
 // 4: positional seals (no zero ahead of each frame), 64-byte frames, short
 // headers
-inline constexpr std::uint32_t kSegVersion = 4;
+inline constexpr std::uint32_t kSegVersion = 5;  // 5: the Hello's memory probe
 // Frames start at multiples of 64 bytes, so that a small message (a short
 // header and up to 24 payload bytes after the seal) is one cache line: the
 // sender takes it once and the receiver reads it once.
@@ -49,8 +49,18 @@ struct SegHeader {
 // Enum of what the receiver decided about a slot (informational for the
 // sender; the receiver trusts only its own local state).
 // kAcceptedPool: accepted, and the receiver mapped the sender's buffer pool
-// (read-only), so large messages may go by rendezvous.
-enum Verdict : std::uint32_t { kPending = 0, kAccepted = 1, kRefused = 2, kAcceptedPool = 3 };
+// (read-only), so large messages may go by rendezvous. kAcceptedMemory:
+// accepted, and the receiver read the sender's memory probe (the Hello's
+// payload) with process_vm_readv, so lent sends may go by rendezvous;
+// kAcceptedPoolMemory: both.
+enum Verdict : std::uint32_t {
+  kPending = 0,
+  kAccepted = 1,
+  kRefused = 2,
+  kAcceptedPool = 3,
+  kAcceptedMemory = 4,
+  kAcceptedPoolMemory = 5,
+};
 
 // The ring of a slot has no head index: a frame is published by its seal,
 // its first 8 bytes, which the sender stores last (release), after the
@@ -85,6 +95,11 @@ struct Hello {
   std::uint64_t pool_bytes;  // its size
 };
 static_assert(sizeof(Hello) == 64);
+// The Hello's payload: the address, in the sender's process, of its copy of
+// the slot's seal key, which the receiver reads with process_vm_readv to
+// learn whether it can read the sender's memory (cross-memory attach is
+// refused across users, by Yama's ptrace_scope, by seccomp filters).
+constexpr std::uint64_t kHelloProbeBytes = 8;
 
 constexpr std::uint64_t header_bytes_for(std::uint32_t slots) {
   const std::uint64_t raw = 4096 + std::uint64_t{slots} * sizeof(SlotCtl);

@@ -353,8 +353,13 @@ int ShmTransportImpl::take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
   } catch (...) {  // only the sentences of later errors get poorer
   }
   s.pool_mapped = map_peer_pool(i, s.pid, h.pool_fd, h.pool_bytes);
-  consume(s, ctl, frame_bytes(sizeof h, 0));
-  ctl->verdict.store(s.pool_mapped ? kAcceptedPool : kAccepted, std::memory_order_release);
+  std::uint64_t probe = 0;
+  copy_out(s, s.tail + kSealBytes + sizeof h, reinterpret_cast<std::byte *>(&probe), sizeof probe);
+  s.reads_memory = probe_memory(s.pid, probe, s.seal_key);
+  consume(s, ctl, frame_bytes(sizeof h, kHelloProbeBytes));
+  const Verdict v = s.pool_mapped ? (s.reads_memory ? kAcceptedPoolMemory : kAcceptedPool)
+                                  : (s.reads_memory ? kAcceptedMemory : kAccepted);
+  ctl->verdict.store(v, std::memory_order_release);
   return 1;
 }
 

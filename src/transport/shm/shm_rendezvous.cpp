@@ -2,13 +2,19 @@
 // a request naming the payload's offset in its buffer pool, which the receiver
 // has mapped read-only at the handshake; the receiver delivers a stub, and the
 // copy happens once a receive matches it (pull), straight into a block of
-// ours. Here: the sender's side (can_lend: whether the lending bound leaves
-// room, write_rendezvous, reaping the buffers copied), the receiver's side
-// (map_peer_pool, take_rendezvous, pull, discard) and the stub helpers.
+// ours. A lent send (Message::lent) names the application's own memory
+// instead, which the receiver reads with process_vm_readv (cross-memory
+// attach): one copy from the sender's memory to the receive's. Here: the
+// sender's side (can_lend: whether the lending bound leaves room,
+// write_rendezvous, reaping the buffers copied), the receiver's side
+// (map_peer_pool, probe_memory, take_rendezvous, pull, discard) and the
+// stub helpers.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -88,9 +94,11 @@ void ShmTransportImpl::hand_back(const Stub &st) {
   st.ctl->pulled.fetch_or(std::uint64_t{1} << st.cookie, std::memory_order_release);
 }
 
-// Copies the payload out of the sender's pool into dst: the one copy.
-// The offset comes from the other process: checked against the mapping.
+// Copies the payload out of the sender's pool (or memory) into dst: the
+// one copy. The offset comes from the other process: checked against the
+// mapping (the kernel checks a lent address against the sender's).
 int ShmTransportImpl::read_peer(const Stub &st, std::byte *dst, std::size_t len) {
+  if (st.pool == nullptr) return read_memory(st, dst, len);
   if (st.offset > st.pool_bytes || len > st.pool_bytes - st.offset) {
     return fail(ROCL_EPEER,
                 "shm: rendezvous from pid %u (slot %u) names bytes %" PRIu64
@@ -100,6 +108,42 @@ int ShmTransportImpl::read_peer(const Stub &st, std::byte *dst, std::size_t len)
   }
   std::memcpy(dst, st.pool + st.offset, len);
   return ROCL_OK;
+}
+
+// A lent payload, read from the sender's memory. process_vm_readv may stop
+// short (at a page it cannot fault in): the rest is asked for again, so
+// that the error, if any, is the one of the first byte it cannot read.
+int ShmTransportImpl::read_memory(const Stub &st, std::byte *dst, std::size_t len) {
+  std::size_t done = 0;
+  while (done < len) {
+    iovec local{dst + done, len - done};
+    iovec remote{reinterpret_cast<void *>(static_cast<std::uintptr_t>(st.offset + done)),
+                 len - done};
+    const ssize_t n = ::process_vm_readv(static_cast<pid_t>(st.pid), &local, 1, &remote, 1, 0);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return fail(ROCL_EPEER,
+                "shm: reading the %zu-byte message lent by pid %u (slot %u) at 0x%" PRIx64
+                " failed after %zu bytes: %s",
+                len, st.pid, st.slot, st.offset, done,
+                n < 0 ? std::strerror(errno) : "nothing read");
+  }
+  return ROCL_OK;
+}
+
+// Whether process_vm_readv reads `expect` at `address` in process pid: may
+// a lent send's memory be read there (the Hello's probe).
+bool ShmTransportImpl::probe_memory(std::uint32_t pid, std::uint64_t address,
+                                    std::uint64_t expect) {
+  std::uint64_t got = 0;
+  iovec local{&got, sizeof got};
+  iovec remote{reinterpret_cast<void *>(static_cast<std::uintptr_t>(address)), sizeof got};
+  return ::process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0) ==
+             static_cast<ssize_t>(sizeof got) &&
+         got == expect;
 }
 
 // Maps the sender's pool read-only (its memfd, sealed against shrinking so
@@ -133,8 +177,9 @@ void ShmTransportImpl::reap(Conn &c) {
     const int i = __builtin_ctzll(bits);
     BlockHeader *b = c.pending[i];
     c.pending[i] = nullptr;
-    c.pending_bytes -= reinterpret_cast<Message *>(owner_area_of(b))->length;
-    finish_sent_block(env_, b, true);
+    const Message *m = reinterpret_cast<Message *>(owner_area_of(b));
+    if (!is_lent(m)) c.pending_bytes -= m->length;
+    finish_sent_block(env_, b, true);  // a lent one's request completes now
   }
   c.pending_mask &= ~done;
   pending_total_.fetch_sub(__builtin_popcountll(done), std::memory_order_relaxed);
@@ -161,16 +206,44 @@ void ShmTransportImpl::reap_all() {
     std::unique_lock<ConnMutex> lk(c->mu, std::try_to_lock);
     if (lk.owns_lock()) reap(*c);
   }
+  drop_pending_of_dead_peers();
 }
 
-// Whether a message of len bytes may be lent now: a free cookie, within the
-// pending bound. When not, it goes eager through the ring: rocl_send never
-// waits for a receive (rocl.h), and the ring's back-pressure (which waits
-// only for the receiver's progress, not its application) bounds memory.
-bool ShmTransportImpl::can_lend(Conn &c, std::uint64_t len) {
+// A receiver that died never hands back what it was lent: every
+// kLivenessMs (reap_all, peers_mu_ held) the connections that wait for
+// cookies ask whether their peer lives; a dead one's buffers fail (a lent
+// send's request completes with ROCL_EPEER) and the connection is dead.
+void ShmTransportImpl::drop_pending_of_dead_peers() {
+  constexpr std::int64_t kLivenessMs = 20;
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count();
+  if (now < next_liveness_ns_.load(std::memory_order_relaxed)) return;
+  next_liveness_ns_.store(now + kLivenessMs * 1000000, std::memory_order_relaxed);
+  for (auto &[peer, c] : peers_) {
+    std::unique_lock<ConnMutex> lk(c->mu, std::try_to_lock);
+    if (!lk.owns_lock() || c->pending_mask == 0 || peer_alive(*c)) continue;
+    c->dead = true;
+    drop_pending(*c);
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "shm: peer process %d died before taking the messages it was lent; their "
+                  "sends fail",
+                  static_cast<int>(c->pid));
+    log(line);
+  }
+}
+
+// Whether msg may be lent now: a free cookie, and for a pool block within
+// the pending bound (lent application memory takes none of our pool). When
+// not, it goes eager through the ring: rocl_send never waits for a receive
+// (rocl.h), and the ring's back-pressure (which waits only for the
+// receiver's progress, not its application) bounds memory.
+bool ShmTransportImpl::can_lend(Conn &c, const Message &msg) {
   reap(c);
   return c.pending_mask != ~std::uint64_t{0} &&
-         (c.pending_mask == 0 || c.pending_bytes + len <= shm::kMaxPendingBytes);
+         (is_lent(&msg) || c.pending_mask == 0 ||
+          c.pending_bytes + msg.length <= shm::kMaxPendingBytes);
 }
 
 // Sends a rendezvous request for msg; its block waits in c.pending.
@@ -187,15 +260,19 @@ int ShmTransportImpl::write_rendezvous(Conn &c, rocl_gid_t destination, Message 
   h.message_id = next_id_.fetch_add(1, std::memory_order_relaxed);
   h.total_length = msg->length;
   h.fragment_length = sizeof(wire::RendezvousBody);
+  h.flags = is_lent(msg) ? wire::kFlagCallerMemory : 0;
   const auto *base = static_cast<const std::byte *>(env_.pool->region_base());
-  const auto offset = static_cast<std::uint64_t>(static_cast<const std::byte *>(msg->data) - base);
-  const wire::RendezvousBody body{offset, static_cast<std::uint64_t>(cookie)};
+  const auto *data = static_cast<const std::byte *>(msg->data);
+  const auto address = is_lent(msg)
+                           ? static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(data))
+                           : static_cast<std::uint64_t>(data - base);
+  const wire::RendezvousBody body{address, static_cast<std::uint64_t>(cookie)};
   if (const int rc = wait_space(c, frame_bytes(sizeof h, sizeof body)); rc != ROCL_OK) {
     return rc;
   }
   c.pending[cookie] = block_of(msg);
   c.pending_mask |= std::uint64_t{1} << cookie;
-  c.pending_bytes += msg->length;
+  if (!is_lent(msg)) c.pending_bytes += msg->length;
   pending_total_.fetch_add(1, std::memory_order_relaxed);
   put_frame(c, &h, sizeof h, reinterpret_cast<const std::byte *>(&body), sizeof body);
   return ROCL_OK;
@@ -205,10 +282,13 @@ int ShmTransportImpl::write_rendezvous(Conn &c, rocl_gid_t destination, Message 
 // mailbox; the copy happens when a receive matches it (pull).
 int ShmTransportImpl::take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
                                       const wire::MessageHeader &h, std::uint64_t frame) {
-  if (!s.pool_mapped || s.block != nullptr) {
+  const bool lent = (h.flags & wire::kFlagCallerMemory) != 0;
+  if (s.block != nullptr || !(lent ? s.reads_memory : s.pool_mapped)) {
     poison(i, s, ctl,
-           s.pool_mapped ? "rendezvous request in the middle of a fragmented message"
-                         : "rendezvous request, but the sender's pool is not mapped here",
+           s.block != nullptr ? "rendezvous request in the middle of a fragmented message"
+           : lent ? "rendezvous request for lent memory, but the sender's memory is not "
+                    "readable here"
+                  : "rendezvous request, but the sender's pool is not mapped here",
            false);
     return -1;
   }
@@ -218,7 +298,9 @@ int ShmTransportImpl::take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
     poison(i, s, ctl, "rendezvous cookie " + std::to_string(body.cookie) + " is not 0..63", false);
     return -1;
   }
-  const Stub st{this, ctl, pools_[i].base, pools_[i].bytes, body.address, body.cookie, s.pid, i};
+  const Stub st =
+      lent ? Stub{this, ctl, nullptr, 0, body.address, body.cookie, s.pid, i}
+           : Stub{this, ctl, pools_[i].base, pools_[i].bytes, body.address, body.cookie, s.pid, i};
   BlockHeader *b = receive_block(i, s, ctl, sizeof st);
   if (b == nullptr) return s.paused ? 0 : -1;  // paused: the request waits in the ring
   consume(s, ctl, frame);

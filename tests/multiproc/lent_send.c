@@ -1,0 +1,138 @@
+/* lent_send: run under roclrun -n 2 with the default thresholds
+ * (ROCL_LEND_THRESHOLD 64K), over one transport between processes
+ * (ROCL_TRANSPORTS). rocl_isendx_lend from rank 0 to rank 1:
+ *  1. 1 MiB of plain memory while rank 1 has posted no receive: over shm
+ *     the request stays incomplete (the bytes are lent, nobody has read
+ *     them) until rank 1, told to go, receives them; over tcp, which takes
+ *     no lent memory, the bytes are copied and there is no request
+ *     (ROCL_REQUEST_NULL). Rank 0 overwrites the memory once its request
+ *     completed: rank 1 must see the original.
+ *  2. 1 KiB (below the threshold) and a pool buffer: copied, no request.
+ *  3. 1 MiB again, which rank 1 sees arrive (rocl_probe) and never
+ *     receives: it dies (_exit, no rocl_exit). Over shm the send completes
+ *     with ROCL_EPEER within seconds instead of waiting for ever; over tcp
+ *     it completed at once.
+ * Exit 0 on success. */
+#include <rocl/rocl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "find_rank.h"
+
+#define BIG ((size_t)1 << 20)
+#define SMALL ((size_t)1024)
+#define POOL_BYTES ((size_t)200000)
+
+enum { kReady = 9, kWarm = 8, kGo = 7, kBig = 1, kSmall = 2, kPool = 3, kOrphan = 5 };
+
+static int lends(void) {
+  const char *t = getenv("ROCL_TRANSPORTS");
+  return t != NULL && strcmp(t, "shm") == 0;
+}
+
+/* Tests *req; once complete its status is in *st. */
+static int is_done(rocl_request_t *req, rocl_status_t *st) {
+  int done = 0;
+  CHECK(rocl_test(req, &done, st) == ROCL_OK, "rocl_test");
+  return done;
+}
+
+static void sender(rocl_gid_t me, rocl_gid_t peer) {
+  /* Rank 1 has found us (we stay in the directory while it looks). */
+  char note[8];
+  rocl_status_t st;
+  CHECK(rocl_recvx(me, peer, kReady, 0, note, sizeof note, &st, 30000) == ROCL_OK, "recv (ready)");
+  /* The first send to a destination resolves its route, and is copied. */
+  CHECK(rocl_send(me, peer, kWarm, "warm", 5) == ROCL_OK, "rocl_send (warm)");
+  unsigned char *big = malloc(BIG);
+  CHECK(big != NULL, "malloc");
+  fill_pattern(big, BIG, 1);
+  rocl_request_t req = (rocl_request_t)&req; /* anything but NULL */
+  CHECK(rocl_isendx_lend(me, peer, kBig, 0, 0, big, BIG, &req) == ROCL_OK, "rocl_isendx_lend");
+  if (!lends()) CHECK(req == ROCL_REQUEST_NULL, "tcp: a copied send makes no request");
+  /* Rank 1 waits for kGo before it receives: a lent send cannot be done. */
+  for (int i = 0; i < 50 && lends(); ++i) {
+    CHECK(req != ROCL_REQUEST_NULL, "shm: a 1 MiB send from plain memory was lent");
+    CHECK(!is_done(&req, &st), "shm: a lent 1 MiB send completed before any receive was posted");
+    usleep(1000);
+  }
+  if (lends()) CHECK(rocl_cancel(&req) == ROCL_EALREADY, "rocl_cancel of a lent send");
+  CHECK(rocl_send(me, peer, kGo, "go", 3) == ROCL_OK, "rocl_send (go)");
+  if (lends()) {
+    CHECK(rocl_wait(&req, &st, 30000) == ROCL_OK, "rocl_wait (lent 1 MiB)");
+    CHECK(st.error == ROCL_OK && st.len == BIG && st.tag == kBig, "status of the lent send");
+    CHECK(req == ROCL_REQUEST_NULL, "rocl_wait nulls the handle");
+  }
+  fill_pattern(big, BIG, 99); /* ours again: rank 1 has the original */
+
+  unsigned char small[SMALL];
+  fill_pattern(small, SMALL, 2);
+  req = (rocl_request_t)&req;
+  CHECK(rocl_isendx_lend(me, peer, kSmall, 0, 0, small, SMALL, &req) == ROCL_OK,
+        "rocl_isendx_lend (1 KiB)");
+  CHECK(req == ROCL_REQUEST_NULL, "a 1 KiB send is copied (below the threshold): no request");
+  unsigned char *buf = rocl_bfget(POOL_BYTES);
+  CHECK(buf != NULL, "rocl_bfget");
+  fill_pattern(buf, POOL_BYTES, 3);
+  req = (rocl_request_t)&req;
+  CHECK(rocl_isendx_lend(me, peer, kPool, 0, 0, buf, POOL_BYTES, &req) == ROCL_OK,
+        "rocl_isendx_lend (pool buffer)");
+  CHECK(req == ROCL_REQUEST_NULL, "a pool buffer is sent the usual way: no request");
+  CHECK(rocl_bfret(buf) == ROCL_OK, "rocl_bfret");
+
+  fill_pattern(big, BIG, 5);
+  CHECK(rocl_isendx_lend(me, peer, kOrphan, 0, 0, big, BIG, &req) == ROCL_OK,
+        "rocl_isendx_lend (to be orphaned)");
+  if (lends()) {
+    const time_t start = time(NULL);
+    const int rc = rocl_wait(&req, &st, 20000);
+    CHECK(rc == ROCL_EPEER && st.error == ROCL_EPEER,
+          "shm: a lent send whose receiver died completes with ROCL_EPEER");
+    CHECK(strstr(rocl_last_error(), "send failed") != NULL, "rocl_wait names the failed send");
+    CHECK(time(NULL) - start < 15, "the dead receiver was noticed within seconds");
+  } else {
+    CHECK(req == ROCL_REQUEST_NULL, "tcp: copied, no request");
+  }
+  free(big);
+}
+
+static void receiver(rocl_gid_t me, rocl_gid_t peer) {
+  rocl_status_t st;
+  char note[8];
+  CHECK(rocl_send(me, peer, kReady, "ready", 6) == ROCL_OK, "rocl_send (ready)");
+  CHECK(rocl_recvx(me, peer, kWarm, 0, note, sizeof note, &st, 30000) == ROCL_OK, "recv (warm)");
+  CHECK(rocl_recvx(me, peer, kGo, 0, note, sizeof note, &st, 30000) == ROCL_OK, "recv (go)");
+  unsigned char *big = malloc(BIG);
+  CHECK(big != NULL, "malloc");
+  CHECK(rocl_recvx(me, peer, kBig, 0, big, BIG, &st, 30000) == ROCL_OK, "recv (lent 1 MiB)");
+  CHECK(st.len == BIG && st.tag == kBig, "status of the lent message");
+  expect_pattern(big, BIG, 1, "the lent message's content (as it was when lent)");
+  unsigned char small[SMALL];
+  CHECK(rocl_recvx(me, peer, kSmall, 0, small, SMALL, &st, 30000) == ROCL_OK, "recv (1 KiB)");
+  expect_pattern(small, SMALL, 2, "the 1 KiB message's content");
+  CHECK(rocl_recvx(me, peer, kPool, 0, big, POOL_BYTES, &st, 30000) == ROCL_OK, "recv (pool)");
+  CHECK(st.len == POOL_BYTES, "status of the pool buffer's message");
+  expect_pattern(big, POOL_BYTES, 3, "the pool buffer's content");
+  CHECK(rocl_probe(me, peer, kOrphan, 0, &st, 30000) == ROCL_OK, "rocl_probe (orphan)");
+  CHECK(st.len == BIG, "the orphan's length");
+  printf("lent_send: %s; the receiver now dies holding the last one unreceived\n",
+         lends() ? "1 MiB lent and read in place, small and pool sends copied"
+                 : "every send copied (tcp takes no lent memory)");
+  fflush(stdout);
+  _exit(0); /* no rocl_exit: as if killed, nothing hands the lent bytes back */
+}
+
+int main(void) {
+  const int rank = start_rank("lent_send");
+  CHECK(rocl_init() > 0, "rocl_init");
+  const rocl_gid_t me = register_rank("lent_send", rank);
+  const rocl_gid_t peer = find_rank("lent_send", 1 - rank);
+  if (rank == 1) receiver(me, peer);
+  sender(me, peer);
+  CHECK(rocl_exit() == ROCL_OK, "rocl_exit");
+  printf("lent_send: sender done\n");
+  return 0;
+}
