@@ -126,22 +126,35 @@ void deliver(const std::vector<char> &acc, void *recvbuf, MPI_Datatype t) {
 // own, whichever is lower, and every rank still ends with the same bits. No
 // packed copies and no allocation per call: the partner's data lands in a
 // buffer this thread keeps (up to kKeep bytes).
+//
+// The first step sends from sendbuf (unless in place) and receives into
+// recvbuf, then combines sendbuf into it: no copy of sendbuf into recvbuf
+// first, and recvbuf is written only by this rank. (Combining into the
+// buffer the partner has just read, lent, made each written line a round
+// trip to the partner's cache: 256 KiB on 2 ranks 49 -> 62 us.)
 int allreduce_dense(MPI_Comm comm, const void *sendbuf, void *recvbuf, int count, MPI_Datatype t,
                     MPI_Op op) {
   constexpr std::size_t kKeep = std::size_t{1} << 20;
   thread_local std::vector<char> kept;
   const std::size_t n = t->packed * std::size_t(count);
   char *acc = static_cast<char *>(recvbuf) + t->first();
-  if (!in_place(sendbuf) && n != 0) {
-    std::memcpy(acc, static_cast<const char *>(sendbuf) + t->first(), n);
+  const char *mine = in_place(sendbuf) ? acc : static_cast<const char *>(sendbuf) + t->first();
+  if (comm->size == 1) {
+    if (mine != acc && n != 0) std::memcpy(acc, mine, n);
+    return MPI_SUCCESS;
+  }
+  if (mine != acc) {
+    if (int rc = exchange_bytes(comm, comm->rank ^ 1, kAllreduce, kCollective, mine, acc, n))
+      return rc;
+    if (int rc = reduce_local(comm, op, t, mine, acc, count, "MPI_Allreduce")) return rc;
   }
   std::vector<char> once;
   std::vector<char> &other = n <= kKeep ? kept : once;
   if (other.size() < n) other.resize(n);
-  for (int mask = 1; mask < comm->size; mask <<= 1) {
+  for (int mask = mine != acc ? 2 : 1; mask < comm->size; mask <<= 1) {
     const int partner = comm->rank ^ mask;
-    if (int rc = send_bytes(comm, partner, kAllreduce, kCollective, acc, n)) return rc;
-    if (int rc = recv_bytes(comm, partner, kAllreduce, kCollective, other.data(), n)) return rc;
+    if (int rc = exchange_bytes(comm, partner, kAllreduce, kCollective, acc, other.data(), n))
+      return rc;
     if (int rc = reduce_local(comm, op, t, other.data(), acc, count, "MPI_Allreduce")) return rc;
   }
   return MPI_SUCCESS;
@@ -226,9 +239,8 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     std::vector<char> other(acc.size());
     for (int mask = 1; mask < n; mask <<= 1) {
       const int partner = r ^ mask;
-      if (int rc = send_bytes(comm, partner, kAllreduce, kCollective, acc.data(), acc.size()))
-        return rc;
-      if (int rc = recv_bytes(comm, partner, kAllreduce, kCollective, other.data(), other.size()))
+      if (int rc = exchange_bytes(comm, partner, kAllreduce, kCollective, acc.data(), other.data(),
+                                  acc.size()))
         return rc;
       // Keep rank order: the lower half's data on the left of op (into acc).
       if (partner > r) acc.swap(other);

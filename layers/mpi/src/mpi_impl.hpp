@@ -160,6 +160,9 @@ int check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype t, const char *who);
 // Plain transfers of contiguous bytes in a domain (p2p.cpp), for the
 // collectives and communicator creation: never wildcards.
 int send_bytes(MPI_Comm comm, int to, int tag, Domain d, const void *p, std::size_t n);
+// Sends n bytes of mine to partner and receives its n into theirs.
+int exchange_bytes(MPI_Comm comm, int partner, int tag, Domain d, const void *mine, void *theirs,
+                   std::size_t n);
 int recv_bytes(MPI_Comm comm, int from, int tag, Domain d, void *p, std::size_t n);
 // The resource of a new communicator (comm.cpp) and its end.
 rocl_gid_t register_comm_resource(const char *kind, int rank);

@@ -64,6 +64,24 @@ int recv_bytes(MPI_Comm comm, int from, int tag, Domain d, void *p, std::size_t 
 // route (rocl copies what it does not lend, and then makes no request).
 constexpr std::size_t kMayLendBytes = 4096;
 
+// A pairwise exchange (recursive doubling): the send may lend `mine`
+// (rocl_isendx_lend), so it is waited for after the receive, by which time
+// the partner, doing the same, has taken it. mine must not change until
+// this returns.
+int exchange_bytes(MPI_Comm comm, int partner, int tag, Domain d, const void *mine, void *theirs,
+                   std::size_t n) {
+  rocl_request_t lent = ROCL_REQUEST_NULL;
+  void *p = const_cast<void *>(mine);
+  const rocl_gid_t to = comm->gids[partner];
+  int rc = n >= kMayLendBytes ? rocl_isendx_lend(comm->self, to, tag, d, 0, p, n, &lent)
+                              : rocl_sendx(comm->self, to, tag, d, 0, p, n);
+  if (rc != ROCL_OK) return fail_rocl(comm, rc, "collective send");
+  const int received = recv_bytes(comm, partner, tag, d, theirs, n);
+  rc = lent != ROCL_REQUEST_NULL ? rocl_wait(&lent, nullptr, -1) : ROCL_OK;
+  if (received != MPI_SUCCESS) return received;
+  return rc == ROCL_OK ? MPI_SUCCESS : fail_rocl(comm, rc, "collective send");
+}
+
 // The one send path of every mode; dest is a rank (not PROC_NULL).
 int post_send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
               unsigned flags, const char *who, rocl_request_t *lent) {

@@ -316,9 +316,9 @@ class ShmTransportImpl final : public ShmTransport {
   static bool probe_memory(std::uint32_t pid, std::uint64_t address, std::uint64_t expect);
   void drop_pending_of_dead_peers();
   bool map_peer_pool(std::uint32_t slot, std::uint32_t pid, std::uint32_t fd, std::uint64_t bytes);
-  void reap(Conn &c);
+  int reap(Conn &c);  // how many buffers it freed
   void drop_pending(Conn &c);
-  void reap_all();
+  int reap_all();  // how many buffers it freed
   bool can_lend(Conn &c, const Message &msg);
   int write_rendezvous(Conn &c, rocl_gid_t destination, Message *msg);
   int take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const wire::MessageHeader &h,

@@ -34,8 +34,11 @@ thread_local int t_spins = 0;  // poll_begin()s of this thread not ended yet
 int ShmTransportImpl::progress() noexcept {
   polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (t_spins != 0 && !raised_.load(std::memory_order_relaxed)) raise_pollers();
-  reap_all();
-  return poll_locked(false);
+  // Freed buffers count as events: a sender waiting for lent sends to
+  // complete spins on while they do (a window of them completes one by one,
+  // and a sleep between two cost the window up to the sleep).
+  const int reaped = reap_all();
+  return reaped + poll_locked(false);
 }
 
 void ShmTransportImpl::poll_begin() noexcept {

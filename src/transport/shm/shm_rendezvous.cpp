@@ -170,8 +170,10 @@ bool ShmTransportImpl::map_peer_pool(std::uint32_t slot, std::uint32_t pid, std:
 }
 
 // Sender: frees the buffers the receiver has copied. c.mu held.
-void ShmTransportImpl::reap(Conn &c) {
-  if (c.pending_mask == 0) return;
+int ShmTransportImpl::reap(Conn &c) {
+  // A load first: a waiting sender reaps in a loop, and an exchange would
+  // take the line from the receiver each time (it sets the bits there).
+  if (c.pending_mask == 0 || c.ctl->pulled.load(std::memory_order_relaxed) == 0) return 0;
   const std::uint64_t done = c.ctl->pulled.exchange(0, std::memory_order_acq_rel) & c.pending_mask;
   for (std::uint64_t bits = done; bits != 0; bits &= bits - 1) {
     const int i = __builtin_ctzll(bits);
@@ -182,7 +184,9 @@ void ShmTransportImpl::reap(Conn &c) {
     finish_sent_block(env_, b, true);  // a lent one's request completes now
   }
   c.pending_mask &= ~done;
-  pending_total_.fetch_sub(__builtin_popcountll(done), std::memory_order_relaxed);
+  const int n = __builtin_popcountll(done);
+  pending_total_.fetch_sub(n, std::memory_order_relaxed);
+  return n;
 }
 
 // Sender: the peer is gone; its copies will never come. c.mu held.
@@ -198,15 +202,17 @@ void ShmTransportImpl::drop_pending(Conn &c) {
 }
 
 // Frees copied buffers of every connection (progress, never blocks).
-void ShmTransportImpl::reap_all() {
-  if (pending_total_.load(std::memory_order_relaxed) == 0) return;
+int ShmTransportImpl::reap_all() {
+  if (pending_total_.load(std::memory_order_relaxed) == 0) return 0;
   std::unique_lock<std::mutex> g(peers_mu_, std::try_to_lock);
-  if (!g.owns_lock()) return;
+  if (!g.owns_lock()) return 0;
+  int n = 0;
   for (auto &[peer, c] : peers_) {
     std::unique_lock<ConnMutex> lk(c->mu, std::try_to_lock);
-    if (lk.owns_lock()) reap(*c);
+    if (lk.owns_lock()) n += reap(*c);
   }
   drop_pending_of_dead_peers();
+  return n;
 }
 
 // A receiver that died never hands back what it was lent: every
