@@ -1,6 +1,7 @@
 // The shared-memory transport between real processes: a forked child sends
-// to its parent, and a child killed while its ring is full makes the
-// parent's send fail with ROCL_EPEER instead of hanging.
+// to its parent, a child killed while its ring is full makes the parent's
+// send fail with ROCL_EPEER instead of hanging, and a lent message is read
+// in place by a child that can read our memory, copied for one that cannot.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
@@ -21,6 +23,7 @@ namespace rocl::impl {
 namespace {
 
 using namespace std::chrono_literals;
+using transport_test::checksum;
 using transport_test::make_message;
 using transport_test::RecordingSink;
 
@@ -150,6 +153,113 @@ TEST(ShmMultiproc, ChildKilledWithItsRingFullFailsTheSend) {
   Message *m = make_message(pool, 10, 1, 11, 1);
   EXPECT_EQ(t->send(9, addr, 21, m), ROCL_EPEER);
   pool.release(block_of(m), BlockState::kLibrary);
+}
+
+// A lent message (is_lent): the bytes stay in the parent's own memory and
+// the block carries only the envelope.
+constexpr std::size_t kLentBytes = 256 * 1024;
+std::uint8_t lent_byte(std::size_t i) {
+  return static_cast<std::uint8_t>(i * 7 + (i >> 9));
+}
+
+// Sends one lent message to a child that keeps rendezvous stubs until told
+// to pull them. A child that can read our memory gets a stub and the block
+// stays pending until it has pulled; one that dropped to another user
+// (process_vm_readv: EPERM; nor can it map our pool) gets the bytes through
+// the ring, and the block is finished before send() returns.
+void send_lent_to_child(bool child_drops_to_nobody) {
+  const JobSecret secret = JobSecret::generate();
+  int to_child[2], from_child[2];
+  ASSERT_EQ(::pipe(to_child), 0);
+  ASSERT_EQ(::pipe(from_child), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (child_drops_to_nobody && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(2);
+    BufferPool pool(PoolConfig{std::size_t{64} << 20, std::size_t{1} << 20});
+    RecordingSink sink;
+    sink.pool = &pool;
+    sink.keep_stubs = true;
+    auto t = make_shm_transport_with(TransportEnv{&sink, 9, &pool, &secret}, {}, nullptr);
+    if (!t || !write_all(from_child[1], t->address())) ::_exit(3);
+    if (read_all(to_child[0]) != "pull") ::_exit(4);
+    if (child_drops_to_nobody) {  // the bytes came whole, no stub
+      if (!sink.wait_for(1) || sink.stubs_seen.load() != 0) ::_exit(5);
+      std::vector<std::uint8_t> want(kLentBytes);
+      for (std::size_t i = 0; i < kLentBytes; ++i) want[i] = lent_byte(i);
+      if (sink.snapshot()[0].sum != checksum(want.data(), want.size())) ::_exit(6);
+      ::_exit(0);
+    }
+    for (int i = 0; i < 5000 && sink.stubs_seen.load() == 0; ++i) {
+      std::this_thread::sleep_for(1ms);
+    }
+    if (sink.stubs_seen.load() != 1 || sink.count() != 0) ::_exit(7);  // a stub, no bytes
+    Message *stub = nullptr;
+    {
+      std::lock_guard<std::mutex> g(sink.mu);
+      stub = sink.stubs.front();
+    }
+    std::vector<std::uint8_t> got(kLentBytes);
+    if (t->pull_into(stub, got.data(), got.size()) != ROCL_OK) ::_exit(8);
+    for (std::size_t i = 0; i < kLentBytes; ++i) {
+      if (got[i] != lent_byte(i)) ::_exit(9);
+    }
+    if (!write_all(from_child[1], "pulled")) ::_exit(10);
+    std::this_thread::sleep_for(200ms);  // the parent reaps before we go
+    ::_exit(0);
+  }
+  const std::string addr = read_all(from_child[0]);
+  ASSERT_FALSE(addr.empty());
+  BufferPool pool(PoolConfig{std::size_t{64} << 20, std::size_t{1} << 20});
+  RecordingSink sink;
+  sink.pool = &pool;
+  auto t = make_shm_transport_with(TransportEnv{&sink, 1, &pool, &secret}, {}, nullptr);
+  ASSERT_NE(t, nullptr);
+  ASSERT_TRUE(t->takes_lent_memory());
+  std::vector<std::uint8_t> mine(kLentBytes);
+  for (std::size_t i = 0; i < kLentBytes; ++i) mine[i] = lent_byte(i);
+  BlockHeader *b = pool.allocate(0);
+  ASSERT_NE(b, nullptr);
+  b->state.store(BlockState::kLibrary);
+  b->lent = true;
+  b->send_status.store(SendStatus::kPending);
+  Message *m = message_in(b);
+  m->header = CoreHeader{11, 3, 7};
+  m->data = mine.data();
+  m->length = mine.size();
+  ASSERT_EQ(t->send(9, addr, 21, m), ROCL_OK) << last_error();
+  if (child_drops_to_nobody) {
+    EXPECT_EQ(b->send_status.load(), SendStatus::kSent) << "copied through the ring at once";
+    ASSERT_TRUE(write_all(to_child[1], "pull"));
+  } else {
+    std::this_thread::sleep_for(100ms);
+    t->progress();
+    EXPECT_EQ(b->send_status.load(), SendStatus::kPending) << "lent until the child pulls";
+    ASSERT_TRUE(write_all(to_child[1], "pull"));
+    EXPECT_EQ(read_all(from_child[0]), "pulled");
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (b->send_status.load() == SendStatus::kPending &&
+           std::chrono::steady_clock::now() < deadline) {
+      t->progress();
+      std::this_thread::sleep_for(1ms);
+    }
+    EXPECT_EQ(b->send_status.load(), SendStatus::kSent);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's check failed (exit code names which)";
+  std::destroy_at(m);
+  pool.release(b, BlockState::kLibrary);
+}
+
+TEST(ShmMultiproc, ALentMessageIsReadWhereItLiesByAReceiverThatCan) {
+  send_lent_to_child(false);
+}
+
+TEST(ShmMultiproc, ALentMessageIsCopiedForAReceiverThatCannotReadOurMemory) {
+  if (::getuid() != 0) GTEST_SKIP() << "needs root, to fork a child that drops to another user";
+  send_lent_to_child(true);
 }
 
 }  // namespace
