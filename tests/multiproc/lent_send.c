@@ -1,17 +1,18 @@
 /* lent_send: run under roclrun -n 2 with the default thresholds
- * (ROCL_LEND_THRESHOLD 64K), over one transport between processes
- * (ROCL_TRANSPORTS). rocl_isendx_lend from rank 0 to rank 1:
- *  1. 1 MiB of plain memory while rank 1 has posted no receive: over shm
- *     the request stays incomplete (the bytes are lent, nobody has read
- *     them) until rank 1, told to go, receives them; over tcp, which takes
- *     no lent memory, the bytes are copied and there is no request
- *     (ROCL_REQUEST_NULL). Rank 0 overwrites the memory once its request
- *     completed: rank 1 must see the original.
- *  2. 1 KiB (below the threshold) and a pool buffer: copied, no request.
+ * (ROCL_LEND_THRESHOLD 128K, ROCL_TCP_RNDV_THRESHOLD 1M), over one
+ * transport between processes (ROCL_TRANSPORTS). rocl_isendx_lend from
+ * rank 0 to rank 1:
+ *  1. 1 MiB of plain memory while rank 1 has posted no receive: the request
+ *     stays incomplete (the bytes are lent: over shm rank 1 will read them
+ *     with process_vm_readv, over tcp they are written from there once rank
+ *     1 asks for them) until rank 1, told to go, receives them. Rank 0
+ *     overwrites the memory once its request completed: rank 1 must see
+ *     the original.
+ *  2. 1 KiB (below the threshold) and a pool buffer: copied, no request
+ *     (ROCL_REQUEST_NULL).
  *  3. 1 MiB again, which rank 1 sees arrive (rocl_probe) and never
- *     receives: it dies (_exit, no rocl_exit). Over shm the send completes
- *     with ROCL_EPEER within seconds instead of waiting for ever; over tcp
- *     it completed at once.
+ *     receives: it dies (_exit, no rocl_exit). The send completes with
+ *     ROCL_EPEER within seconds instead of waiting for ever.
  * Exit 0 on success. */
 #include <rocl/rocl.h>
 #include <stdio.h>
@@ -27,11 +28,6 @@
 #define POOL_BYTES ((size_t)200000)
 
 enum { kReady = 9, kWarm = 8, kGo = 7, kBig = 1, kSmall = 2, kPool = 3, kOrphan = 5 };
-
-static int lends(void) {
-  const char *t = getenv("ROCL_TRANSPORTS");
-  return t != NULL && strcmp(t, "shm") == 0;
-}
 
 /* Tests *req; once complete its status is in *st. */
 static int is_done(rocl_request_t *req, rocl_status_t *st) {
@@ -50,22 +46,19 @@ static void sender(rocl_gid_t me, rocl_gid_t peer) {
   unsigned char *big = malloc(BIG);
   CHECK(big != NULL, "malloc");
   fill_pattern(big, BIG, 1);
-  rocl_request_t req = (rocl_request_t)&req; /* anything but NULL */
+  rocl_request_t req = ROCL_REQUEST_NULL;
   CHECK(rocl_isendx_lend(me, peer, kBig, 0, 0, big, BIG, &req) == ROCL_OK, "rocl_isendx_lend");
-  if (!lends()) CHECK(req == ROCL_REQUEST_NULL, "tcp: a copied send makes no request");
+  CHECK(req != ROCL_REQUEST_NULL, "a 1 MiB send from plain memory was lent (a request)");
   /* Rank 1 waits for kGo before it receives: a lent send cannot be done. */
-  for (int i = 0; i < 50 && lends(); ++i) {
-    CHECK(req != ROCL_REQUEST_NULL, "shm: a 1 MiB send from plain memory was lent");
-    CHECK(!is_done(&req, &st), "shm: a lent 1 MiB send completed before any receive was posted");
+  for (int i = 0; i < 50; ++i) {
+    CHECK(!is_done(&req, &st), "a lent 1 MiB send completed before any receive was posted");
     usleep(1000);
   }
-  if (lends()) CHECK(rocl_cancel(&req) == ROCL_EALREADY, "rocl_cancel of a lent send");
+  CHECK(rocl_cancel(&req) == ROCL_EALREADY, "rocl_cancel of a lent send");
   CHECK(rocl_send(me, peer, kGo, "go", 3) == ROCL_OK, "rocl_send (go)");
-  if (lends()) {
-    CHECK(rocl_wait(&req, &st, 30000) == ROCL_OK, "rocl_wait (lent 1 MiB)");
-    CHECK(st.error == ROCL_OK && st.len == BIG && st.tag == kBig, "status of the lent send");
-    CHECK(req == ROCL_REQUEST_NULL, "rocl_wait nulls the handle");
-  }
+  CHECK(rocl_wait(&req, &st, 30000) == ROCL_OK, "rocl_wait (lent 1 MiB)");
+  CHECK(st.error == ROCL_OK && st.len == BIG && st.tag == kBig, "status of the lent send");
+  CHECK(req == ROCL_REQUEST_NULL, "rocl_wait nulls the handle");
   fill_pattern(big, BIG, 99); /* ours again: rank 1 has the original */
 
   unsigned char small[SMALL];
@@ -86,16 +79,13 @@ static void sender(rocl_gid_t me, rocl_gid_t peer) {
   fill_pattern(big, BIG, 5);
   CHECK(rocl_isendx_lend(me, peer, kOrphan, 0, 0, big, BIG, &req) == ROCL_OK,
         "rocl_isendx_lend (to be orphaned)");
-  if (lends()) {
-    const time_t start = time(NULL);
-    const int rc = rocl_wait(&req, &st, 20000);
-    CHECK(rc == ROCL_EPEER && st.error == ROCL_EPEER,
-          "shm: a lent send whose receiver died completes with ROCL_EPEER");
-    CHECK(strstr(rocl_last_error(), "send failed") != NULL, "rocl_wait names the failed send");
-    CHECK(time(NULL) - start < 15, "the dead receiver was noticed within seconds");
-  } else {
-    CHECK(req == ROCL_REQUEST_NULL, "tcp: copied, no request");
-  }
+  CHECK(req != ROCL_REQUEST_NULL, "the second 1 MiB send was lent");
+  const time_t start = time(NULL);
+  const int rc = rocl_wait(&req, &st, 20000);
+  CHECK(rc == ROCL_EPEER && st.error == ROCL_EPEER,
+        "a lent send whose receiver died completes with ROCL_EPEER");
+  CHECK(strstr(rocl_last_error(), "send failed") != NULL, "rocl_wait names the failed send");
+  CHECK(time(NULL) - start < 15, "the dead receiver was noticed within seconds");
   free(big);
 }
 
@@ -118,9 +108,9 @@ static void receiver(rocl_gid_t me, rocl_gid_t peer) {
   expect_pattern(big, POOL_BYTES, 3, "the pool buffer's content");
   CHECK(rocl_probe(me, peer, kOrphan, 0, &st, 30000) == ROCL_OK, "rocl_probe (orphan)");
   CHECK(st.len == BIG, "the orphan's length");
-  printf("lent_send: %s; the receiver now dies holding the last one unreceived\n",
-         lends() ? "1 MiB lent and read in place, small and pool sends copied"
-                 : "every send copied (tcp takes no lent memory)");
+  printf(
+      "lent_send: 1 MiB lent and received, small and pool sends copied; the receiver now "
+      "dies holding the last one unreceived\n");
   fflush(stdout);
   _exit(0); /* no rocl_exit: as if killed, nothing hands the lent bytes back */
 }

@@ -271,6 +271,10 @@ class TcpTransportImpl final : public TcpTransport {
   int start();
 
   // tcp_send.cpp
+  // Lent messages take the same path: their data is written straight from
+  // the application's memory (eagerly, or once the receiver asks for it),
+  // and the block is finished after the write, as any other.
+  bool takes_lent_memory() const noexcept override { return true; }
   int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
            Message *msg) noexcept override;
 
