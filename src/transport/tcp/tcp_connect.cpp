@@ -296,11 +296,13 @@ void TcpTransportImpl::close_conn(Conn &c, bool count) {
   fail_parked(c, count);
   if (c.rx_pull != nullptr) {
     c.rx_block = nullptr;  // the pull's: fail_pulls() gives it back to its thread
+    c.rx_at = nullptr;
     c.rx_pull = nullptr;
   }
   if (c.rx_block != nullptr) {
     env_.pool->release(c.rx_block, BlockState::kLibrary);
     c.rx_block = nullptr;
+    c.rx_at = nullptr;
   }
   if (c.stub_block != nullptr) {
     env_.pool->release(c.stub_block, BlockState::kLibrary);

@@ -140,8 +140,9 @@ struct Stub {
 // but for what its connection's stage already held), then sets state (under
 // rndv_mu_) as its last touch.
 struct Pull {
-  explicit Pull(BlockHeader *b) : block(b) {}
-  BlockHeader *block;
+  Pull(BlockHeader *b, std::byte *to) : block(b), into(to) {}
+  BlockHeader *block;         // nullptr: a pull into the caller's memory (pull_into)
+  std::byte *into;            // where the data goes: block's payload, or that memory
   std::atomic<int> state{0};  // 0 waiting, 1 done, -1 the connection died
 };
 
@@ -217,6 +218,7 @@ struct Conn {
   std::string hello_address;  // acceptor: the connector's listening address, from its Hello
   wire::MessageHeader h{};
   BlockHeader *rx_block = nullptr;  // message being received (state kLibrary)
+  std::byte *rx_at = nullptr;       // where its payload goes (rx_block's, or a pull's memory)
   wire::MessageHeader first{};      // first frame of the message being received
   std::uint64_t rx_done = 0;        // payload bytes of the message received so far
   std::uint64_t frame_left = 0;     // payload bytes of the current frame still to read
@@ -291,6 +293,8 @@ class TcpTransportImpl final : public TcpTransport {
 
   // tcp_rendezvous.cpp
   int pull(Message *stub, Message **out) noexcept override;
+  bool pulls_into_memory() const noexcept override { return true; }
+  int pull_into(Message *stub, void *dst, std::size_t cap) noexcept override;
   void discard(Message *stub) noexcept override;
   // A connection paused for want of a pool block (its bytes wait in the
   // stage and the kernel's socket buffer).
@@ -382,6 +386,7 @@ class TcpTransportImpl final : public TcpTransport {
   void wait_pull(Pull &p);
   void release_stub(Message *stub);
   static Stub stub_of(Message *stub);
+  int pull_data(const Stub &st, std::size_t len, Pull &p);
 
   // ---- Driving: the thread, callers' progress() (tcp_progress.cpp) ---------
   void run();

@@ -195,7 +195,7 @@ Step TcpTransportImpl::read_payload(Conn &c) {
   const std::size_t want =
       static_cast<std::size_t>(std::min<std::uint64_t>(c.frame_left, std::uint64_t{1} << 30));
   const std::size_t ahead = c.direct ? kHeaderBytes : c.stage_cap;
-  iovec iov[2] = {{payload_of(c.rx_block) + c.rx_done, want}, {c.stage.get(), ahead}};
+  iovec iov[2] = {{c.rx_at + c.rx_done, want}, {c.stage.get(), ahead}};
   const ssize_t n = read_vec(c.fd, iov, 2);
   if (n > 0) {
     const std::size_t into_block = std::min(static_cast<std::size_t>(n), want);
@@ -215,7 +215,7 @@ Step TcpTransportImpl::read_payload(Conn &c) {
 Step TcpTransportImpl::after_read(Conn &c, ssize_t n, bool drained) {
   if (n == 0) return Step::kIdle;
   if (n < 0) {
-    if (c.rx != Rx::kHeader || staged(c) != 0 || c.rx_block != nullptr) {
+    if (c.rx != Rx::kHeader || staged(c) != 0 || c.rx_at != nullptr) {
       protocol_error("tcp: peer " + c.peer_name + " closed in the middle of a frame");
     }
     return Step::kDrop;
@@ -276,7 +276,7 @@ Step TcpTransportImpl::rx_payload(Conn &c) {
   if (c.frame_left == 0) return to_step(end_frame(c));
   if (staged(c) == 0) return read_payload(c);
   const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(staged(c), c.frame_left));
-  std::memcpy(payload_of(c.rx_block) + c.rx_done, c.stage.get() + c.stage_pos, n);
+  std::memcpy(c.rx_at + c.rx_done, c.stage.get() + c.stage_pos, n);
   consume(c, n);
   c.rx_done += n;
   c.frame_left -= n;
@@ -295,7 +295,7 @@ bool TcpTransportImpl::start_frame(Conn &c, const std::byte *header) {
     return protocol_error(std::string("tcp: ") + last_error() + "; connection dropped");
   }
   if (h.kind == wire::Kind::kRendezvousReply) return on_reply(c);
-  if (c.rx_block == nullptr) {
+  if (c.rx_at == nullptr) {  // no message in progress
     if (h.fragment_offset != 0) {
       return protocol_error("tcp: frame from " + c.peer_name + ": fragment_offset " +
                             std::to_string(h.fragment_offset) +
@@ -338,6 +338,7 @@ Take TcpTransportImpl::take_block(Conn &c) {
   if (b == nullptr) return can_ever_fit(len) ? Take::kWait : Take::kNever;
   b->state.store(BlockState::kLibrary, std::memory_order_relaxed);
   c.rx_block = b;
+  c.rx_at = payload_of(b);
   c.first = c.h;
   c.direct = len >= kDirectBytes;
   c.rx_done = 0;
@@ -363,6 +364,7 @@ bool TcpTransportImpl::end_frame(Conn &c) {
   }
   BlockHeader *b = c.rx_block;
   c.rx_block = nullptr;
+  c.rx_at = nullptr;
   const wire::MessageHeader first = c.first;
   Message *m = message_in(b);
   m->header = CoreHeader{first.source, first.tag, first.domain};

@@ -378,6 +378,7 @@ int TcpTransportImpl::start_pull_data(Conn &c) {
   }
   c.rx_pull = p;
   c.rx_block = p->block;
+  c.rx_at = p->into;
   c.first = h;
   c.direct = h.total_length >= kDirectBytes;
   c.rx_done = 0;
@@ -391,6 +392,7 @@ void TcpTransportImpl::finish_pull(Conn &c) {
   Pull *p = c.rx_pull;
   c.rx_pull = nullptr;
   c.rx_block = nullptr;
+  c.rx_at = nullptr;
   {
     std::lock_guard lock(rndv_mu_);
     rndv_in_.erase(RndvKey{c.id, c.first.message_id});
@@ -492,7 +494,47 @@ int TcpTransportImpl::pull(Message *stub, Message **out) noexcept {
   }
   release_stub(stub);
   b->state.store(BlockState::kLibrary, std::memory_order_relaxed);
-  Pull p(b);
+  Pull p(b, payload_of(b));
+  if (const int rc = pull_data(st, len, p); rc != ROCL_OK) {
+    env_.pool->release(b, BlockState::kLibrary);
+    return rc;
+  }
+  Message *m = message_in(b);
+  m->header = header;
+  m->data = payload_of(b);
+  m->length = len;
+  *out = m;
+  return ROCL_OK;
+}
+
+// Straight into the receive's memory (the driver reads the socket there:
+// no block, no second copy). A receive that cuts the message takes it
+// whole into memory of its own first, then copies what fits.
+int TcpTransportImpl::pull_into(Message *stub, void *dst, std::size_t cap) noexcept {
+  const std::size_t len = stub->length;
+  const Stub st = stub_of(stub);
+  release_stub(stub);
+  if (cap >= len) {
+    Pull p(nullptr, static_cast<std::byte *>(dst));
+    return pull_data(st, len, p);
+  }
+  std::unique_ptr<std::byte[]> whole(new (std::nothrow) std::byte[len]);
+  if (whole == nullptr) {
+    let_go(st);
+    return fail(ROCL_ENOMEM,
+                "tcp: out of memory for a %zu-byte rendezvous message from %s cut to %zu", len,
+                st.peer, cap);
+  }
+  Pull p(nullptr, whole.get());
+  const int rc = pull_data(st, len, p);
+  if (rc == ROCL_OK && cap != 0) std::memcpy(dst, whole.get(), cap);
+  return rc;
+}
+
+// Registers p for the request behind st, asks the sender for its data and
+// waits until the driver has read it to p.into. ROCL_OK, or the code of
+// fail() naming the peer (p's memory is then the caller's again).
+int TcpTransportImpl::pull_data(const Stub &st, std::size_t len, Pull &p) {
   std::shared_ptr<Conn> c;
   wire::MessageHeader request{};
   bool registered = false;
@@ -507,7 +549,6 @@ int TcpTransportImpl::pull(Message *stub, Message **out) noexcept {
     }
   }
   if (!registered) {
-    env_.pool->release(b, BlockState::kLibrary);
     return fail(ROCL_EPEER,
                 "tcp: peer %s went away before its %zu-byte rendezvous message could be pulled",
                 st.peer, len);
@@ -526,7 +567,6 @@ int TcpTransportImpl::pull(Message *stub, Message **out) noexcept {
       }
     }
     if (took_back) {
-      env_.pool->release(b, BlockState::kLibrary);
       return fail(rc, "tcp: could not ask %s for a %zu-byte rendezvous message: out of memory",
                   st.peer, len);
     }
@@ -534,17 +574,11 @@ int TcpTransportImpl::pull(Message *stub, Message **out) noexcept {
   c.reset();
   wait_pull(p);
   if (p.state.load(std::memory_order_acquire) != 1) {
-    env_.pool->release(b, BlockState::kLibrary);
     return fail(ROCL_EPEER,
                 "tcp: peer %s went away while its %zu-byte rendezvous message was being pulled",
                 st.peer, len);
   }
   rndv_pulls_.fetch_add(1, std::memory_order_relaxed);
-  Message *m = message_in(b);
-  m->header = header;
-  m->data = payload_of(b);
-  m->length = len;
-  *out = m;
   return ROCL_OK;
 }
 

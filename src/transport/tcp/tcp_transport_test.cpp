@@ -1606,8 +1606,9 @@ TEST(TcpLinger, ASenderDestroyedRightAfterSendingDeliversQueuedAndParkedMessages
   EXPECT_EQ(got[0].destination, 6u);
   EXPECT_EQ(got[0].length, kExitEager);
   EXPECT_EQ(got[0].sum, eager_sum);
-  // Done once delivered, not after the whole linger.
-  EXPECT_LT(took, 5s);
+  // Done once delivered, not after the whole linger (10 s; under TSan on a
+  // loaded machine the delivery alone took 5.0 s once).
+  EXPECT_LT(took, 8s);
   EXPECT_FALSE(a->log.has("dropped", 0ms));
   EXPECT_FALSE(b.log.has("closed in the middle", 0ms));
   EXPECT_EQ(b.t->stats().dropped_connections, 0u);
