@@ -293,10 +293,10 @@ int rocl_isendx(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsi
 
 /* rocl_isendx that may lend ptr instead of copying it (MPI_Isend's
  * semantics): where the message has at least ROCL_LEND_THRESHOLD bytes, ptr
- * is plain memory (not a rocl buffer) and the way to dgid lets the receiver
- * read the sender's memory (shm, with cross-memory attach), the receiver
- * copies the bytes straight from ptr when a receive matches; *req is then
- * a request that completes only after that: ptr must stay allocated and
+ * is plain memory (not a rocl buffer) and the way to dgid can send from it
+ * (shm: the receiver copies the bytes straight from ptr, with cross-memory
+ * attach, when a receive matches; tcp: they are written into the socket
+ * from ptr), *req is a request that completes only after that: ptr must stay allocated and
  * unchanged until rocl_test/rocl_wait report completion (ROCL_EPEER if the
  * receiver's process died before taking the bytes). Otherwise the bytes
  * are copied before it returns, as rocl_sendx does, and *req is
