@@ -53,6 +53,13 @@ inline std::byte *payload_of(BlockHeader *b) {
 inline void *owner_area_of(BlockHeader *b) {
   return reinterpret_cast<std::byte *>(b) + kBlockHeaderBytes;
 }
+inline const void *owner_area_of(const BlockHeader *b) {
+  return reinterpret_cast<const std::byte *>(b) + kBlockHeaderBytes;
+}
+// Whether a send the block's owner waits for is over (kSent or kFailed).
+inline bool send_finished(const BlockHeader *b) {
+  return b->send_status.load(std::memory_order_acquire) != SendStatus::kPending;
+}
 inline std::size_t payload_capacity(const BlockHeader *b) {
   return (std::size_t{1} << b->order) - kControlBytes;
 }

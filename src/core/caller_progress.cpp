@@ -73,11 +73,7 @@ bool Context::spin_with_progress(const generic::Completion &done, int timeout_ms
 
 bool Context::spin_until_sent(const BlockHeader *block, int timeout_ms,
                               std::chrono::microseconds spin) noexcept {
-  return spin_until(
-      [block] {
-        return block->send_status.load(std::memory_order_acquire) != SendStatus::kPending;
-      },
-      timeout_ms, spin);
+  return spin_until([block] { return send_finished(block); }, timeout_ms, spin);
 }
 
 // Spins for `spin` (and at most timeout_ms) driving the transports until

@@ -241,7 +241,8 @@ int Context::check_send_args(rocl_gid_t ogid, int tag) noexcept {
 }
 
 // Lending needs a cached route to another context over a transport that
-// takes lent memory (shm: the receiver reads it with process_vm_readv);
+// takes lent memory (shm: the receiver reads it with process_vm_readv;
+// tcp: writes it into the socket from there);
 // the first send to a destination, which resolves its route, is copied.
 //
 // A send of at least kCopyInStreamBytes while another lent send is still in
@@ -294,17 +295,13 @@ void Context::release_lent(BlockHeader *block) noexcept {
 // retry period), so the sender spins: ROCL_SPIN_US plus as long as the
 // receiver's copy may take (at kSlowestCopyBytesPerUs), so that a receive
 // already under way ends the spin; a sleep there delayed the sender's next
-// step by up to the sleep (MPI 1 MiB ping-pong 150 -> ... us). Then it
+// step by up to the sleep (MPI 1 MiB ping-pong 150 us instead of 90). Then it
 // sleeps backing off and drives the transports between sleeps: a sender
 // waits that long only while its receiver has not posted the receive.
 bool Context::wait_sent(const BlockHeader *block, int timeout_ms) noexcept {
   using Clock = std::chrono::steady_clock;
   constexpr std::size_t kSlowestCopyBytesPerUs = 2000;  // 2 GB/s
-  auto sent = [block] {
-    return block->send_status.load(std::memory_order_acquire) != SendStatus::kPending;
-  };
-  const auto *msg =
-      reinterpret_cast<const Message *>(owner_area_of(const_cast<BlockHeader *>(block)));
+  const auto *msg = static_cast<const Message *>(owner_area_of(block));
   const auto spin = std::chrono::microseconds(options_.spin_us) +
                     std::chrono::microseconds(msg->length / kSlowestCopyBytesPerUs);
   if (spin_until_sent(block, timeout_ms, spin)) return true;
@@ -314,7 +311,7 @@ bool Context::wait_sent(const BlockHeader *block, int timeout_ms) noexcept {
   int sleep_us = 20;
   for (;;) {
     progress_transports();
-    if (sent()) return true;
+    if (send_finished(block)) return true;
     if (Clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
     sleep_us = std::min(sleep_us * 2, 500);

@@ -101,8 +101,7 @@ bool receive_done(const rocl_request *r) {
   return r->message != nullptr || r->env.complete.is_done();
 }
 bool send_done(const rocl_request *r) {
-  return r->lent == nullptr ||
-         r->lent->send_status.load(std::memory_order_acquire) != SendStatus::kPending;
+  return r->lent == nullptr || send_finished(r->lent);
 }
 bool done(const rocl_request *r) {
   return r->kind == rocl_request::Kind::kReceive ? receive_done(r) : send_done(r);

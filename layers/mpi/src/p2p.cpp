@@ -64,22 +64,36 @@ int recv_bytes(MPI_Comm comm, int from, int tag, Domain d, void *p, std::size_t 
 // route (rocl copies what it does not lend, and then makes no request).
 constexpr std::size_t kMayLendBytes = 4096;
 
-// A pairwise exchange (recursive doubling): the send may lend `mine`
-// (rocl_isendx_lend), so it is waited for after the receive, by which time
-// the partner, doing the same, has taken it. mine must not change until
-// this returns.
+// Sends n bytes at p to rank `to` in domain d: lent (rocl_isendx_lend) where
+// lent may be set, which rocl then sets to the request to wait for (left
+// NULL if it copied), else copied (rocl_sendx). Returns rocl's code.
+int send_contiguous(MPI_Comm comm, int to, int tag, Domain d, unsigned flags, const void *p,
+                    std::size_t n, rocl_request_t *lent) {
+  void *data = const_cast<void *>(p);
+  return lent != nullptr && n >= kMayLendBytes
+             ? rocl_isendx_lend(comm->self, comm->gids[to], tag, d, flags, data, n, lent)
+             : rocl_sendx(comm->self, comm->gids[to], tag, d, flags, data, n);
+}
+
+// Waits until the receiver has copied what a send lent (rocl_isendx_lend).
+int wait_lent(MPI_Comm comm, rocl_request_t *lent, const char *who) {
+  const int rc = rocl_wait(lent, nullptr, -1);
+  return rc == ROCL_OK ? MPI_SUCCESS : fail_rocl(comm, rc, who);
+}
+
+// A pairwise exchange (recursive doubling): the send may lend `mine`, so it
+// is waited for after the receive, by which time the partner, doing the
+// same, has taken it. mine must not change until this returns.
 int exchange_bytes(MPI_Comm comm, int partner, int tag, Domain d, const void *mine, void *theirs,
                    std::size_t n) {
   rocl_request_t lent = ROCL_REQUEST_NULL;
-  void *p = const_cast<void *>(mine);
-  const rocl_gid_t to = comm->gids[partner];
-  int rc = n >= kMayLendBytes ? rocl_isendx_lend(comm->self, to, tag, d, 0, p, n, &lent)
-                              : rocl_sendx(comm->self, to, tag, d, 0, p, n);
-  if (rc != ROCL_OK) return fail_rocl(comm, rc, "collective send");
+  if (int rc = send_contiguous(comm, partner, tag, d, 0, mine, n, &lent); rc != ROCL_OK) {
+    return fail_rocl(comm, rc, "collective send");
+  }
   const int received = recv_bytes(comm, partner, tag, d, theirs, n);
-  rc = lent != ROCL_REQUEST_NULL ? rocl_wait(&lent, nullptr, -1) : ROCL_OK;
-  if (received != MPI_SUCCESS) return received;
-  return rc == ROCL_OK ? MPI_SUCCESS : fail_rocl(comm, rc, "collective send");
+  const int sent =
+      lent != ROCL_REQUEST_NULL ? wait_lent(comm, &lent, "collective send") : MPI_SUCCESS;
+  return received != MPI_SUCCESS ? received : sent;
 }
 
 // The one send path of every mode; dest is a rank (not PROC_NULL).
@@ -89,10 +103,7 @@ int post_send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI
   int rc;
   if (t->dense) {
     char *from = static_cast<char *>(const_cast<void *>(buf)) + t->first();
-    rc = lent != nullptr && bytes >= kMayLendBytes
-             ? rocl_isendx_lend(comm->self, comm->gids[dest], tag, kPointToPoint, flags, from,
-                                bytes, lent)
-             : rocl_sendx(comm->self, comm->gids[dest], tag, kPointToPoint, flags, from, bytes);
+    rc = send_contiguous(comm, dest, tag, kPointToPoint, flags, from, bytes, lent);
   } else {
     void *block = rocl_bfget(bytes);
     if (block == nullptr) return fail_rocl(comm, ROCL_ENOMEM, who);
@@ -155,12 +166,6 @@ void receive_target(void *buf, int count, MPI_Datatype t, void *none, void **int
                     std::size_t *cap) {
   *cap = t->packed * std::size_t(count);
   *into = !t->dense ? nullptr : *cap != 0 ? static_cast<char *>(buf) + t->first() : none;
-}
-
-// Waits until the receiver has copied what a send lent (rocl_isendx_lend).
-int wait_lent(MPI_Comm comm, rocl_request_t *lent, const char *who) {
-  const int rc = rocl_wait(lent, nullptr, -1);
-  return rc == ROCL_OK ? MPI_SUCCESS : fail_rocl(comm, rc, who);
 }
 
 // The four blocking sends: mode 'S'ynchronous, 'B'uffered, 'R'eady, or
