@@ -356,6 +356,10 @@ class ShmTransportImpl final : public ShmTransport {
   std::atomic<std::uint64_t> polls_{0};
   std::uint64_t seen_polls_ = 0;
   std::atomic<bool> hand_back_{false};
+  // The thread sleeps longer than a lease period (nobody polled when it
+  // went to sleep): raise_pollers() must wake it, or the lease it starts
+  // would be checked only when that sleep ends.
+  std::atomic<bool> long_sleep_{false};
   std::mutex lease_mu_;
   // The current lease period (the thread's own: run() only).
   std::int64_t lease_us_ = shm::kPollLeaseUs;

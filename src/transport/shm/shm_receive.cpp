@@ -53,11 +53,23 @@ void ShmTransportImpl::poll_end(bool will_sleep) noexcept {
   wake(hdr_);  // the thread takes over at once (and lowers `pollers`)
 }
 
+// Once raised, senders stop waking the thread, and only the thread ends
+// the lease: if it sleeps long (run() saw nobody polling), it is woken to
+// sleep a lease period instead. Without that, a caller that got its
+// message and then blocked elsewhere (a barrier, a lock) while its
+// process's other threads slept in receives stalled them all for the
+// thread's whole long sleep (mt_rate, 4 threads per rank: 50 ms stalls,
+// seen with perf sched; the rate fell from 5-6 to 0.1-0.9 M msg/s).
+// Dekker with run(): we store raised_ then load long_sleep_, the thread
+// stores long_sleep_ then loads raised_.
 void ShmTransportImpl::raise_pollers() noexcept {
-  std::lock_guard<std::mutex> g(lease_mu_);
-  if (raised_.load(std::memory_order_relaxed)) return;
-  hdr_->pollers.store(1, std::memory_order_seq_cst);
-  raised_.store(true, std::memory_order_seq_cst);
+  {
+    std::lock_guard<std::mutex> g(lease_mu_);
+    if (raised_.load(std::memory_order_relaxed)) return;
+    hdr_->pollers.store(1, std::memory_order_seq_cst);
+    raised_.store(true, std::memory_order_seq_cst);
+  }
+  if (long_sleep_.load(std::memory_order_seq_cst)) wake(hdr_);
 }
 
 // The thread, every lease period while `pollers` is raised: lowers it if no
@@ -157,12 +169,15 @@ void ShmTransportImpl::run() {
       const bool soon = pending_total_.load(std::memory_order_relaxed) != 0 ||
                         paused_slots_.load(std::memory_order_relaxed) != 0;
       long us = soon ? shm::kRetryMs * 1000L : 50000;
+      if (us > lease_us_) long_sleep_.store(true, std::memory_order_seq_cst);
       if (callers_poll()) {
+        long_sleep_.store(false, std::memory_order_relaxed);
         us = std::min<long>(us, lease_us_);
         lease_us_ = std::min(lease_us_ * 2, shm::kMaxPollLeaseUs);  // polled: the next is longer
       }
       timespec ts{0, us * 1000};
       futex(&hdr_->wake_seq, FUTEX_WAIT, seq, &ts);
+      long_sleep_.store(false, std::memory_order_relaxed);
     }
     hdr_->sleeping.store(0, std::memory_order_relaxed);
     idle = 0;

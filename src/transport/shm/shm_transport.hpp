@@ -84,6 +84,9 @@
 // ms they cost a ping-pong ~10%). So a message that arrives while no
 // caller polls waits at most two periods (at most 2 x kMaxPollLeaseUs after
 // a long stretch of polling) for the thread, unless a caller polls before.
+// A caller that raises `pollers` while the thread sleeps long (nobody
+// polled) wakes it, so that its lease is checked after a period
+// (raise_pollers).
 // Each message gets a block of total_length bytes from env.pool (payload
 // copied ring -> block once), state kLibrary, and goes to
 // env.sink->deliver; ROCL_EBADGID is logged and the block released.

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -258,6 +259,33 @@ TEST_F(ShmPair, AMessageAfterTheLastPollIsDeliveredWhenTheLeaseRunsOut) {
     ASSERT_EQ(a.t->send(2, b.t->address(), 21, unpolled), ROCL_OK);
     ASSERT_TRUE(b.sink.wait_for(2 * round + 1, 2000ms)) << "round " << round;
   }
+}
+
+// A lease that starts while the thread sleeps long (nobody polled for a
+// while: it sleeps up to 50 ms) must still run out after a lease period:
+// raise_pollers wakes the thread so that it checks. Before, a caller that
+// polled once and then blocked elsewhere left a message that came next
+// waiting for the rest of that sleep (seen as 50 ms stalls of mt_rate with
+// 4 threads per rank). The bound is half the long sleep; the lease is
+// 0.5-1 ms.
+TEST_F(ShmPair, ALeaseStartedWhileTheThreadSleepsLongStillRunsOut) {
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 8, 0, 11, 1)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));
+  std::vector<double> waited_ms;
+  for (int round = 1; round <= 7; ++round) {
+    std::this_thread::sleep_for(20ms);  // the thread is in its long sleep now
+    b.t->poll_begin();
+    b.t->progress();
+    b.t->poll_end(false);  // the lease starts; nobody polls any more
+    const auto sent = std::chrono::steady_clock::now();
+    ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 8, round, 11, 1)), ROCL_OK);
+    ASSERT_TRUE(b.sink.wait_for(static_cast<std::size_t>(round) + 1, 2000ms)) << round;
+    waited_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count());
+  }
+  std::sort(waited_ms.begin(), waited_ms.end());
+  EXPECT_LT(waited_ms[waited_ms.size() / 2], 25.0)
+      << "median delivery after a lease that began during the thread's long sleep";
 }
 
 TEST_F(ShmPair, TenThousandSmallMessagesInOrder) {
