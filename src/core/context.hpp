@@ -170,8 +170,6 @@ class Context final : public MessageSink {
   // resource table, so a sender that found the gid in the directory but not
   // yet in the table can wait for it instead of failing.
   std::shared_mutex registering_;
-  // Lent sends whose requests have not completed yet (send_lent).
-  std::atomic<int> lent_in_flight_{0};
   std::mutex acks_mu_;  // acks_: acknowledgements deliver() queued
   std::vector<Ack> acks_;
   std::atomic<bool> acks_waiting_{false};

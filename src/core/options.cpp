@@ -63,15 +63,14 @@ const OptionRow kOptions[] = {
      "~15 % faster, streams 12-20 % faster than eager, measured). ROCL_RNDV_THRESHOLD=0 "
      "turns it off too (0: ROCL_RNDV_THRESHOLD alone).",
      Type::kSize, field_of<&Options::tcp_rndv_threshold>},
-    {"ROCL_LEND_THRESHOLD", "128K",
+    {"ROCL_LEND_THRESHOLD", "32K",
      "rocl_isendx_lend (MPI's standard and ready sends of contiguous data) lends the "
      "application's memory from this many bytes where the transport can send from it (shm: "
      "the receive copies it once, straight from the sender's memory, with cross-memory "
-     "attach; tcp: written into the socket from there), and the send completes only then. "
-     "Smaller ones, pool buffers and shm peers that cannot read our memory are copied at "
-     "once as rocl_isendx does; so are sends of 1 MiB or more while "
-     "another lent send is in flight (in a stream the sender's copy then runs beside the "
-     "receiver's). ROCL_RNDV_THRESHOLD=0 turns this off too (0: never).",
+     "attach, the waiting sender writing half of it meanwhile; tcp: written into the socket "
+     "from there), and the send completes only then. Smaller ones, pool buffers and shm "
+     "peers that cannot read our memory are copied at once as rocl_isendx does. "
+     "ROCL_RNDV_THRESHOLD=0 turns this off too (0: never).",
      Type::kSize, field_of<&Options::lend_threshold>},
     {"ROCL_LINGER_MS", "10000",
      "The last rocl_exit waits at most this long for messages rocl_send already accepted but "

@@ -124,7 +124,6 @@ int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcep
         st.error = rc;
       }
       release_lent(r->lent);
-      lent_in_flight_.fetch_sub(1, std::memory_order_relaxed);
     }
   } else {
     Envelope *msg = r->message != nullptr ? r->message : r->env.matched;

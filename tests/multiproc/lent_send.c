@@ -1,5 +1,5 @@
 /* lent_send: run under roclrun -n 2 with the default thresholds
- * (ROCL_LEND_THRESHOLD 128K, ROCL_TCP_RNDV_THRESHOLD 1M), over one
+ * (ROCL_LEND_THRESHOLD 32K, ROCL_TCP_RNDV_THRESHOLD 1M), over one
  * transport between processes (ROCL_TRANSPORTS). rocl_isendx_lend from
  * rank 0 to rank 1:
  *  1. 1 MiB of plain memory while rank 1 has posted no receive: the request

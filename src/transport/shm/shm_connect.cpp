@@ -100,6 +100,7 @@ int ShmTransportImpl::init() {
     ctl->seal_key.store(rx_[i].seal_key, std::memory_order_relaxed);
   }
   pools_.resize(cfg_.slots);
+  retired_offers_ = std::make_unique<std::atomic<std::uint8_t>[]>(cfg_.slots);
   active_.reserve(cfg_.slots);
   limits_.max_fragment_bytes =
       // a frame with the largest header fits the ring (frame_bytes rounds up

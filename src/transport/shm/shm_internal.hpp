@@ -146,8 +146,12 @@ struct alignas(64) Conn {
   bool rendezvous = false;   // the receiver mapped our pool
   bool lend_memory = false;  // the receiver reads our memory (process_vm_readv)
   std::uint64_t pending_mask = 0;
+  std::uint64_t lent_mask = 0;      // the pending cookies of lent memory
   std::uint64_t pending_bytes = 0;  // of pool blocks (lent memory is not counted)
   BlockHeader *pending[64] = {};
+  // process_vm_writev into the receiver was refused: take no more of its
+  // copy offers (shm_copy_offer.cpp).
+  std::atomic<bool> no_offers{false};
 
   ~Conn() {
     if (seg != nullptr) ::munmap(seg, seg_bytes);
@@ -187,6 +191,16 @@ struct Stub {
   std::uint64_t cookie;
   std::uint32_t pid;
   std::uint32_t slot;
+};
+
+// A receiver's copy offer the sender took (shm_copy_offer.cpp): what to
+// write where, once its locks are released.
+struct TakenOffer {
+  std::shared_ptr<Conn> conn;
+  CopyOffer *offer;
+  const std::byte *src;  // in our memory: the lent message's part
+  std::uint64_t dest;    // in the receiver's
+  std::uint64_t length;
 };
 
 // A sender's buffer pool as mapped here, once per slot, kept until we end.
@@ -311,8 +325,7 @@ class ShmTransportImpl final : public ShmTransport {
   static Stub stub_of(Message *stub);
   void release_stub(Message *stub);
   static void hand_back(const Stub &st);
-  static int read_peer(const Stub &st, std::byte *dst, std::size_t len);
-  static int read_memory(const Stub &st, std::byte *dst, std::size_t len);
+  int read_peer(const Stub &st, std::byte *dst, std::size_t len);
   static bool probe_memory(std::uint32_t pid, std::uint64_t address, std::uint64_t expect);
   void drop_pending_of_dead_peers();
   bool map_peer_pool(std::uint32_t slot, std::uint32_t pid, std::uint32_t fd, std::uint64_t bytes);
@@ -323,6 +336,19 @@ class ShmTransportImpl final : public ShmTransport {
   int write_rendezvous(Conn &c, rocl_gid_t destination, Message *msg);
   int take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const wire::MessageHeader &h,
                       std::uint64_t frame);
+
+  // ---- Copy offers (shm_copy_offer.cpp) -------------------------------------------
+  int read_memory(const Stub &st, std::byte *dst, std::size_t len);
+  static int read_memory_range(const Stub &st, std::byte *dst, std::size_t from, std::size_t n);
+  CopyOffer *open_offer(const Stub &st, std::byte *dst, std::size_t mid, std::size_t len);
+  static void close_offer(const Stub &st, CopyOffer *o);
+  bool await_sender(const Stub &st, CopyOffer *o);
+  static constexpr int kMaxTakenOffers = 4;  // per reap_all
+  static int take_offers(const std::shared_ptr<Conn> &c, TakenOffer *out, int room);
+  int run_offers(const TakenOffer *taken, int n);
+  // Offers of a slot (bit k: offers[k]) a sender may still write to after
+  // the receiver gave up waiting: never used again.
+  std::unique_ptr<std::atomic<std::uint8_t>[]> retired_offers_;
 
   TransportEnv env_;
   shm::Config cfg_;
@@ -386,6 +412,7 @@ class ShmTransportImpl final : public ShmTransport {
 
   std::atomic<std::uint64_t> refused_{0}, poisoned_{0}, unknown_{0}, delivered_{0};
   std::atomic<std::uint64_t> lend_refused_{0}, paused_reads_{0};
+  std::atomic<std::uint64_t> parts_copied_for_receivers_{0}, parts_copied_by_senders_{0};
 };
 
 }  // namespace rocl::impl::shm::detail

@@ -16,8 +16,8 @@ inline constexpr std::uint64_t kSegMagic = 0x6d68536c636f5221ull;    // "!RoclSh
 inline constexpr std::uint64_t kHelloMagic = 0x6f6c6c65486d6853ull;  // "ShmHello"
 // 2: pollers word; 3: frames sealed by their first word, 128-byte aligned;
 // 4: positional seals (no zero ahead of each frame), 64-byte frames, short
-// headers
-inline constexpr std::uint32_t kSegVersion = 5;  // 5: the Hello's memory probe
+// headers; 5: the Hello's memory probe
+inline constexpr std::uint32_t kSegVersion = 6;  // 6: copy offers (SlotCtl::offers)
 // Frames start at multiples of 64 bytes, so that a small message (a short
 // header and up to 24 payload bytes after the seal) is one cache line: the
 // sender takes it once and the receiver reads it once.
@@ -74,6 +74,38 @@ enum Verdict : std::uint32_t {
 // seal_key is random per slot, odd (a seal is never 0, the ring's initial
 // content), made by the receiver and read by the sender once it owns the
 // slot; the receiver trusts only its own copy.
+// A receiver's offer to the sender of a lent message to copy part of it
+// into the receive's memory itself, while the receiver reads the rest: the
+// two cpus copy at once (shm_copy_offer.cpp). The receiver fills an offer
+// that is kOfferFree and publishes it with kOffered; one of the two then
+// takes the part with a compare-and-swap (kSenderCopying or kReceiverTook).
+// The sender ends with kSenderDone or kSenderFailed (the receiver then
+// copies the part itself); the receiver frees the offer before it hands
+// the cookie back. The receiver reads back nothing but `state`.
+enum OfferState : std::uint32_t {
+  kOfferFree = 0,
+  kOfferFilling = 1,
+  kOffered = 2,
+  kSenderCopying = 3,
+  kSenderDone = 4,
+  kSenderFailed = 5,
+  kReceiverTook = 6,
+};
+// The fields are atomics (read and written relaxed, ordered by `state`):
+// a sender may read them while the receiver fills the offer for the next
+// message, and checks them again once its compare-and-swap has won.
+struct CopyOffer {
+  alignas(64) std::atomic<std::uint32_t> state;
+  std::atomic<std::uint32_t> cookie;  // the lent message's rendezvous cookie
+  std::atomic<std::uint64_t> dest;    // where the part goes, in the receiver's memory
+  std::atomic<std::uint64_t> offset;  // of the part in the message
+  std::atomic<std::uint64_t> length;  // of the part
+};
+static_assert(sizeof(CopyOffer) == 64);
+// Messages of one slot whose copy can be shared at once (one per receiving
+// thread that pulls from the slot at the same time; more read alone).
+inline constexpr int kCopyOffers = 4;
+
 struct SlotCtl {
   alignas(64) std::atomic<std::uint32_t> owner;  // sender pid, 0 = free
   std::atomic<std::uint32_t> verdict;
@@ -82,8 +114,9 @@ struct SlotCtl {
   // Rendezvous cookies the receiver is done with (bit i: cookie i); the
   // receiver sets bits, the sender takes them.
   alignas(64) std::atomic<std::uint64_t> pulled;
+  CopyOffer offers[kCopyOffers];
 };
-static_assert(sizeof(SlotCtl) == 256);
+static_assert(sizeof(SlotCtl) == 512);
 
 struct Hello {
   std::uint64_t magic;

@@ -110,30 +110,6 @@ int ShmTransportImpl::read_peer(const Stub &st, std::byte *dst, std::size_t len)
   return ROCL_OK;
 }
 
-// A lent payload, read from the sender's memory. process_vm_readv may stop
-// short (at a page it cannot fault in): the rest is asked for again, so
-// that the error, if any, is the one of the first byte it cannot read.
-int ShmTransportImpl::read_memory(const Stub &st, std::byte *dst, std::size_t len) {
-  std::size_t done = 0;
-  while (done < len) {
-    iovec local{dst + done, len - done};
-    iovec remote{reinterpret_cast<void *>(static_cast<std::uintptr_t>(st.offset + done)),
-                 len - done};
-    const ssize_t n = ::process_vm_readv(static_cast<pid_t>(st.pid), &local, 1, &remote, 1, 0);
-    if (n > 0) {
-      done += static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    return fail(ROCL_EPEER,
-                "shm: reading the %zu-byte message lent by pid %u (slot %u) at 0x%" PRIx64
-                " failed after %zu bytes: %s",
-                len, st.pid, st.slot, st.offset, done,
-                n < 0 ? std::strerror(errno) : "nothing read");
-  }
-  return ROCL_OK;
-}
-
 // Whether process_vm_readv reads `expect` at `address` in process pid: may
 // a lent send's memory be read there (the Hello's probe).
 bool ShmTransportImpl::probe_memory(std::uint32_t pid, std::uint64_t address,
@@ -179,11 +155,12 @@ int ShmTransportImpl::reap(Conn &c) {
     const int i = __builtin_ctzll(bits);
     BlockHeader *b = c.pending[i];
     c.pending[i] = nullptr;
-    const Message *m = reinterpret_cast<Message *>(owner_area_of(b));
+    const Message *m = reinterpret_cast<const Message *>(owner_area_of(b));
     if (!is_lent(m)) c.pending_bytes -= m->length;
     finish_sent_block(env_, b, true);  // a lent one's request completes now
   }
   c.pending_mask &= ~done;
+  c.lent_mask &= ~done;
   const int n = __builtin_popcountll(done);
   pending_total_.fetch_sub(n, std::memory_order_relaxed);
   return n;
@@ -198,6 +175,7 @@ void ShmTransportImpl::drop_pending(Conn &c) {
   }
   pending_total_.fetch_sub(__builtin_popcountll(c.pending_mask), std::memory_order_relaxed);
   c.pending_mask = 0;
+  c.lent_mask = 0;
   c.pending_bytes = 0;
 }
 
@@ -207,12 +185,19 @@ int ShmTransportImpl::reap_all() {
   std::unique_lock<std::mutex> g(peers_mu_, std::try_to_lock);
   if (!g.owns_lock()) return 0;
   int n = 0;
+  // Copy offers of our lent messages' receivers are taken here and copied
+  // after the locks are released (a copy takes microseconds).
+  TakenOffer taken[kMaxTakenOffers];
+  int n_taken = 0;
   for (auto &[peer, c] : peers_) {
     std::unique_lock<ConnMutex> lk(c->mu, std::try_to_lock);
-    if (lk.owns_lock()) n += reap(*c);
+    if (!lk.owns_lock()) continue;
+    n += reap(*c);
+    n_taken += take_offers(c, taken + n_taken, kMaxTakenOffers - n_taken);
   }
   drop_pending_of_dead_peers();
-  return n;
+  g.unlock();
+  return n + run_offers(taken, n_taken);
 }
 
 // A receiver that died never hands back what it was lent: every
@@ -278,7 +263,11 @@ int ShmTransportImpl::write_rendezvous(Conn &c, rocl_gid_t destination, Message 
   }
   c.pending[cookie] = block_of(msg);
   c.pending_mask |= std::uint64_t{1} << cookie;
-  if (!is_lent(msg)) c.pending_bytes += msg->length;
+  if (is_lent(msg)) {
+    c.lent_mask |= std::uint64_t{1} << cookie;
+  } else {
+    c.pending_bytes += msg->length;
+  }
   pending_total_.fetch_add(1, std::memory_order_relaxed);
   put_frame(c, &h, sizeof h, reinterpret_cast<const std::byte *>(&body), sizeof body);
   return ROCL_OK;

@@ -149,6 +149,10 @@ struct Stats {
   std::uint64_t delivered = 0;            // messages handed to the sink
   std::uint64_t lend_refused = 0;         // large sends copied eagerly: enough lent already
   std::uint64_t paused_reads = 0;         // times a slot was paused: no pool block (pool full)
+  // Copy offers (shm_copy_offer.cpp): parts of lent messages this process
+  // wrote into its receivers' memory, and parts its senders wrote into ours.
+  std::uint64_t parts_copied_for_receivers = 0;
+  std::uint64_t parts_copied_by_senders = 0;
 };
 
 using LogFn = std::function<void(const std::string &)>;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <future>
@@ -251,6 +252,112 @@ void send_lent_to_child(bool child_drops_to_nobody) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's check failed (exit code names which)";
   std::destroy_at(m);
   pool.release(b, BlockState::kLibrary);
+}
+
+// Copy offers (shm_copy_offer.cpp): while the sender drives its transport
+// (as a sender waiting for its lent sends does), it writes the second half
+// of each lent message into the receive's memory itself. A child pulls
+// lent messages of distinct content into memory of its own as they arrive;
+// every byte must be right, and the sender must have copied parts. Each
+// offer goes to whichever of the two takes it first: on a loaded machine
+// the sender may not run while the child copies its own half, so batches
+// of kBatch messages go until the sender has copied a part (or 20 s).
+TEST(ShmMultiproc, TheWaitingSenderCopiesPartOfALentMessage) {
+  constexpr int kBatch = 40;
+  auto byte_of = [](int msg, std::size_t i) {
+    return static_cast<std::uint8_t>(i * 13 + (i >> 12) + static_cast<std::size_t>(msg) * 101);
+  };
+  const JobSecret secret = JobSecret::generate();
+  int to_child[2], from_child[2];
+  ASSERT_EQ(::pipe(to_child), 0);
+  ASSERT_EQ(::pipe(from_child), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    BufferPool pool(PoolConfig{std::size_t{64} << 20, std::size_t{1} << 20});
+    RecordingSink sink;
+    sink.pool = &pool;
+    sink.keep_stubs = true;
+    auto t = make_shm_transport_with(TransportEnv{&sink, 9, &pool, &secret}, {}, nullptr);
+    if (!t || !write_all(from_child[1], t->address())) ::_exit(3);
+    std::vector<std::uint8_t> got(kLentBytes);
+    // Until a plain message (not lent) says stop.
+    for (std::size_t k = 0;; ++k) {
+      while (sink.stubs_seen.load() <= static_cast<int>(k) && sink.count() == 0) {
+        std::this_thread::sleep_for(100us);
+      }
+      Message *stub = nullptr;
+      {
+        std::lock_guard<std::mutex> g(sink.mu);
+        if (sink.stubs.size() > k) stub = sink.stubs[k];
+      }
+      if (stub == nullptr) break;  // the stop message
+      std::fill(got.begin(), got.end(), std::uint8_t{0});
+      if (t->pull_into(stub, got.data(), got.size()) != ROCL_OK) ::_exit(5);
+      for (std::size_t i = 0; i < kLentBytes; ++i) {
+        if (got[i] != byte_of(static_cast<int>(k % kBatch), i)) ::_exit(6);
+      }
+    }
+    const shm::Stats st = t->stats();
+    if (!write_all(from_child[1], std::to_string(st.parts_copied_by_senders))) ::_exit(7);
+    (void)read_all(to_child[0]);  // the parent reaps before we go
+    ::_exit(0);
+  }
+  const std::string addr = read_all(from_child[0]);
+  ASSERT_FALSE(addr.empty());
+  BufferPool pool(PoolConfig{std::size_t{64} << 20, std::size_t{1} << 20});
+  RecordingSink sink;
+  sink.pool = &pool;
+  auto t = make_shm_transport_with(TransportEnv{&sink, 1, &pool, &secret}, {}, nullptr);
+  ASSERT_NE(t, nullptr);
+  std::vector<std::vector<std::uint8_t>> mine(kBatch, std::vector<std::uint8_t>(kLentBytes));
+  for (int k = 0; k < kBatch; ++k) {
+    for (std::size_t i = 0; i < kLentBytes; ++i) mine[k][i] = byte_of(k, i);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  int batches = 0;
+  while (t->stats().parts_copied_for_receivers == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    ++batches;
+    std::vector<BlockHeader *> blocks;
+    for (int k = 0; k < kBatch; ++k) {
+      BlockHeader *b = pool.allocate(0);
+      ASSERT_NE(b, nullptr);
+      b->state.store(BlockState::kLibrary);
+      b->lent = true;
+      b->send_status.store(SendStatus::kPending);
+      Message *m = message_in(b);
+      m->header = CoreHeader{11, k, 7};
+      m->data = mine[k].data();
+      m->length = kLentBytes;
+      ASSERT_EQ(t->send(9, addr, 21, m), ROCL_OK) << k << ": " << last_error();
+      blocks.push_back(b);
+    }
+    // Spin like a waiting sender until the child has taken every message.
+    auto all_sent = [&] {
+      for (BlockHeader *b : blocks) {
+        if (b->send_status.load() == SendStatus::kPending) return false;
+      }
+      return true;
+    };
+    while (!all_sent() && std::chrono::steady_clock::now() < deadline) t->progress();
+    for (BlockHeader *b : blocks) {
+      ASSERT_EQ(b->send_status.load(), SendStatus::kSent) << "batch " << batches;
+      std::destroy_at(message_in(b));
+      pool.release(b, BlockState::kLibrary);
+    }
+  }
+  ASSERT_EQ(t->send(9, addr, 21, make_message(pool, 8, 0, 11, 1)), ROCL_OK);  // stop
+  const std::string by_senders = read_all(from_child[0]);
+  ASSERT_TRUE(write_all(to_child[1], "bye"));
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "the child's check failed (exit code names which)";
+  const std::uint64_t copied = t->stats().parts_copied_for_receivers;
+  EXPECT_GT(copied, 0u) << "the spinning sender copied no part of " << batches * kBatch
+                        << " messages";
+  EXPECT_EQ(std::to_string(copied), by_senders) << "both ends count the parts the sender copied";
 }
 
 TEST(ShmMultiproc, ALentMessageIsReadWhereItLiesByAReceiverThatCan) {

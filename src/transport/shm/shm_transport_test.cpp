@@ -396,7 +396,7 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
       static_cast<std::uint8_t *>(::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   ::close(fd);
   ASSERT_NE(seg, MAP_FAILED);
-  // Layout (shm_layout.hpp): challenge at byte 32, claims u32 at 128, SlotCtl[] of 256 B at
+  // Layout (shm_layout.hpp): challenge at byte 32, claims u32 at 128, SlotCtl[] of 512 B at
   // 4096 (owner u32 at 0, verdict u32 at 4, seal key u64 at 64), rings after header_bytes (u64
   // at 24), ring_bytes at 16. Frames start at multiples of 64 bytes: a seal (key ^ position,
   // written last), then the header (a Hello first), then the payload.
@@ -406,7 +406,7 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
   JobSecret::Challenge ch;
   std::memcpy(ch.data(), seg + 32, 32);
   const std::uint32_t slot = 1;
-  std::uint8_t *ctl = seg + 4096 + 256 * slot;
+  std::uint8_t *ctl = seg + 4096 + 512 * slot;
   auto *owner = reinterpret_cast<std::atomic<std::uint32_t> *>(ctl);
   auto *verdict = reinterpret_cast<std::atomic<std::uint32_t> *>(ctl + 4);
   std::uint64_t key;
