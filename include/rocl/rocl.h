@@ -295,9 +295,11 @@ int rocl_isendx(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsi
  * semantics): where the message has at least ROCL_LEND_THRESHOLD bytes, ptr
  * is plain memory (not a rocl buffer) and the way to dgid can send from it
  * (shm: the receiver copies the bytes straight from ptr, with cross-memory
- * attach, when a receive matches; tcp: they are written into the socket
- * from ptr), *req is a request that completes only after that: ptr must stay allocated and
- * unchanged until rocl_test/rocl_wait report completion (ROCL_EPEER if the
+ * attach, when a receive matches, and a thread of ours that waits for the
+ * send meanwhile writes the second half into the receive's memory; tcp:
+ * they are written into the socket from ptr), *req is a request that
+ * completes only after that: ptr must stay allocated and unchanged until
+ * rocl_test/rocl_wait report completion (ROCL_EPEER if the
  * receiver's process died before taking the bytes). Otherwise the bytes
  * are copied before it returns, as rocl_sendx does, and *req is
  * ROCL_REQUEST_NULL (nothing to wait for; a copied send makes no request).

@@ -133,6 +133,7 @@ void Context::start_transports() {
   TransportEnv env{this, new_instance_id(), pool_.get(), secret_ ? &*secret_ : nullptr, ""};
   env.rendezvous_threshold = options_.rndv_threshold;
   env.tcp_rendezvous_threshold = options_.tcp_rndv_threshold;
+  env.shm_rendezvous_threshold = options_.shm_rndv_threshold;
   env.linger_ms = options_.linger_ms;
   env.spin_us = static_cast<std::uint32_t>(options_.spin_us);
   std::string list = options_.transports;

@@ -105,6 +105,8 @@ struct TransportEnv {
   // min(this, rendezvous_threshold), unless that is 0 (never). 0 here:
   // rendezvous_threshold alone.
   std::size_t tcp_rendezvous_threshold = 0;
+  // shm: the same for pool buffers (ROCL_SHM_RNDV_THRESHOLD).
+  std::size_t shm_rendezvous_threshold = 0;
   // Linger at shutdown (ROCL_LINGER_MS; the core passes it, 0 here so that
   // a bare transport closes at once): a transport whose accepted messages
   // may still be at the sender when it is destroyed (queued bytes, parked

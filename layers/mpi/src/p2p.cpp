@@ -60,7 +60,7 @@ int recv_bytes(MPI_Comm comm, int from, int tag, Domain d, void *p, std::size_t 
 }
 
 // Below this a send does not even ask rocl to lend (ROCL_LEND_THRESHOLD
-// is 128 KiB by default): asking costs a second look at the origin and the
+// is 32 KiB by default): asking costs a second look at the origin and the
 // route (rocl copies what it does not lend, and then makes no request).
 constexpr std::size_t kMayLendBytes = 4096;
 

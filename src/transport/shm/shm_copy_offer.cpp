@@ -1,7 +1,8 @@
-// shm_copy_offer.cpp - two cpus copy one lent message: the receiver reads
-// the first part from the sender's memory (process_vm_readv) while the
-// sender, which spins waiting for its lent send to complete anyway, writes
-// the rest into the receive's memory (process_vm_writev). Before, the
+// shm_copy_offer.cpp - two cpus copy one rendezvous message: the receiver
+// reads the first part from the sender's memory (process_vm_readv) or pool
+// (mapped) while the sender, which spins anyway (waiting for its lent send
+// to complete, or for a reply), writes the rest into the receive's memory
+// (process_vm_writev). Before, the
 // receiver made the whole copy alone and the sender's cpu idled: a stream of
 // 256 KiB messages ran at the speed of one cpu's cross-memory copy, a
 // little behind Open MPI's vader, which copies the first 32 KiB of each
@@ -34,12 +35,16 @@ namespace rocl::impl::shm::detail {
 constexpr std::size_t kShareMinBytes = 32 * 1024;
 constexpr std::size_t kPage = 4096;
 
-// Copies bytes [from, from + n) of a lent payload from the sender's memory
-// to dst + from. process_vm_readv may stop short (at a page it cannot fault
+// Copies bytes [from, from + n) of a rendezvous payload to dst + from: from
+// the sender's pool as mapped here (read_peer checked the bounds), or from
+// its memory. process_vm_readv may stop short (at a page it cannot fault
 // in): the rest is asked for again, so that the error, if any, is the one
 // of the first byte it cannot read.
-int ShmTransportImpl::read_memory_range(const Stub &st, std::byte *dst, std::size_t from,
-                                        std::size_t n) {
+int ShmTransportImpl::read_range(const Stub &st, std::byte *dst, std::size_t from, std::size_t n) {
+  if (st.pool != nullptr) {
+    std::memcpy(dst + from, st.pool + st.offset + from, n);
+    return ROCL_OK;
+  }
   std::size_t done = 0;
   while (done < n) {
     iovec local{dst + from + done, n - done};
@@ -60,24 +65,24 @@ int ShmTransportImpl::read_memory_range(const Stub &st, std::byte *dst, std::siz
   return ROCL_OK;
 }
 
-// A lent payload, read from the sender's memory, the second half by the
-// sender if it takes the offer.
-int ShmTransportImpl::read_memory(const Stub &st, std::byte *dst, std::size_t len) {
-  // The sender's part starts at a page of its memory, so that the two
-  // never pin the same page.
+// A rendezvous payload, the second half written by the sender if it takes
+// the offer.
+int ShmTransportImpl::read_shared(const Stub &st, std::byte *dst, std::size_t len) {
+  // The sender's part starts at a page of its memory (the pool's offsets
+  // are from a page too), so that the two never pin the same page.
   const std::size_t mid =
       ((st.offset + len / 2 + kPage - 1) & ~std::uint64_t{kPage - 1}) - st.offset;
   CopyOffer *o = len >= kShareMinBytes && mid < len ? open_offer(st, dst, mid, len) : nullptr;
-  if (o == nullptr) return read_memory_range(st, dst, 0, len);
-  const int first = read_memory_range(st, dst, 0, mid);
+  if (o == nullptr) return read_range(st, dst, 0, len);
+  const int first = read_range(st, dst, 0, mid);
   std::uint32_t s = kOffered;
   if (o->state.compare_exchange_strong(s, kReceiverTook, std::memory_order_acq_rel)) {
     close_offer(st, o);
-    return first != ROCL_OK ? first : read_memory_range(st, dst, mid, len - mid);
+    return first != ROCL_OK ? first : read_range(st, dst, mid, len - mid);
   }
   const bool sender_copied = await_sender(st, o);
   if (sender_copied) parts_copied_by_senders_.fetch_add(1, std::memory_order_relaxed);
-  const int second = sender_copied ? ROCL_OK : read_memory_range(st, dst, mid, len - mid);
+  const int second = sender_copied ? ROCL_OK : read_range(st, dst, mid, len - mid);
   return first != ROCL_OK ? first : second;
 }
 
@@ -148,11 +153,11 @@ bool ShmTransportImpl::await_sender(const Stub &st, CopyOffer *o) {
   }
 }
 
-// Sender, c.mu held: takes the offers of c's receiver for messages it lent
-// (up to `room` of them, into `out`); the copies run once the locks are
-// released (run_offers). How many it took.
+// Sender, c.mu held: takes the offers of c's receiver for rendezvous
+// messages of ours (up to `room` of them, into `out`); the copies run once
+// the locks are released (run_offers). How many it took.
 int ShmTransportImpl::take_offers(const std::shared_ptr<Conn> &c, TakenOffer *out, int room) {
-  if (c->lent_mask == 0 || c->no_offers.load(std::memory_order_relaxed)) return 0;
+  if (c->pending_mask == 0 || c->no_offers.load(std::memory_order_relaxed)) return 0;
   int n = 0;
   for (int k = 0; k < kCopyOffers && n < room; ++k) {
     CopyOffer &o = c->ctl->offers[k];
@@ -161,7 +166,7 @@ int ShmTransportImpl::take_offers(const std::shared_ptr<Conn> &c, TakenOffer *ou
     const std::uint32_t cookie = o.cookie.load(kRelaxed);
     const std::uint64_t offset = o.offset.load(kRelaxed), length = o.length.load(kRelaxed);
     const std::uint64_t dest = o.dest.load(kRelaxed);
-    if (cookie >= 64 || (c->lent_mask >> cookie & 1u) == 0) continue;
+    if (cookie >= 64 || (c->pending_mask >> cookie & 1u) == 0) continue;
     std::uint32_t s = kOffered;
     if (!o.state.compare_exchange_strong(s, kSenderCopying, std::memory_order_acq_rel)) continue;
     // Read again now that it is ours: the receiver filled it before kOffered.

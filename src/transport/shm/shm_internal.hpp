@@ -146,7 +146,6 @@ struct alignas(64) Conn {
   bool rendezvous = false;   // the receiver mapped our pool
   bool lend_memory = false;  // the receiver reads our memory (process_vm_readv)
   std::uint64_t pending_mask = 0;
-  std::uint64_t lent_mask = 0;      // the pending cookies of lent memory
   std::uint64_t pending_bytes = 0;  // of pool blocks (lent memory is not counted)
   BlockHeader *pending[64] = {};
   // process_vm_writev into the receiver was refused: take no more of its
@@ -334,12 +333,19 @@ class ShmTransportImpl final : public ShmTransport {
   int reap_all();  // how many buffers it freed
   bool can_lend(Conn &c, const Message &msg);
   int write_rendezvous(Conn &c, rocl_gid_t destination, Message *msg);
+  // Pool buffers from this size go by rendezvous (ROCL_SHM_RNDV_THRESHOLD,
+  // or ROCL_RNDV_THRESHOLD if lower; nonzero: the caller checked that).
+  std::size_t rendezvous_threshold() const noexcept {
+    return env_.shm_rendezvous_threshold != 0
+               ? std::min(env_.rendezvous_threshold, env_.shm_rendezvous_threshold)
+               : env_.rendezvous_threshold;
+  }
   int take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const wire::MessageHeader &h,
                       std::uint64_t frame);
 
   // ---- Copy offers (shm_copy_offer.cpp) -------------------------------------------
-  int read_memory(const Stub &st, std::byte *dst, std::size_t len);
-  static int read_memory_range(const Stub &st, std::byte *dst, std::size_t from, std::size_t n);
+  int read_shared(const Stub &st, std::byte *dst, std::size_t len);
+  static int read_range(const Stub &st, std::byte *dst, std::size_t from, std::size_t n);
   CopyOffer *open_offer(const Stub &st, std::byte *dst, std::size_t mid, std::size_t len);
   static void close_offer(const Stub &st, CopyOffer *o);
   bool await_sender(const Stub &st, CopyOffer *o);

@@ -95,19 +95,18 @@ void ShmTransportImpl::hand_back(const Stub &st) {
 }
 
 // Copies the payload out of the sender's pool (or memory) into dst: the
-// one copy. The offset comes from the other process: checked against the
-// mapping (the kernel checks a lent address against the sender's).
+// one copy (shared with the sender: shm_copy_offer.cpp). The offset comes
+// from the other process: checked against the mapping (the kernel checks a
+// lent address against the sender's).
 int ShmTransportImpl::read_peer(const Stub &st, std::byte *dst, std::size_t len) {
-  if (st.pool == nullptr) return read_memory(st, dst, len);
-  if (st.offset > st.pool_bytes || len > st.pool_bytes - st.offset) {
+  if (st.pool != nullptr && (st.offset > st.pool_bytes || len > st.pool_bytes - st.offset)) {
     return fail(ROCL_EPEER,
                 "shm: rendezvous from pid %u (slot %u) names bytes %" PRIu64
                 "+%zu outside its "
                 "%" PRIu64 "-byte pool",
                 st.pid, st.slot, st.offset, len, st.pool_bytes);
   }
-  std::memcpy(dst, st.pool + st.offset, len);
-  return ROCL_OK;
+  return read_shared(st, dst, len);
 }
 
 // Whether process_vm_readv reads `expect` at `address` in process pid: may
@@ -160,7 +159,6 @@ int ShmTransportImpl::reap(Conn &c) {
     finish_sent_block(env_, b, true);  // a lent one's request completes now
   }
   c.pending_mask &= ~done;
-  c.lent_mask &= ~done;
   const int n = __builtin_popcountll(done);
   pending_total_.fetch_sub(n, std::memory_order_relaxed);
   return n;
@@ -175,7 +173,6 @@ void ShmTransportImpl::drop_pending(Conn &c) {
   }
   pending_total_.fetch_sub(__builtin_popcountll(c.pending_mask), std::memory_order_relaxed);
   c.pending_mask = 0;
-  c.lent_mask = 0;
   c.pending_bytes = 0;
 }
 
@@ -263,11 +260,7 @@ int ShmTransportImpl::write_rendezvous(Conn &c, rocl_gid_t destination, Message 
   }
   c.pending[cookie] = block_of(msg);
   c.pending_mask |= std::uint64_t{1} << cookie;
-  if (is_lent(msg)) {
-    c.lent_mask |= std::uint64_t{1} << cookie;
-  } else {
-    c.pending_bytes += msg->length;
-  }
+  if (!is_lent(msg)) c.pending_bytes += msg->length;
   pending_total_.fetch_add(1, std::memory_order_relaxed);
   put_frame(c, &h, sizeof h, reinterpret_cast<const std::byte *>(&body), sizeof body);
   return ROCL_OK;

@@ -25,11 +25,10 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
   if (const int rc = ready_locked(peer, peer_address, c, lk); rc != ROCL_OK) return rc;
   // A lent message (the core decided its size) goes by rendezvous if the
   // receiver reads our memory, else it is copied through the ring now.
-  bool rendezvous = is_lent(msg)
-                        ? c->lend_memory
-                        : c->rendezvous && env_.rendezvous_threshold != 0 &&
-                              (msg->length >= env_.rendezvous_threshold || msg->rendezvous) &&
-                              in_pool(msg);
+  bool rendezvous = is_lent(msg) ? c->lend_memory
+                                 : c->rendezvous && env_.rendezvous_threshold != 0 &&
+                                       (msg->length >= rendezvous_threshold() || msg->rendezvous) &&
+                                       in_pool(msg);
   if (rendezvous && !can_lend(*c, *msg)) {
     rendezvous = false;  // lent enough to this receiver: copy it through the ring
     lend_refused_.fetch_add(1, std::memory_order_relaxed);
