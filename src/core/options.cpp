@@ -48,7 +48,8 @@ const OptionRow kOptions[] = {
      "transport can copy straight from the sender's buffer into the receiver's (shm: from "
      "the sender's pool, mapped read-only): the payload waits at the sender until a receive "
      "matches, then "
-     "is copied once. Smaller ones are copied through the transport's rings (0: never).",
+     "is copied once. Smaller ones are copied through the transport's rings (0: never). shm "
+     "and tcp start lower (ROCL_SHM_RNDV_THRESHOLD, ROCL_TCP_RNDV_THRESHOLD).",
      Type::kSize, field_of<&Options::rndv_threshold>},
     {"ROCL_RNDV_COPY_THRESHOLD", "128K",
      "A message sent from plain memory (the library copies it into a pool block first) goes by "
