@@ -203,6 +203,11 @@ int ShmTransportImpl::run_offers(const TakenOffer *taken, int n) {
         break;
       }
     }
+    // Release, acquired by reap(): our read of the lent memory happens
+    // before its send completes. (It does anyway: the receiver hands the
+    // cookie back only after kSenderDone; but that chain runs through the
+    // other process, where ThreadSanitizer cannot see it.)
+    offers_finished_.fetch_add(1, std::memory_order_release);
     if (done == t.length) {
       t.offer->state.store(kSenderDone, std::memory_order_release);
       parts_copied_for_receivers_.fetch_add(1, std::memory_order_relaxed);

@@ -419,6 +419,7 @@ class ShmTransportImpl final : public ShmTransport {
   std::atomic<std::uint64_t> refused_{0}, poisoned_{0}, unknown_{0}, delivered_{0};
   std::atomic<std::uint64_t> lend_refused_{0}, paused_reads_{0};
   std::atomic<std::uint64_t> parts_copied_for_receivers_{0}, parts_copied_by_senders_{0};
+  std::atomic<std::uint64_t> offers_finished_{0};  // run_offers -> reap (shm_copy_offer.cpp)
 };
 
 }  // namespace rocl::impl::shm::detail

@@ -150,6 +150,7 @@ int ShmTransportImpl::reap(Conn &c) {
   // take the line from the receiver each time (it sets the bits there).
   if (c.pending_mask == 0 || c.ctl->pulled.load(std::memory_order_relaxed) == 0) return 0;
   const std::uint64_t done = c.ctl->pulled.exchange(0, std::memory_order_acq_rel) & c.pending_mask;
+  (void)offers_finished_.load(std::memory_order_acquire);  // run_offers' copies are over
   for (std::uint64_t bits = done; bits != 0; bits &= bits - 1) {
     const int i = __builtin_ctzll(bits);
     BlockHeader *b = c.pending[i];
