@@ -77,7 +77,7 @@ int ShmTransportImpl::read_shared(const Stub &st, std::byte *dst, std::size_t le
   const int first = read_range(st, dst, 0, mid);
   std::uint32_t s = kOffered;
   if (o->state.compare_exchange_strong(s, kReceiverTook, std::memory_order_acq_rel)) {
-    close_offer(st, o);
+    close_offer(o);
     return first != ROCL_OK ? first : read_range(st, dst, mid, len - mid);
   }
   const bool sender_copied = await_sender(st, o);
@@ -111,7 +111,7 @@ CopyOffer *ShmTransportImpl::open_offer(const Stub &st, std::byte *dst, std::siz
 
 // Frees the offer for the next message (before the cookie goes back: the
 // sender then never sees an offer of a message it has reaped).
-void ShmTransportImpl::close_offer(const Stub &, CopyOffer *o) {
+void ShmTransportImpl::close_offer(CopyOffer *o) {
   o->state.store(kOfferFree, std::memory_order_release);
 }
 
@@ -128,7 +128,7 @@ bool ShmTransportImpl::await_sender(const Stub &st, CopyOffer *o) {
   for (unsigned i = 1;; ++i) {
     const std::uint32_t s = o->state.load(std::memory_order_acquire);
     if (s != kSenderCopying) {
-      close_offer(st, o);
+      close_offer(o);
       return s == kSenderDone;
     }
     cpu_relax();

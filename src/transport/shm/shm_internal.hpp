@@ -347,7 +347,7 @@ class ShmTransportImpl final : public ShmTransport {
   int read_shared(const Stub &st, std::byte *dst, std::size_t len);
   static int read_range(const Stub &st, std::byte *dst, std::size_t from, std::size_t n);
   CopyOffer *open_offer(const Stub &st, std::byte *dst, std::size_t mid, std::size_t len);
-  static void close_offer(const Stub &st, CopyOffer *o);
+  static void close_offer(CopyOffer *o);
   bool await_sender(const Stub &st, CopyOffer *o);
   static constexpr int kMaxTakenOffers = 4;  // per reap_all
   static int take_offers(const std::shared_ptr<Conn> &c, TakenOffer *out, int room);

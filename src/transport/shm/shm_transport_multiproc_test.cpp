@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <future>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -163,6 +164,33 @@ std::uint8_t lent_byte(std::size_t i) {
   return static_cast<std::uint8_t>(i * 7 + (i >> 9));
 }
 
+// One end of the lent-message tests: its pool, a sink, an shm transport.
+struct ShmEnd {
+  BufferPool pool{PoolConfig{std::size_t{64} << 20, std::size_t{1} << 20}};
+  RecordingSink sink;
+  std::unique_ptr<ShmTransport> t;
+  ShmEnd(rocl_gid_t gid, const JobSecret &secret, bool keep_stubs) {
+    sink.pool = &pool;
+    sink.keep_stubs = keep_stubs;
+    t = make_shm_transport_with(TransportEnv{&sink, gid, &pool, &secret}, {}, nullptr);
+  }
+};
+
+// A lent message as the core makes one (Context::send_lent): an envelope
+// block whose data is `data`, pending until the transport finishes it.
+Message *lent_message(BufferPool &pool, void *data, std::size_t len, int tag) {
+  BlockHeader *b = pool.allocate(0);
+  if (b == nullptr) return nullptr;
+  b->state.store(BlockState::kLibrary);
+  b->lent = true;
+  b->send_status.store(SendStatus::kPending);
+  Message *m = message_in(b);
+  m->header = CoreHeader{11, tag, 7};
+  m->data = data;
+  m->length = len;
+  return m;
+}
+
 // Sends one lent message to a child that keeps rendezvous stubs until told
 // to pull them. A child that can read our memory gets a stub and the block
 // stays pending until it has pulled; one that dropped to another user
@@ -177,12 +205,10 @@ void send_lent_to_child(bool child_drops_to_nobody) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     if (child_drops_to_nobody && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(2);
-    BufferPool pool(PoolConfig{std::size_t{64} << 20, std::size_t{1} << 20});
-    RecordingSink sink;
-    sink.pool = &pool;
-    sink.keep_stubs = true;
-    auto t = make_shm_transport_with(TransportEnv{&sink, 9, &pool, &secret}, {}, nullptr);
-    if (!t || !write_all(from_child[1], t->address())) ::_exit(3);
+    ShmEnd end(9, secret, true);
+    RecordingSink &sink = end.sink;
+    ShmTransport *t = end.t.get();
+    if (t == nullptr || !write_all(from_child[1], t->address())) ::_exit(3);
     if (read_all(to_child[0]) != "pull") ::_exit(4);
     if (child_drops_to_nobody) {  // the bytes came whole, no stub
       if (!sink.wait_for(1) || sink.stubs_seen.load() != 0) ::_exit(5);
@@ -211,23 +237,16 @@ void send_lent_to_child(bool child_drops_to_nobody) {
   }
   const std::string addr = read_all(from_child[0]);
   ASSERT_FALSE(addr.empty());
-  BufferPool pool(PoolConfig{std::size_t{64} << 20, std::size_t{1} << 20});
-  RecordingSink sink;
-  sink.pool = &pool;
-  auto t = make_shm_transport_with(TransportEnv{&sink, 1, &pool, &secret}, {}, nullptr);
+  ShmEnd end(1, secret, false);
+  BufferPool &pool = end.pool;
+  ShmTransport *t = end.t.get();
   ASSERT_NE(t, nullptr);
   ASSERT_TRUE(t->takes_lent_memory());
   std::vector<std::uint8_t> mine(kLentBytes);
   for (std::size_t i = 0; i < kLentBytes; ++i) mine[i] = lent_byte(i);
-  BlockHeader *b = pool.allocate(0);
-  ASSERT_NE(b, nullptr);
-  b->state.store(BlockState::kLibrary);
-  b->lent = true;
-  b->send_status.store(SendStatus::kPending);
-  Message *m = message_in(b);
-  m->header = CoreHeader{11, 3, 7};
-  m->data = mine.data();
-  m->length = mine.size();
+  Message *m = lent_message(pool, mine.data(), mine.size(), 3);
+  ASSERT_NE(m, nullptr);
+  BlockHeader *b = block_of(m);
   ASSERT_EQ(t->send(9, addr, 21, m), ROCL_OK) << last_error();
   if (child_drops_to_nobody) {
     EXPECT_EQ(b->send_status.load(), SendStatus::kSent) << "copied through the ring at once";
@@ -274,12 +293,10 @@ TEST(ShmMultiproc, TheWaitingSenderCopiesPartOfALentMessage) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    BufferPool pool(PoolConfig{std::size_t{64} << 20, std::size_t{1} << 20});
-    RecordingSink sink;
-    sink.pool = &pool;
-    sink.keep_stubs = true;
-    auto t = make_shm_transport_with(TransportEnv{&sink, 9, &pool, &secret}, {}, nullptr);
-    if (!t || !write_all(from_child[1], t->address())) ::_exit(3);
+    ShmEnd end(9, secret, true);
+    RecordingSink &sink = end.sink;
+    ShmTransport *t = end.t.get();
+    if (t == nullptr || !write_all(from_child[1], t->address())) ::_exit(3);
     std::vector<std::uint8_t> got(kLentBytes);
     // Until a plain message (not lent) says stop.
     for (std::size_t k = 0;; ++k) {
@@ -305,10 +322,9 @@ TEST(ShmMultiproc, TheWaitingSenderCopiesPartOfALentMessage) {
   }
   const std::string addr = read_all(from_child[0]);
   ASSERT_FALSE(addr.empty());
-  BufferPool pool(PoolConfig{std::size_t{64} << 20, std::size_t{1} << 20});
-  RecordingSink sink;
-  sink.pool = &pool;
-  auto t = make_shm_transport_with(TransportEnv{&sink, 1, &pool, &secret}, {}, nullptr);
+  ShmEnd end(1, secret, false);
+  BufferPool &pool = end.pool;
+  ShmTransport *t = end.t.get();
   ASSERT_NE(t, nullptr);
   std::vector<std::vector<std::uint8_t>> mine(kBatch, std::vector<std::uint8_t>(kLentBytes));
   for (int k = 0; k < kBatch; ++k) {
@@ -321,17 +337,10 @@ TEST(ShmMultiproc, TheWaitingSenderCopiesPartOfALentMessage) {
     ++batches;
     std::vector<BlockHeader *> blocks;
     for (int k = 0; k < kBatch; ++k) {
-      BlockHeader *b = pool.allocate(0);
-      ASSERT_NE(b, nullptr);
-      b->state.store(BlockState::kLibrary);
-      b->lent = true;
-      b->send_status.store(SendStatus::kPending);
-      Message *m = message_in(b);
-      m->header = CoreHeader{11, k, 7};
-      m->data = mine[k].data();
-      m->length = kLentBytes;
+      Message *m = lent_message(pool, mine[k].data(), kLentBytes, k);
+      ASSERT_NE(m, nullptr);
       ASSERT_EQ(t->send(9, addr, 21, m), ROCL_OK) << k << ": " << last_error();
-      blocks.push_back(b);
+      blocks.push_back(block_of(m));
     }
     // Spin like a waiting sender until the child has taken every message.
     auto all_sent = [&] {
