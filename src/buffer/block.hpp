@@ -39,7 +39,11 @@ struct alignas(64) BlockHeader {
   std::uint8_t order;                   // block size is 2^order bytes
   bool return_after_send;               // rocl_bftoret was called
   bool lent;                            // its message is a lent send (core/message.hpp)
-  std::uint8_t pad0[5];
+  // Its owner area holds a live Message (core/message.hpp: message_in): set
+  // there, cleared when the pool hands the block out (the pool keeps its
+  // own links in the owner area meanwhile) or the message ends.
+  bool has_message;
+  std::uint8_t pad0[4];
   BlockHeader *free_next;  // free-list link, pool use only
   std::uint64_t pad1[4];
 };

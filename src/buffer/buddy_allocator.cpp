@@ -24,6 +24,7 @@ void BuddyAllocator::write_header(BlockHeader *b, unsigned order) noexcept {
   b->send_status.store(SendStatus::kIdle, std::memory_order_relaxed);
   b->return_after_send = false;
   b->lent = false;
+  b->has_message = false;
   b->free_next = nullptr;
 }
 

@@ -90,6 +90,7 @@ inline void hand_out(BlockHeader *b) noexcept {
   b->send_status.store(SendStatus::kIdle, std::memory_order_relaxed);
   b->return_after_send = false;
   b->lent = false;
+  b->has_message = false;
   b->state.store(BlockState::kUser, std::memory_order_release);
 }
 

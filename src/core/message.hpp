@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <new>
 
 #include "buffer/block.hpp"
@@ -53,8 +54,27 @@ using Mailbox = generic::Communicator<CoreHeader>;
 struct Message : Envelope {};
 static_assert(sizeof(Message) <= kOwnerAreaBytes, "message envelope must fit the owner area");
 
+// The message envelope of a block about to be sent, fresh. A block that
+// carried a message before (a buffer passed back and forth, as a
+// ping-pong's echo does) keeps its envelope, renewed (Envelope::renew): its
+// first cache line only is written, the one the receiver reads anyway;
+// constructing it anew wrote the second line too, which then moved between
+// the threads with every message.
 inline Message *message_in(BlockHeader *block) {
-  return new (owner_area_of(block)) Message{};
+  void *area = owner_area_of(block);
+  if (block->has_message) {
+    Message *m = std::launder(static_cast<Message *>(area));
+    m->renew();
+    return m;
+  }
+  block->has_message = true;
+  return new (area) Message{};
+}
+// Ends the message of a block (before it goes back to the pool, or stays
+// its owner's after a failed send).
+inline void end_message(BlockHeader *block) {
+  std::destroy_at(std::launder(static_cast<Message *>(owner_area_of(block))));
+  block->has_message = false;
 }
 inline BlockHeader *block_of(Envelope *msg) {
   return reinterpret_cast<BlockHeader *>(reinterpret_cast<std::byte *>(msg) - kBlockHeaderBytes);

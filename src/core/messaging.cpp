@@ -90,7 +90,7 @@ int Context::prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgo
 }
 
 void Context::undo_outgoing(Outgoing &out) noexcept {
-  std::destroy_at(reinterpret_cast<Message *>(owner_area_of(out.block)));
+  end_message(out.block);
   if (out.copied) {
     pool_->release(out.block, BlockState::kLibrary);
   } else {
@@ -283,7 +283,7 @@ bool Context::send_lent(const Route &route, rocl_gid_t dgid, const CoreHeader &h
 
 // A lent send's request completed (or its send failed before it left).
 void Context::release_lent(BlockHeader *block) noexcept {
-  std::destroy_at(reinterpret_cast<Message *>(owner_area_of(block)));
+  end_message(block);
   pool_->release(block, BlockState::kLibrary);
 }
 
@@ -571,7 +571,9 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domai
   if (r == nullptr) {
     return fail(ROCL_EBADGID, "rocl_recv: gid %#llx is not a resource of this context", ull(dgid));
   }
-  Envelope env;
+  // On a line of its own: what a sender writes into it (matched, complete)
+  // then shares one line (envelope.hpp).
+  alignas(64) Envelope env;
   env.header = CoreHeader{ogid, tag, domain};
   env.data = into;  // deliver_bytes may copy a message straight there
   env.length = into != nullptr ? cap : 0;

@@ -15,7 +15,10 @@
 
 namespace rocl::impl {
 
-class Resource {
+// Aligned to a cache line: the counters and the mailbox's lock, its
+// waiting receive and that receive's header share the first line
+// (generic::Communicator), which is what a delivery touches.
+class alignas(64) Resource {
  public:
   // Takes a reference if the resource is live and still has `gid`; with
   // for_request, one held by a pending immediate receive (counted apart so

@@ -294,7 +294,7 @@ class Transport {
 // owner learns the outcome through send_status (rocl_bfstat).
 inline void finish_sent_block(const TransportEnv &env, BlockHeader *block, bool ok) noexcept {
   if (block->return_after_send && env.pool != nullptr) {
-    std::destroy_at(reinterpret_cast<Message *>(owner_area_of(block)));
+    end_message(block);
     env.pool->release(block, BlockState::kLibrary);
   } else {
     block->send_status.store(ok ? SendStatus::kSent : SendStatus::kFailed,

@@ -4,7 +4,8 @@
 // an MPI layer) do not each re-implement ordering, queue handling and
 // rendezvous.
 //
-//   expected     posted receives waiting for a message
+//   expected     posted receives waiting for a message (the earliest one,
+//                when it was posted alone, kept beside the lock: post())
 //   unexpected   arrived messages waiting for a receive
 //   requested    rendezvous requests waiting for their send
 //   unrequested  rendezvous sends waiting for their request
@@ -300,15 +301,12 @@ class Communicator {
     {
       std::lock_guard<Lock> guard(lock_);
       if (closed_) return Delivery::kClosed;
-      recv = expected_.find(msg->header,
-                            [msg](const H &posted) { return bool(msg->header == posted); });
+      recv = take_posted(msg->header);
       if (recv == nullptr) {
         msg->matched = nullptr;
         unexpected_.push(msg, next_order_++);
         return Delivery::kQueued;
       }
-      expected_.remove(recv);
-      note_posted();
       recv->matched = msg;
       msg->matched = recv;
       Queue::set_order(msg, next_order_++);  // its place in arrival order, for requeue
@@ -329,11 +327,9 @@ class Communicator {
   Env *claim_receive(const H &header, Accepts accepts) {
     std::lock_guard<Lock> guard(lock_);
     if (closed_) return nullptr;
-    Env *recv =
-        expected_.find(header, [&header](const H &posted) { return bool(header == posted); });
+    Env *recv = find_posted(header);
     if (recv == nullptr || !accepts(static_cast<const Env &>(*recv))) return nullptr;
-    expected_.remove(recv);
-    note_posted();
+    unpost(recv);
     ++next_order_;  // the message's arrival, as deliver() would count it
     recv->matched = nullptr;
     return recv;
@@ -382,8 +378,7 @@ class Communicator {
         msg = unexpected_.find(recv->header,
                                [recv](const H &arrived) { return bool(arrived == recv->header); });
         if (msg == nullptr) {
-          expected_.push(recv, next_order_++);
-          note_posted();
+          post(recv);
           return nullptr;  // recv is shared from here on: no more touching it
         }
         unexpected_.remove(msg);
@@ -402,9 +397,13 @@ class Communicator {
   // it before reusing or destroying recv. Never blocks.
   bool cancel_receive(Env *recv) {
     std::lock_guard<Lock> guard(lock_);
-    if (closed_ || !expected_.contains(recv)) return false;
-    expected_.remove(recv);
-    note_posted();
+    if (closed_) return false;
+    if (recv == waiter_) {
+      unpost(recv);
+      return true;
+    }
+    if (!expected_.contains(recv)) return false;
+    unpost(recv);
     return true;
   }
 
@@ -472,17 +471,25 @@ class Communicator {
   void close(int status, F &&on_drop) {
     typename Queue::Bins graveyard[4];  // freed on return, outside the lock
     Env *receives;
+    Env *waiter;
     Env *dropped[3];
     {
       std::lock_guard<Lock> guard(lock_);
       if (closed_) return;
       closed_ = true;
       close_status_ = status;
+      waiter = waiter_;
+      waiter_ = nullptr;
       receives = expected_.detach(graveyard[0]);
       note_posted();
       dropped[0] = unexpected_.detach(graveyard[1]);
       dropped[1] = unrequested_.detach(graveyard[2]);
       dropped[2] = requested_.detach(graveyard[3]);
+    }
+    if (waiter != nullptr) {  // the earliest posted receive
+      waiter->matched = nullptr;
+      waiter->status = status;
+      waiter->complete.signal();  // last touch of it
     }
     for (Env *e = receives; e != nullptr;) {
       Env *next = Queue::take_next(e);
@@ -508,7 +515,7 @@ class Communicator {
   // Number of posted receives waiting in the expected queue.
   std::size_t expected_size() const {
     std::lock_guard<Lock> guard(lock_);
-    return expected_.size();
+    return expected_.size() + (waiter_ != nullptr ? 1 : 0);
   }
   // Number of parked rendezvous requests (the requested queue).
   std::size_t requested_size() const {
@@ -558,13 +565,57 @@ class Communicator {
     return nullptr;
   }
 
-  void note_posted() noexcept { posted_.store(expected_.size(), std::memory_order_relaxed); }
+  // Posted receives: the earliest one, when it was posted while no other
+  // waited, is kept in waiter_ (its header beside it) rather than in the
+  // expected queue; every receive posted while one waits joins the queue,
+  // so waiter_, when set, is always the earliest. Why: the common case is
+  // one thread waiting for its next message, and a sender then matches it
+  // on the cache line of the lock it holds anyway, instead of reading the
+  // queue's lines and the envelope's (thread-to-thread one-way latency:
+  // each line is a transfer between cores).
+  void post(Env *recv) {
+    if (waiter_ == nullptr && expected_.size() == 0) {
+      waiter_ = recv;
+      waiter_header_ = recv->header;
+      Queue::set_order(recv, next_order_++);
+    } else {
+      expected_.push(recv, next_order_++);  // may throw, having changed nothing
+    }
+    note_posted();
+  }
+  // The earliest posted receive matching a message with `header`, or nullptr.
+  Env *find_posted(const H &header) const {
+    if (waiter_ != nullptr && bool(header == waiter_header_)) return waiter_;
+    return expected_.find(header, [&header](const H &posted) { return bool(header == posted); });
+  }
+  // Unposts recv, which find_posted returned.
+  void unpost(Env *recv) noexcept {
+    if (recv == waiter_) {
+      waiter_ = nullptr;
+    } else {
+      expected_.remove(recv);
+    }
+    note_posted();
+  }
+  Env *take_posted(const H &header) {
+    Env *recv = find_posted(header);
+    if (recv != nullptr) unpost(recv);
+    return recv;
+  }
+  void note_posted() noexcept {
+    posted_.store(expected_.size() + (waiter_ != nullptr ? 1 : 0), std::memory_order_relaxed);
+  }
 
+  // The fields a delivery to a waiting receive touches come first, so that
+  // they share the lock's cache line (with the 16 bytes of an rocl
+  // Resource's counters before them: resource.hpp).
   mutable Lock lock_;
-  std::atomic<std::size_t> posted_{0};  // expected_.size(), written under lock_
   bool closed_ = false;
   int close_status_ = 0;
-  std::uint64_t next_order_ = 0;  // posting/arrival time, shared by all queues
+  Env *waiter_ = nullptr;  // post()
+  H waiter_header_{};
+  std::atomic<std::size_t> posted_{0};  // receives posted, written under lock_
+  std::uint64_t next_order_ = 0;        // posting/arrival time, shared by all queues
   Queue expected_{detail::QueueKind::kExpected};
   Queue unexpected_{detail::QueueKind::kUnexpected};
   Queue requested_{detail::QueueKind::kRequested};

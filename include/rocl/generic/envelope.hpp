@@ -84,21 +84,45 @@ struct Envelope {
   // Policy flag of the layer above (EPOS: the upper layer decides whether a
   // message goes rendezvous). Never read by the Communicator.
   bool rendezvous = false;
+
+ private:
+  friend class detail::EnvelopeQueue<H>;
+  // Which queue holds it (kNone when not queued), and when it was queued or
+  // matched (increasing per Communicator, shared by its queues). Here, on
+  // the first cache line with the fields above: a delivery to a waiting
+  // receive and renew() then write one line of each envelope.
+  detail::QueueKind queue_ = detail::QueueKind::kNone;
+  std::uint64_t order_ = 0;
+
+ public:
   // A receive claimed by Communicator::claim_receive: the header of the
   // message that completed it, set by the claimer before it signals (not
   // `header`, which the waiting owner may read meanwhile). Never read by
   // the Communicator.
   H arrived{};
 
- private:
-  friend class detail::EnvelopeQueue<H>;
+  // Makes an envelope that is not queued anywhere as a fresh one for the
+  // fields that matter outside a queue (all but `arrived` and the queue
+  // links, which are written when it is queued), writing only its first
+  // cache line: an envelope reused for every message of a buffer (a pool
+  // block's) then moves one line between the threads that pass it on,
+  // instead of every line a fresh one writes.
+  void renew() noexcept {
+    header = H{};
+    data = nullptr;
+    length = 0;
+    matched = nullptr;
+    status = 0;
+    complete.reset();
+    rendezvous = false;
+    queue_ = detail::QueueKind::kNone;
+  }
 
+ private:
   // Bookkeeping owned by the Communicator while the envelope is queued;
   // meaningless otherwise. Kept private so that owners cannot corrupt a
   // queue by touching it.
   //
-  // Which queue holds it (kNone when not queued).
-  detail::QueueKind queue_ = detail::QueueKind::kNone;
   // Links in the queue's FIFO of everything, in queuing order.
   Envelope *all_prev_ = nullptr;
   Envelope *all_next_ = nullptr;
@@ -107,8 +131,6 @@ struct Envelope {
   Envelope *sub_prev_ = nullptr;
   Envelope *sub_next_ = nullptr;
   detail::EnvelopeList<Envelope> *sub_list_ = nullptr;
-  // When it was queued: increasing per Communicator, shared by its queues.
-  std::uint64_t order_ = 0;
 };
 
 }  // namespace rocl::generic

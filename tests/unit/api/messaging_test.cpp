@@ -166,6 +166,79 @@ TEST_F(Messaging, PingPongBetweenThreads) {
   expect_pool_at_baseline();
 }
 
+// Two pool buffers passed back and forth between two threads, which keeps
+// each block's message envelope and renews it for every send
+// (core/message.hpp: message_in): every message must still arrive with its
+// own origin, tag, length and bytes, whether it met a waiting receive or
+// was queued first (the second of each pair arrives before its receive,
+// which selects it by tag ahead of the first). Then a send of a bounced
+// buffer that fails (unknown destination) leaves it usable for the next.
+TEST_F(Messaging, BuffersBouncedBetweenThreadsCarryEachMessageRight) {
+  const int rounds = scaled(1000);
+  std::atomic<int> errors{0};
+  auto check = [&](bool ok) {
+    if (!ok) ++errors;
+    return ok;
+  };
+  std::thread echo([&] {
+    for (int i = 0; i < rounds; ++i) {
+      void *second = nullptr, *first = nullptr;
+      rocl_gid_t from = 0;
+      int tag = -1;
+      size_t len = 0;
+      if (!check(rocl_recv(b_, a_, 2 * i + 1, &second, &from, &tag, &len, 5000) == ROCL_OK)) return;
+      check(from == a_ && tag == 2 * i + 1 && len == 2 + static_cast<size_t>(i % 50));
+      check(static_cast<unsigned char *>(second)[0] == static_cast<unsigned char>(i + 1));
+      if (!check(rocl_recv(b_, ROCL_ANY, ROCL_ANY, &first, &from, &tag, &len, 5000) == ROCL_OK)) {
+        return;
+      }
+      check(from == a_ && tag == 2 * i && len == 1 + static_cast<size_t>(i % 50));
+      check(static_cast<unsigned char *>(first)[0] == static_cast<unsigned char>(i));
+      static_cast<unsigned char *>(first)[0] = static_cast<unsigned char>(~i);
+      check(rocl_bftoret(first) == ROCL_OK && rocl_send(b_, a_, 100000 + i, first, 7) == ROCL_OK);
+      check(rocl_bftoret(second) == ROCL_OK && rocl_send(b_, a_, 200000 + i, second, 9) == ROCL_OK);
+    }
+  });
+  void *x = rocl_bfget(64), *y = rocl_bfget(64);
+  ASSERT_NE(x, nullptr);
+  ASSERT_NE(y, nullptr);
+  for (int i = 0; i < rounds && errors.load() == 0; ++i) {
+    static_cast<unsigned char *>(x)[0] = static_cast<unsigned char>(i);
+    static_cast<unsigned char *>(y)[0] = static_cast<unsigned char>(i + 1);
+    ASSERT_EQ(rocl_bftoret(x), ROCL_OK);
+    ASSERT_EQ(rocl_send(a_, b_, 2 * i, x, 1 + static_cast<size_t>(i % 50)), ROCL_OK);
+    ASSERT_EQ(rocl_bftoret(y), ROCL_OK);
+    ASSERT_EQ(rocl_send(a_, b_, 2 * i + 1, y, 2 + static_cast<size_t>(i % 50)), ROCL_OK);
+    rocl_gid_t from = 0;
+    int tag = -1;
+    size_t len = 0;
+    ASSERT_EQ(rocl_recv(a_, b_, 200000 + i, &y, &from, &tag, &len, 5000), ROCL_OK) << i;
+    EXPECT_EQ(tag, 200000 + i);
+    EXPECT_EQ(len, 9u);
+    ASSERT_EQ(rocl_recv(a_, ROCL_ANY, ROCL_ANY, &x, &from, &tag, &len, 5000), ROCL_OK) << i;
+    EXPECT_EQ(from, b_);
+    EXPECT_EQ(tag, 100000 + i);
+    EXPECT_EQ(len, 7u);
+    EXPECT_EQ(static_cast<unsigned char *>(x)[0], static_cast<unsigned char>(~i));
+  }
+  echo.join();
+  EXPECT_EQ(errors.load(), 0);
+  ASSERT_EQ(rocl_bftoret(x), ROCL_OK);
+  EXPECT_EQ(rocl_send(a_, kUnknownGid, 5, x, 3), ROCL_EBADGID);
+  ASSERT_EQ(rocl_bftoret(x), ROCL_OK);
+  ASSERT_EQ(rocl_send(a_, c_, 6, x, 4), ROCL_OK);
+  void *got = nullptr;
+  int tag = -1;
+  size_t len = 0;
+  ASSERT_EQ(rocl_recv(c_, a_, ROCL_ANY, &got, nullptr, &tag, &len, 2000), ROCL_OK);
+  EXPECT_EQ(got, x);
+  EXPECT_EQ(tag, 6);
+  EXPECT_EQ(len, 4u);
+  EXPECT_EQ(rocl_bfret(got), ROCL_OK);
+  EXPECT_EQ(rocl_bfret(y), ROCL_OK);
+  expect_pool_at_baseline();
+}
+
 // ---- copies and hand-offs ------------------------------------------------------------
 
 TEST_F(Messaging, UserMemoryIsCopiedAtSend) {

@@ -126,6 +126,106 @@ TEST(Envelope, DerivedAggregateInitialisesLikeTheCoreDoes) {
   m->~Message();
 }
 
+// What a delivery to a waiting receive writes is on the envelope's first
+// cache line, which renew() rewrites: so a buffer passed back and forth
+// moves one line of it between threads (core/message.hpp).
+TEST(Envelope, RenewResetsTheFirstLineAndKeepsArrivedOnTheSecond) {
+  struct alignas(64) Message : Envelope<TestHeader> {};
+  Message m{};
+  const auto offset = [&m](const void *field) {
+    return static_cast<const char *>(field) - reinterpret_cast<const char *>(&m);
+  };
+  EXPECT_EQ(offset(&m.arrived), 64);  // header .. the queue bookkeeping: line 0
+  EXPECT_LT(offset(&m.complete), 64);
+  EXPECT_LT(offset(&m.matched), 64);
+  Comm c;
+  Envelope<TestHeader> recv;
+  recv.header = hdr(1, 2);
+  ASSERT_EQ(c.post_receive(&recv), nullptr);
+  m.header = hdr(1, 2);
+  m.data = &m;
+  m.length = 5;
+  m.rendezvous = true;
+  ASSERT_EQ(c.deliver(&m), Delivery::kMatched);
+  ASSERT_EQ(m.matched, &recv);
+  m.renew();
+  EXPECT_TRUE(same(m.header, TestHeader{}));
+  EXPECT_EQ(m.data, nullptr);
+  EXPECT_EQ(m.length, 0u);
+  EXPECT_EQ(m.matched, nullptr);
+  EXPECT_EQ(m.status, 0);
+  EXPECT_FALSE(m.rendezvous);
+  EXPECT_FALSE(m.complete.is_done());
+  // Renewed, it is a message like a fresh one: queued, cancelled-proof,
+  // matched again.
+  m.header = hdr(1, 3);
+  EXPECT_EQ(c.deliver(&m), Delivery::kQueued);
+  EXPECT_FALSE(c.cancel_receive(&m));
+  Envelope<TestHeader> again;
+  again.header = hdr(1, 3);
+  EXPECT_EQ(c.post_receive(&again), &m);
+}
+
+// The earliest posted receive, when it was posted alone, is kept beside the
+// lock rather than in the expected queue (communicator.hpp: post): receives
+// posted while it waits queue behind it, a message it does not match goes
+// to those, and cancelling or matching it leaves the queue's order intact.
+TEST(Communicator, ReceivesPostedWhileOneWaitsQueueBehindIt) {
+  Comm c;
+  Pool p;
+  TestEnv &waiting = p.make(hdr(5, 5), 1);
+  TestEnv &exact = p.make(hdr(1, 2), 2);
+  TestEnv &pattern = p.make(hdr(kAny, 2), 3);
+  ASSERT_EQ(c.post_receive(&waiting), nullptr);
+  ASSERT_EQ(c.post_receive(&exact), nullptr);
+  ASSERT_EQ(c.post_receive(&pattern), nullptr);
+  EXPECT_EQ(c.expected_size(), 3u);
+  EXPECT_TRUE(c.has_posted_receives());
+  TestEnv &m1 = p.make(hdr(1, 2));
+  ASSERT_EQ(c.deliver(&m1), Delivery::kMatched);  // not the waiting one's header
+  EXPECT_EQ(m1.matched, &exact);
+  TestEnv &m2 = p.make(hdr(7, 2));
+  ASSERT_EQ(c.deliver(&m2), Delivery::kMatched);
+  EXPECT_EQ(m2.matched, &pattern);
+  EXPECT_FALSE(waiting.complete.is_done());
+  TestEnv &m3 = p.make(hdr(5, 5));
+  ASSERT_EQ(c.deliver(&m3), Delivery::kMatched);
+  EXPECT_EQ(m3.matched, &waiting);
+  EXPECT_EQ(c.expected_size(), 0u);
+  EXPECT_FALSE(c.has_posted_receives());
+
+  // A pattern waiting alone takes a message before an exact receive posted
+  // after it; cancelled, the exact one is the earliest, and a receive
+  // posted now joins the queue behind it.
+  TestEnv &any = p.make(hdr(kAny, kAny), 4);
+  TestEnv &first = p.make(hdr(1, 1), 5);
+  TestEnv &second = p.make(hdr(1, 1), 6);
+  ASSERT_EQ(c.post_receive(&any), nullptr);
+  ASSERT_EQ(c.post_receive(&first), nullptr);
+  EXPECT_TRUE(c.cancel_receive(&any));
+  EXPECT_FALSE(c.cancel_receive(&any));
+  ASSERT_EQ(c.post_receive(&second), nullptr);
+  TestEnv &m4 = p.make(hdr(1, 1));
+  TestEnv &m5 = p.make(hdr(1, 1));
+  ASSERT_EQ(c.deliver(&m4), Delivery::kMatched);
+  ASSERT_EQ(c.deliver(&m5), Delivery::kMatched);
+  EXPECT_EQ(m4.matched, &first);
+  EXPECT_EQ(m5.matched, &second);
+  EXPECT_FALSE(any.complete.is_done());
+
+  // claim_receive sees the waiting one first, and close() completes it.
+  TestEnv &claimed = p.make(hdr(2, 2), 7);
+  ASSERT_EQ(c.post_receive(&claimed), nullptr);
+  EXPECT_EQ(c.claim_receive(hdr(2, 2), [](const Envelope<TestHeader> &) { return true; }),
+            &claimed);
+  TestEnv &left = p.make(hdr(3, 3), 8);
+  ASSERT_EQ(c.post_receive(&left), nullptr);
+  c.close(-9, [](Envelope<TestHeader> *) {});
+  EXPECT_TRUE(left.complete.is_done());
+  EXPECT_EQ(left.status, -9);
+  EXPECT_EQ(left.matched, nullptr);
+}
+
 TEST(Communicator, MessageFirstThenExactReceive) {
   Comm c;
   Pool p;
