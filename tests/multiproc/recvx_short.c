@@ -10,7 +10,7 @@
  * caller's memory into the ring (Transport::send_bytes), no block needed.
  * tcp copies every message into a pool block, so there the pools stay
  * free. Then rank 0, its pool still full, sends larger messages (2 KiB to
- * 64 KiB, several ring frames each) from its memory: over shm they too go
+ * 64 KiB; above 8 KiB several ring frames each) from its memory: over shm they too go
  * into the ring without a block; rank 1, its pool still full, receives
  * them too: a message whole in the ring is copied fragment by fragment
  * into the waiting receive's memory (MessageSink::deliver_pieces), no

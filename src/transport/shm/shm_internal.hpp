@@ -282,7 +282,7 @@ class ShmTransportImpl final : public ShmTransport {
   static void own_ahead(const Conn &c, std::uint64_t bytes);
   std::uint64_t fragment_bytes(const Conn &c, std::uint64_t total) const;
   // Up to this size a message from caller memory is copied straight into
-  // the ring (in fragments above 2 KiB) rather than into a pool block
+  // the ring (in fragments above 8 KiB) rather than into a pool block
   // first; larger ones are rare below the rendezvous threshold.
   static constexpr std::size_t kBytesSendLimit = 65536;
   // c locked: connects it if need be. ROCL_OK, or why not (c then dropped

@@ -271,14 +271,18 @@ void ShmTransportImpl::own_ahead(const Conn &c, std::uint64_t bytes) {
   }
 }
 
-// The size of a message's fragments: about a quarter of the message, 2 to
+// The size of a message's fragments: about a quarter of the message, 8 to
 // 32 KiB, so that the receiver copies one out of the ring while the sender
-// copies the next one in; a message of at most 2 KiB is one frame. Measured
-// (ping-pong one-way, against one frame up to a quarter ring): 4 KiB 0.85 ->
-// 0.73 us, 64 KiB 5.5 -> 4.6, 256 KiB 16.9 -> 13.0, 1 MiB 40.8 -> 37.8;
-// smaller fragments lose more to the per-frame work than they overlap.
+// copies the next one in; a message of at most 8 KiB is one frame. Measured
+// (ping-pong one-way, against one frame up to a quarter ring, AMD EPYC VM):
+// 4 KiB 0.85 -> 0.73 us, 64 KiB 5.5 -> 4.6, 256 KiB 16.9 -> 13.0, 1 MiB
+// 40.8 -> 37.8. The lower bound was 2 KiB then; on the Intel Xeon VM of
+// 2026-11-26 fragments below 8 KiB lost more to the per-frame work than
+// they overlapped (rocl-bench --transport shm, 2 runs each, 2 KiB -> 8 KiB:
+// one-way 4 KiB 1.17 -> 1.06 us, 8 KiB 1.79 -> 1.55; stream 4 KiB 8.7 ->
+// 10.2 GB/s, 8 KiB 11.1 -> 13.6; 16-64 KiB unchanged).
 std::uint64_t ShmTransportImpl::fragment_bytes(const Conn &c, std::uint64_t total) const {
-  constexpr std::uint64_t kMin = 2048, kMax = 32768;
+  constexpr std::uint64_t kMin = 8192, kMax = 32768;
   const std::uint64_t quarter = (total / 4 + kFrameAlign - 1) & ~(kFrameAlign - 1);
   const std::uint64_t want = std::clamp(quarter, kMin, kMax);
   return std::min({want, c.ring_bytes / 4, std::uint64_t{limits_.max_fragment_bytes}});

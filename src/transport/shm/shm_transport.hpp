@@ -37,8 +37,8 @@
 // wire::MessageHeader for fragments and rendezvous requests), the payload,
 // padded to 64 bytes (a message of up to 24 bytes is one cache line),
 // published by the seal, key ^ position, written last. A
-// message larger than 2 KiB goes as consecutive kFragment frames of about a
-// quarter of it, 2-32 KiB (same message_id, increasing offsets), so that
+// message larger than 8 KiB goes as consecutive kFragment frames of about a
+// quarter of it, 8-32 KiB (same message_id, increasing offsets), so that
 // the two copies overlap (shm_send.cpp: fragment_bytes); one slot has one
 // producer, so fragments arrive in order and are copied straight into the
 // pool block allocated for the message.
