@@ -383,7 +383,7 @@ class TcpTransportImpl final : public TcpTransport {
   void fail_pulls(Conn &c);
   void let_go(const Stub &st);
   int reply(Conn &c, const wire::MessageHeader &request, std::uint64_t total);
-  void wait_pull(Pull &p);
+  void wait_pull(Pull &p, const Stub &st, std::size_t len);
   void release_stub(Message *stub);
   static Stub stub_of(Message *stub);
   int pull_data(const Stub &st, std::size_t len, Pull &p);

@@ -29,6 +29,10 @@ constexpr std::uint64_t kRequestCost = kHeaderBytes + sizeof(wire::RendezvousBod
 // comes, before it sleeps and lets the transport's thread read the rest.
 constexpr auto kPullSpin = std::chrono::microseconds(200);
 
+// How long a pull waits while reading is paused for want of buffers before
+// it says why it may wait on (wait_pull).
+constexpr auto kPausedPullNotice = std::chrono::seconds(1);
+
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -572,7 +576,7 @@ int TcpTransportImpl::pull_data(const Stub &st, std::size_t len, Pull &p) {
     }
   }
   c.reset();
-  wait_pull(p);
+  wait_pull(p, st, len);
   if (p.state.load(std::memory_order_acquire) != 1) {
     return fail(ROCL_EPEER,
                 "tcp: peer %s went away while its %zu-byte rendezvous message was being pulled",
@@ -587,7 +591,14 @@ int TcpTransportImpl::pull_data(const Stub &st, std::size_t len, Pull &p) {
 // the data itself (nested drives). Elsewhere it drives the transport itself
 // while data comes (poll_begin/progress/poll_end, as a waiting receiver
 // does), then sleeps until the driver (the transport's thread) signals.
-void TcpTransportImpl::wait_pull(Pull &p) {
+//
+// A pull can wait for long: its data comes on its connection behind what
+// the sender wrote before it, and if the pool has no block for one of those
+// messages (the application holds its buffers, ROCL_POOL_MAX), reading is
+// paused until buffers come back. If they never do (every buffer is in an
+// unexpected message that only a later receive takes), nothing moves: say
+// so once, naming the cure, rather than wait in silence.
+void TcpTransportImpl::wait_pull(Pull &p, const Stub &st, std::size_t len) {
   const auto done = [&p] { return p.state.load(std::memory_order_acquire) != 0; };
   if (t_driving == this) {
     while (!done()) {
@@ -621,8 +632,25 @@ void TcpTransportImpl::wait_pull(Pull &p) {
   const bool got = done();
   poll_end(!got);
   if (got) return;
+  const auto since = Clock::now();
+  bool told = false;
   std::unique_lock lock(rndv_mu_);
-  while (!done()) rndv_cv_.wait_for(lock, std::chrono::milliseconds(100));
+  while (!done()) {
+    rndv_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    if (told || done() || held_.load(std::memory_order_relaxed) == 0 ||
+        Clock::now() - since < kPausedPullNotice) {
+      continue;
+    }
+    told = true;
+    lock.unlock();
+    log("tcp: a receive has waited 1 s for the data of a " + std::to_string(len) +
+        "-byte rendezvous message from " + st.peer +
+        " while reading is paused for want of buffers (the pool is full, ROCL_POOL_MAX): "
+        "that data may come behind messages no receive has taken yet, and then waits until "
+        "the application returns buffers or takes those messages; raise ROCL_POOL_MAX if "
+        "neither happens");
+    lock.lock();
+  }
 }
 
 }  // namespace rocl::impl::tcp::detail
