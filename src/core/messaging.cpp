@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/cache_line.hpp"
 #include "core/context.hpp"
 #include "core/waiting.hpp"
 #include "status/status.hpp"
@@ -589,6 +590,18 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domai
   if (msg == nullptr) {
     const WaitingOn waiting(this, dgid, r, into != nullptr);
     rc = await_receive(r, env, timeout, &msg);
+  }
+  if (msg != nullptr) {
+    // The lines this receive (and a send of the same buffer) writes next:
+    // the block's header, the envelope's first line, the resource's
+    // counters, which the sender's thread had last. Asked for at once, they
+    // come in about the time of one transfer instead of one each (one-way
+    // between threads 0.34 -> 0.28 us; signalling the receive after the
+    // sender drops its reference instead cost 0.1 us: the wake is the
+    // critical path).
+    prefetch_for_write(block_of(msg));
+    prefetch_for_write(msg);
+    prefetch_for_write(r);
   }
   if (rc != ROCL_OK) resources_.put(r);
   if (rc == ROCL_ETIMEDOUT) {

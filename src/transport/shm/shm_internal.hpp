@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "buffer/buffer_pool.hpp"
+#include "core/cache_line.hpp"
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
 #include "transport/shm/shm_layout.hpp"
@@ -52,17 +53,6 @@ inline void cpu_relax() {
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
   asm volatile("yield");
-#endif
-}
-
-// Asks for the line at p in exclusive state ahead of a write to it, so that
-// the write does not wait for the line (x86: PREFETCHW, a no-op on cpus
-// without it; elsewhere the compiler's write prefetch).
-inline void prefetch_for_write(const void *p) noexcept {
-#if defined(__x86_64__)
-  asm volatile("prefetchw %0" ::"m"(*static_cast<const char *>(p)));
-#else
-  __builtin_prefetch(p, 1);
 #endif
 }
 

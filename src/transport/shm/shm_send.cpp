@@ -240,19 +240,6 @@ void ShmTransportImpl::copy_in(Conn &c, std::uint64_t pos, const std::byte *src,
   if (n > first) std::memcpy(c.ring, src + first, n - first);
 }
 
-namespace {
-// PREFETCHW: fetch a line to write it. Written as an instruction because
-// __builtin_prefetch(p, 1) becomes a read prefetch (the line comes shared)
-// unless the whole build targets prfchw; cpus without it ignore it.
-inline void prefetch_for_write(const std::byte *p) {
-#if defined(__x86_64__)
-  asm volatile("prefetchw %0" : : "m"(*p));
-#else
-  __builtin_prefetch(p, 1, 3);
-#endif
-}
-}  // namespace
-
 // Asks for ownership of the ring lines after c.head that the next message
 // will probably fill (as many as the last one took, at most 32 KiB, and
 // only free ones), except the first line, which the receiver is about to
