@@ -347,6 +347,18 @@ int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domai
 
 constinit thread_local Waiting t_waiting;
 
+namespace {
+// Completes a matched receive: this thread's own rocl_recv (it polled the
+// message itself, so it is not asleep) without a locked instruction.
+void signal_receive(Envelope *recv) noexcept {
+  if (recv == t_waiting.own_receive) {
+    recv->complete.signal_own();
+  } else {
+    recv->complete.signal();
+  }
+}
+}  // namespace
+
 // The destination of an arrival, with a reference the caller gives back
 // with resources_.put unless *held (then this thread's recv() or wait()
 // holds one: t_waiting).
@@ -369,7 +381,9 @@ int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
   generic::Delivery d;
   const CoreHeader header = msg->header;  // msg is the receiver's once matched
   try {
-    d = r->mailbox().deliver(msg);
+    Envelope *recv;
+    d = r->mailbox().deliver(msg, &recv);
+    if (recv != nullptr) signal_receive(recv);
   } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
     if (!held) resources_.put(r);
     return fail(ROCL_ENOMEM, "out of memory queuing a message for %#llx", ull(destination));
@@ -415,7 +429,7 @@ bool Context::deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
     recv->arrived = header;
     recv->length = length;
     recv->status = ROCL_OK;
-    recv->complete.signal();  // the last touch of recv
+    signal_receive(recv);  // the last touch of recv
     note_match(destination, header, false);
   }
   if (!held) resources_.put(r);
@@ -588,7 +602,7 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domai
   int rc = ROCL_OK;
   if (msg != nullptr) note_match(dgid, msg->header, true);
   if (msg == nullptr) {
-    const WaitingOn waiting(this, dgid, r, into != nullptr);
+    const WaitingOn waiting(this, dgid, r, into != nullptr, &env);
     rc = await_receive(r, env, timeout, &msg);
   }
   if (msg != nullptr) {

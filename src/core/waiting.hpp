@@ -19,15 +19,20 @@ struct Waiting {
   rocl_gid_t gid = ROCL_NULL_GID;
   Resource *resource = nullptr;
   bool into_memory = false;  // the receive waited for has memory of its own
+  // rocl_recv's envelope, which only this thread waits on (nullptr in
+  // rocl_wait: a request's): completed by this thread's own poll, it is
+  // signalled without a locked instruction (Completion::signal_own).
+  const void *own_receive = nullptr;
 };
 extern constinit thread_local Waiting t_waiting;
 
 // Sets t_waiting for its lifetime (and restores what was there).
 class WaitingOn {
  public:
-  WaitingOn(const Context *context, rocl_gid_t gid, Resource *r, bool into_memory) noexcept
+  WaitingOn(const Context *context, rocl_gid_t gid, Resource *r, bool into_memory,
+            const void *own_receive = nullptr) noexcept
       : saved_(t_waiting) {
-    t_waiting = Waiting{context, gid, r, into_memory};
+    t_waiting = Waiting{context, gid, r, into_memory, own_receive};
   }
   ~WaitingOn() { t_waiting = saved_; }
   WaitingOn(const WaitingOn &) = delete;

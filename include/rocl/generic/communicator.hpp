@@ -298,20 +298,29 @@ class Communicator {
   // - Closed: nothing is touched; the caller keeps msg.
   Delivery deliver(Env *msg) {
     Env *recv;
-    {
-      std::lock_guard<Lock> guard(lock_);
-      if (closed_) return Delivery::kClosed;
-      recv = take_posted(msg->header);
-      if (recv == nullptr) {
-        msg->matched = nullptr;
-        unexpected_.push(msg, next_order_++);
-        return Delivery::kQueued;
-      }
-      recv->matched = msg;
-      msg->matched = recv;
-      Queue::set_order(msg, next_order_++);  // its place in arrival order, for requeue
+    const Delivery d = deliver(msg, &recv);
+    if (recv != nullptr) recv->complete.signal();
+    return d;
+  }
+
+  // As deliver(msg), but a matched receive is not signalled: it comes back
+  // in *to_signal (nullptr unless matched), and the caller signals its
+  // complete at once, as its last touch of it (the rocl core signals its
+  // own thread's receive without a locked instruction: signal_own).
+  Delivery deliver(Env *msg, Env **to_signal) {
+    *to_signal = nullptr;
+    std::lock_guard<Lock> guard(lock_);
+    if (closed_) return Delivery::kClosed;
+    Env *recv = take_posted(msg->header);
+    if (recv == nullptr) {
+      msg->matched = nullptr;
+      unexpected_.push(msg, next_order_++);
+      return Delivery::kQueued;
     }
-    recv->complete.signal();
+    recv->matched = msg;
+    msg->matched = recv;
+    Queue::set_order(msg, next_order_++);  // its place in arrival order, for requeue
+    *to_signal = recv;
     return Delivery::kMatched;
   }
 

@@ -41,6 +41,12 @@ class Completion {
     if (word->exchange(kDone, std::memory_order_release) == kSleeper) wake_all(word);
   }
 
+  // signal() for a signaller that is the only thread that can wait on this
+  // completion (its own receive, completed by its own poll): it cannot be
+  // asleep, so a release store does, without signal()'s locked exchange
+  // (one per small message a waiting receiver takes from a ring itself).
+  void signal_own() noexcept { state_.store(kDone, std::memory_order_release); }
+
   // True if signal() has happened (acquire: the signaller's writes are
   // visible). Never blocks.
   bool is_done() const noexcept { return state_.load(std::memory_order_acquire) == kDone; }

@@ -149,3 +149,22 @@ TEST(Completion, WaiterMayDestroyRightAfterWait) {
 
 }  // namespace
 }  // namespace rocl::generic
+
+// signal_own: the signaller is the only waiter (its own receive, completed
+// by its own poll): a plain store, after which a wait returns at once and
+// the completion can be reset and used as before.
+namespace rocl::generic {
+namespace {
+TEST(Completion, SignalOwnCompletesForTheSignallingThread) {
+  Completion c;
+  EXPECT_FALSE(c.is_done());
+  c.signal_own();
+  EXPECT_TRUE(c.is_done());
+  EXPECT_TRUE(c.wait(0, std::chrono::nanoseconds(0)));
+  c.reset();
+  EXPECT_FALSE(c.wait(0, std::chrono::nanoseconds(0)));
+  c.signal_own();
+  EXPECT_TRUE(c.wait(-1, std::chrono::nanoseconds(0)));
+}
+}  // namespace
+}  // namespace rocl::generic
