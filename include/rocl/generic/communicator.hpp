@@ -406,12 +406,7 @@ class Communicator {
   // it before reusing or destroying recv. Never blocks.
   bool cancel_receive(Env *recv) {
     std::lock_guard<Lock> guard(lock_);
-    if (closed_) return false;
-    if (recv == waiter_) {
-      unpost(recv);
-      return true;
-    }
-    if (!expected_.contains(recv)) return false;
+    if (closed_ || (recv != waiter_ && !expected_.contains(recv))) return false;
     unpost(recv);
     return true;
   }
@@ -495,16 +490,15 @@ class Communicator {
       dropped[1] = unrequested_.detach(graveyard[2]);
       dropped[2] = requested_.detach(graveyard[3]);
     }
-    if (waiter != nullptr) {  // the earliest posted receive
-      waiter->matched = nullptr;
-      waiter->status = status;
-      waiter->complete.signal();  // last touch of it
-    }
-    for (Env *e = receives; e != nullptr;) {
-      Env *next = Queue::take_next(e);
+    const auto complete_closed = [status](Env *e) {
       e->matched = nullptr;
       e->status = status;
       e->complete.signal();  // last touch of e
+    };
+    if (waiter != nullptr) complete_closed(waiter);  // the earliest posted receive
+    for (Env *e = receives; e != nullptr;) {
+      Env *next = Queue::take_next(e);
+      complete_closed(e);
       e = next;
     }
     for (Env *chain : dropped) {
