@@ -30,12 +30,20 @@ struct RendezvousBody {
 };
 static_assert(sizeof(RendezvousBody) == 16);
 
-// The one flag a frame may carry (MessageHeader::flags), on a rendezvous
-// request only: its `address` is a virtual address in the sending
+// The flags a frame may carry (MessageHeader::flags), on a rendezvous
+// request only. kFlagCallerMemory: its `address` is a virtual address in the sending
 // process, the memory of the application's send (lent until the cookie
 // comes back), read with cross-memory attach (shm: process_vm_readv),
 // not an offset in the sender's buffer pool.
 inline constexpr std::uint32_t kFlagCallerMemory = 1;
+
+// A hint a shared-memory rendezvous request may carry: the sending cpu
+// wrote the payload's first part last (it received the message through a
+// copy offer and copied that part itself), so that part sits in its cache
+// and the rest in the receiver's. A receiver that offers the sender part of
+// the copy offers it that part (shm_copy_offer.cpp): each cpu then reads
+// lines of its own cache instead of lines dirty in the other's.
+inline constexpr std::uint32_t kFlagSenderHoldsFirst = 2;
 
 // 64 bytes, little-endian on the wire, naturally aligned fields.
 struct MessageHeader {

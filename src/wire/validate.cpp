@@ -97,10 +97,12 @@ int validate_header(const MessageHeader &h, const Limits &limits, std::string_vi
       kind > static_cast<std::uint8_t>(Kind::kRendezvousReply)) {
     return fail(ROCL_EPEER, "frame from %.*s: kind %u is unknown", pl, p, unsigned{kind});
   }
-  const std::uint32_t allowed = h.kind == Kind::kRendezvousRequest ? kFlagCallerMemory : 0;
+  const std::uint32_t allowed =
+      h.kind == Kind::kRendezvousRequest ? kFlagCallerMemory | kFlagSenderHoldsFirst : 0;
   if ((h.flags & ~allowed) != 0) {
-    return fail(ROCL_EPEER, "frame from %.*s: flags 0x%08" PRIx32 " must be 0 (reserved)%s", pl, p,
-                h.flags, allowed != 0 ? " but for bit 0 (caller memory)" : "");
+    return fail(
+        ROCL_EPEER, "frame from %.*s: flags 0x%08" PRIx32 " must be 0 (reserved)%s", pl, p, h.flags,
+        allowed != 0 ? " but for bits 0 and 1 (caller memory, sender holds first part)" : "");
   }
   if (const int rc = check_gids_and_tag(h.source, h.destination, h.tag, h.kind, pl, p);
       rc != ROCL_OK) {

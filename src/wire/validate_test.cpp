@@ -149,18 +149,24 @@ TEST(Validate, FlagsAndReservedMustBeZero) {
   expect_rejected(h, "reserved 0x00000001 must be 0");
 }
 
-TEST(Validate, OnlyARendezvousRequestMayNameCallerMemory) {
+TEST(Validate, OnlyARendezvousRequestMayNameCallerMemoryOrAPart) {
   MessageHeader h = fragment();
   h.kind = Kind::kRendezvousRequest;
   h.fragment_offset = 0;
   h.fragment_length = sizeof(RendezvousBody);
   h.flags = kFlagCallerMemory;
   EXPECT_EQ(check(h), "");
-  h.flags = kFlagCallerMemory | 2;
-  expect_rejected(h, "flags 0x00000003 must be 0 (reserved) but for bit 0 (caller memory)");
+  h.flags = kFlagCallerMemory | kFlagSenderHoldsFirst;
+  EXPECT_EQ(check(h), "");
+  h.flags = kFlagSenderHoldsFirst | 4;
+  expect_rejected(h,
+                  "flags 0x00000006 must be 0 (reserved) but for bits 0 and 1 (caller memory, "
+                  "sender holds first part)");
   h = fragment();
   h.flags = kFlagCallerMemory;
   expect_rejected(h, "flags 0x00000001 must be 0 (reserved)");
+  h.flags = kFlagSenderHoldsFirst;
+  expect_rejected(h, "flags 0x00000002 must be 0 (reserved)");
 }
 
 TEST(Validate, SourceAndDestinationAreRealGids) {

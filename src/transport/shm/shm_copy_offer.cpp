@@ -15,6 +15,12 @@
 // part itself). A sender that does not spin (it computes) costs the
 // receiver one compare-and-swap. The receiver reads back only the state;
 // the sender checks that the part lies inside the message it lent.
+//
+// Which part the sender gets: the second, unless its rendezvous request
+// says it holds the first in its cache (wire::kFlagSenderHoldsFirst; it
+// received the message through an offer and copied that part itself). A
+// message sent back and forth then never has a cpu read lines dirty in the
+// other's cache (shm_written_parts.hpp).
 #include <sched.h>
 #include <sys/uio.h>
 
@@ -65,31 +71,51 @@ int ShmTransportImpl::read_range(const Stub &st, std::byte *dst, std::size_t fro
   return ROCL_OK;
 }
 
-// A rendezvous payload, the second half written by the sender if it takes
-// the offer.
+// A rendezvous payload, one part written by the sender if it takes the
+// offer: the second, or the first when the sender holds it in its cache
+// (Stub::sender_holds_first). What this cpu wrote is remembered for the
+// hint of sending the message on (shm_written_parts.hpp).
 int ShmTransportImpl::read_shared(const Stub &st, std::byte *dst, std::size_t len) {
-  // The sender's part starts at a page of its memory (the pool's offsets
+  // The parts meet at a page of the sender's memory (the pool's offsets
   // are from a page too), so that the two never pin the same page.
   const std::size_t mid =
       ((st.offset + len / 2 + kPage - 1) & ~std::uint64_t{kPage - 1}) - st.offset;
-  CopyOffer *o = len >= kShareMinBytes && mid < len ? open_offer(st, dst, mid, len) : nullptr;
-  if (o == nullptr) return read_range(st, dst, 0, len);
-  const int first = read_range(st, dst, 0, mid);
+  const bool first_to_sender = st.sender_holds_first;
+  const std::size_t sender_from = first_to_sender ? 0 : mid;
+  const std::size_t sender_n = first_to_sender ? mid : len - mid;
+  const std::size_t own_from = first_to_sender ? mid : 0;
+  CopyOffer *o =
+      len >= kShareMinBytes && mid < len ? open_offer(st, dst, sender_from, sender_n) : nullptr;
+  if (o == nullptr) {
+    written_parts_.remember(dst, len, false);
+    return read_range(st, dst, 0, len);
+  }
+  const int own = read_range(st, dst, own_from, len - sender_n);
   std::uint32_t s = kOffered;
+  bool sender_copied = false;
+  int senders = ROCL_OK;
   if (o->state.compare_exchange_strong(s, kReceiverTook, std::memory_order_acq_rel)) {
     close_offer(o);
-    return first != ROCL_OK ? first : read_range(st, dst, mid, len - mid);
+    senders = read_range(st, dst, sender_from, sender_n);
+  } else {
+    sender_copied = await_sender(st, o);
+    if (sender_copied) {
+      parts_copied_by_senders_.fetch_add(1, std::memory_order_relaxed);
+      if (first_to_sender) first_parts_copied_by_senders_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      senders = read_range(st, dst, sender_from, sender_n);
+    }
   }
-  const bool sender_copied = await_sender(st, o);
-  if (sender_copied) parts_copied_by_senders_.fetch_add(1, std::memory_order_relaxed);
-  const int second = sender_copied ? ROCL_OK : read_range(st, dst, mid, len - mid);
-  return first != ROCL_OK ? first : second;
+  written_parts_.remember(dst, len, sender_copied && !first_to_sender);
+  // The error of the first byte that could not be read, as read_range.
+  if (first_to_sender) return senders != ROCL_OK ? senders : own;
+  return own != ROCL_OK ? own : senders;
 }
 
-// A free offer of st's slot filled for bytes [mid, len) of the message, or
-// nullptr (all in use by other receiving threads, or retired).
-CopyOffer *ShmTransportImpl::open_offer(const Stub &st, std::byte *dst, std::size_t mid,
-                                        std::size_t len) {
+// A free offer of st's slot filled for bytes [from, from + n) of the
+// message, or nullptr (all in use by other receiving threads, or retired).
+CopyOffer *ShmTransportImpl::open_offer(const Stub &st, std::byte *dst, std::size_t from,
+                                        std::size_t n) {
   const std::uint8_t retired = retired_offers_[st.slot].load(std::memory_order_relaxed);
   for (int k = 0; k < kCopyOffers; ++k) {
     CopyOffer &o = st.ctl->offers[k];
@@ -100,9 +126,10 @@ CopyOffer *ShmTransportImpl::open_offer(const Stub &st, std::byte *dst, std::siz
     }
     constexpr auto kRelaxed = std::memory_order_relaxed;
     o.cookie.store(static_cast<std::uint32_t>(st.cookie), kRelaxed);
-    o.dest.store(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(dst + mid)), kRelaxed);
-    o.offset.store(mid, kRelaxed);
-    o.length.store(len - mid, kRelaxed);
+    o.dest.store(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(dst + from)),
+                 kRelaxed);
+    o.offset.store(from, kRelaxed);
+    o.length.store(n, kRelaxed);
     o.state.store(kOffered, std::memory_order_release);
     return &o;
   }

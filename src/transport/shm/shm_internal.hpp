@@ -41,6 +41,7 @@
 #include "status/status.hpp"
 #include "transport/shm/shm_layout.hpp"
 #include "transport/shm/shm_transport.hpp"
+#include "transport/shm/shm_written_parts.hpp"
 #include "wire/message_header.hpp"
 #include "wire/validate.hpp"
 
@@ -191,6 +192,7 @@ struct Stub {
   std::uint64_t cookie;
   std::uint32_t pid;
   std::uint32_t slot;
+  bool sender_holds_first = false;  // wire::kFlagSenderHoldsFirst
 };
 
 // A receiver's copy offer the sender took (shm_copy_offer.cpp): what to
@@ -347,7 +349,7 @@ class ShmTransportImpl final : public ShmTransport {
   // ---- Copy offers (shm_copy_offer.cpp) -------------------------------------------
   int read_shared(const Stub &st, std::byte *dst, std::size_t len);
   static int read_range(const Stub &st, std::byte *dst, std::size_t from, std::size_t n);
-  CopyOffer *open_offer(const Stub &st, std::byte *dst, std::size_t mid, std::size_t len);
+  CopyOffer *open_offer(const Stub &st, std::byte *dst, std::size_t from, std::size_t n);
   static void close_offer(CopyOffer *o);
   bool await_sender(const Stub &st, CopyOffer *o);
   static constexpr int kMaxTakenOffers = 4;  // per reap_all
@@ -356,6 +358,9 @@ class ShmTransportImpl final : public ShmTransport {
   // Offers of a slot (bit k: offers[k]) a sender may still write to after
   // the receiver gave up waiting: never used again.
   std::unique_ptr<std::atomic<std::uint8_t>[]> retired_offers_;
+  // Which part of the latest copy-offer receives this cpu wrote: the hint
+  // write_rendezvous gives when one is sent on.
+  WrittenParts written_parts_;
 
   TransportEnv env_;
   shm::Config cfg_;
@@ -420,6 +425,7 @@ class ShmTransportImpl final : public ShmTransport {
   std::atomic<std::uint64_t> refused_{0}, poisoned_{0}, unknown_{0}, delivered_{0};
   std::atomic<std::uint64_t> lend_refused_{0}, paused_reads_{0};
   std::atomic<std::uint64_t> parts_copied_for_receivers_{0}, parts_copied_by_senders_{0};
+  std::atomic<std::uint64_t> first_parts_copied_by_senders_{0};
   std::atomic<std::uint64_t> offers_finished_{0};  // run_offers -> reap (shm_copy_offer.cpp)
 };
 

@@ -250,6 +250,9 @@ int ShmTransportImpl::write_rendezvous(Conn &c, rocl_gid_t destination, Message 
   h.total_length = msg->length;
   h.fragment_length = sizeof(wire::RendezvousBody);
   h.flags = is_lent(msg) ? wire::kFlagCallerMemory : 0;
+  if (written_parts_.sender_holds_first(msg->data, msg->length)) {
+    h.flags |= wire::kFlagSenderHoldsFirst;
+  }
   const auto *base = static_cast<const std::byte *>(env_.pool->region_base());
   const auto *data = static_cast<const std::byte *>(msg->data);
   const auto address = is_lent(msg)
@@ -287,9 +290,11 @@ int ShmTransportImpl::take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
     poison(i, s, ctl, "rendezvous cookie " + std::to_string(body.cookie) + " is not 0..63", false);
     return -1;
   }
+  const bool holds_first = (h.flags & wire::kFlagSenderHoldsFirst) != 0;
   const Stub st =
-      lent ? Stub{this, ctl, nullptr, 0, body.address, body.cookie, s.pid, i}
-           : Stub{this, ctl, pools_[i].base, pools_[i].bytes, body.address, body.cookie, s.pid, i};
+      lent ? Stub{this, ctl, nullptr, 0, body.address, body.cookie, s.pid, i, holds_first}
+           : Stub{this,  ctl, pools_[i].base, pools_[i].bytes, body.address, body.cookie,
+                  s.pid, i,   holds_first};
   BlockHeader *b = receive_block(i, s, ctl, sizeof st);
   if (b == nullptr) return s.paused ? 0 : -1;  // paused: the request waits in the ring
   consume(s, ctl, frame);

@@ -17,6 +17,7 @@ shm::Stats ShmTransportImpl::stats() const noexcept {
   s.lend_refused = lend_refused_.load();
   s.paused_reads = paused_reads_.load();
   s.parts_copied_for_receivers = parts_copied_for_receivers_.load();
+  s.first_parts_copied_by_senders = first_parts_copied_by_senders_.load();
   s.parts_copied_by_senders = parts_copied_by_senders_.load();
   return s;
 }

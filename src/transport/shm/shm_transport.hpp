@@ -153,6 +153,9 @@ struct Stats {
   // wrote into its receivers' memory, and parts its senders wrote into ours.
   std::uint64_t parts_copied_for_receivers = 0;
   std::uint64_t parts_copied_by_senders = 0;
+  // ... of which first parts, copied by senders that held them in their
+  // cache (wire::kFlagSenderHoldsFirst: the message was sent back).
+  std::uint64_t first_parts_copied_by_senders = 0;
 };
 
 using LogFn = std::function<void(const std::string &)>;

@@ -369,6 +369,109 @@ TEST(ShmMultiproc, TheWaitingSenderCopiesPartOfALentMessage) {
   EXPECT_EQ(std::to_string(copied), by_senders) << "both ends count the parts the sender copied";
 }
 
+// The first stub of `sink` after the k-th, or nullptr once a plain
+// message (the stop) came instead.
+Message *wait_stub(RecordingSink &sink, std::size_t k) {
+  while (sink.stubs_seen.load() <= static_cast<int>(k) && sink.count() == 0) {
+    std::this_thread::sleep_for(50us);
+  }
+  std::lock_guard<std::mutex> g(sink.mu);
+  return sink.stubs.size() > k ? sink.stubs[k] : nullptr;
+}
+
+// Drives t like a sender waiting for its lent message (taking its
+// receiver's copy offers) until the message is sent or 10 s passed.
+SendStatus spin_until_sent(ShmTransport *t, Message *m) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  BlockHeader *b = block_of(m);
+  while (b->send_status.load() == SendStatus::kPending &&
+         std::chrono::steady_clock::now() < deadline) {
+    t->progress();
+  }
+  return b->send_status.load();
+}
+
+// A message sent back where it came from (a ping-pong of lent memory): the
+// receiver that copied its first part while the sender wrote the rest sends
+// it on with kFlagSenderHoldsFirst, and its receiver offers it that first
+// part (shm_written_parts.hpp). Parent and child bounce messages of distinct
+// content; every byte must be right each way, and the parent must have had
+// a first part copied by the child (offers go to whichever end takes them
+// first, so rounds go on until one was, or 20 s).
+TEST(ShmMultiproc, AMessageSentBackLetsEachCpuCopyThePartItWrote) {
+  auto byte_of = [](std::size_t round, std::size_t i) {
+    return static_cast<std::uint8_t>(i * 11 + (i >> 10) + round * 37);
+  };
+  const JobSecret secret = JobSecret::generate();
+  int to_child[2], from_child[2];
+  ASSERT_EQ(::pipe(to_child), 0);
+  ASSERT_EQ(::pipe(from_child), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ShmEnd end(9, secret, true);
+    ShmTransport *t = end.t.get();
+    if (t == nullptr || !write_all(from_child[1], t->address())) ::_exit(3);
+    const std::string parent = read_all(to_child[0]);
+    std::vector<std::uint8_t> got(kLentBytes);
+    for (std::size_t k = 0;; ++k) {
+      Message *stub = wait_stub(end.sink, k);
+      if (stub == nullptr) break;  // the stop message
+      if (t->pull_into(stub, got.data(), got.size()) != ROCL_OK) ::_exit(5);
+      for (std::size_t i = 0; i < kLentBytes; ++i) {
+        if (got[i] != byte_of(k, i)) ::_exit(6);
+      }
+      Message *back = lent_message(end.pool, got.data(), got.size(), static_cast<int>(k));
+      if (back == nullptr || t->send(1, parent, 9, back) != ROCL_OK) ::_exit(7);
+      if (spin_until_sent(t, back) != SendStatus::kSent) ::_exit(8);
+      std::destroy_at(back);
+      end.pool.release(block_of(back), BlockState::kLibrary);
+    }
+    if (!write_all(from_child[1], std::to_string(t->stats().parts_copied_for_receivers))) {
+      ::_exit(9);
+    }
+    (void)read_all(to_child[0]);  // the parent reaps before we go
+    ::_exit(0);
+  }
+  const std::string addr = read_all(from_child[0]);
+  ASSERT_FALSE(addr.empty());
+  ShmEnd end(1, secret, true);
+  ShmTransport *t = end.t.get();
+  ASSERT_NE(t, nullptr);
+  ASSERT_TRUE(write_all(to_child[1], t->address()));
+  std::vector<std::uint8_t> mine(kLentBytes), back(kLentBytes);
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  std::size_t rounds = 0;
+  for (;
+       t->stats().first_parts_copied_by_senders == 0 && std::chrono::steady_clock::now() < deadline;
+       ++rounds) {
+    for (std::size_t i = 0; i < kLentBytes; ++i) mine[i] = byte_of(rounds, i);
+    Message *m = lent_message(end.pool, mine.data(), mine.size(), static_cast<int>(rounds));
+    ASSERT_NE(m, nullptr);
+    ASSERT_EQ(t->send(9, addr, 21, m), ROCL_OK) << last_error();
+    ASSERT_EQ(spin_until_sent(t, m), SendStatus::kSent) << "round " << rounds;
+    std::destroy_at(m);
+    end.pool.release(block_of(m), BlockState::kLibrary);
+    Message *stub = wait_stub(end.sink, rounds);
+    ASSERT_NE(stub, nullptr);
+    std::fill(back.begin(), back.end(), std::uint8_t{0});
+    ASSERT_EQ(t->pull_into(stub, back.data(), back.size()), ROCL_OK) << last_error();
+    for (std::size_t i = 0; i < kLentBytes; ++i) {
+      ASSERT_EQ(back[i], byte_of(rounds, i)) << "round " << rounds << ", byte " << i;
+    }
+  }
+  ASSERT_EQ(t->send(9, addr, 21, make_message(end.pool, 8, 0, 11, 1)), ROCL_OK);  // stop
+  const std::string child_copied = read_all(from_child[0]);
+  ASSERT_TRUE(write_all(to_child[1], "bye"));
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "the child's check failed (exit code names which)";
+  const std::uint64_t first = t->stats().first_parts_copied_by_senders;
+  EXPECT_GT(first, 0u) << "no first part was copied by its holder in " << rounds << " rounds";
+  EXPECT_GE(std::stoull(child_copied), first) << "the child counts every part it copied";
+}
+
 TEST(ShmMultiproc, ALentMessageIsReadWhereItLiesByAReceiverThatCan) {
   send_lent_to_child(false);
 }
