@@ -64,14 +64,15 @@ const OptionRow kOptions[] = {
      "~15 % faster, streams 12-20 % faster than eager, measured). ROCL_RNDV_THRESHOLD=0 "
      "turns it off too (0: ROCL_RNDV_THRESHOLD alone).",
      Type::kSize, field_of<&Options::tcp_rndv_threshold>},
-    {"ROCL_SHM_RNDV_THRESHOLD", "32K",
+    {"ROCL_SHM_RNDV_THRESHOLD", "8K",
      "Over shm, pool buffers of at least this many bytes (or ROCL_RNDV_THRESHOLD, if lower) "
      "go by rendezvous: the receiver copies the payload from the sender's pool, mapped "
      "read-only, when a receive matches, while the sender, waiting for a reply or its next "
-     "send, writes the other half into the receive's memory (both cpus copy, each the half "
-     "its cache holds when a message is sent back: 32 KiB one-way 3.9 -> 3.0 us against the "
-     "rings, 64 KiB-1 MiB streams 1.5x, measured). ROCL_RNDV_THRESHOLD=0 turns it off too "
-     "(0: ROCL_RNDV_THRESHOLD alone).",
+     "send, writes the other half into the receive's block through its mapping of the "
+     "receiver's pool (both cpus copy, each the half its cache holds when a message is sent "
+     "back). Measured against the rings: one-way 16 KiB 2.6 -> 1.1-1.4 us, 64 KiB 1.8 us; "
+     "streams 32 KiB 13 -> 25-34 GB/s, 256 KiB 22 -> 38-40. ROCL_RNDV_THRESHOLD=0 turns it off "
+     "too (0: ROCL_RNDV_THRESHOLD alone).",
      Type::kSize, field_of<&Options::shm_rndv_threshold>},
     {"ROCL_LEND_THRESHOLD", "32K",
      "rocl_isendx_lend (MPI's standard and ready sends of contiguous data) lends the "

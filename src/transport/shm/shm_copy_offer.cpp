@@ -35,10 +35,15 @@
 
 namespace rocl::impl::shm::detail {
 
-// Below this a message is read alone: the offer's round trip between the
-// cpus (~0.2-0.5 us) would cost more than half the copy saves (MPI 32 KiB
-// one-way, lent: 5.8 us alone, 4.2 shared; ring 4.8).
-constexpr std::size_t kShareMinBytes = 32 * 1024;
+// Below these a message is read alone: the offer's round trip between the
+// cpus (~0.2-0.5 us) and the sender's copy would cost more than half the
+// copy saves. A part the sender writes with memcpy (into our pool, which
+// it mapped) pays from 8 KiB (16 KiB one-way 2.6 us through the rings,
+// 1.1-1.4 shared); one it writes with process_vm_writev (into other
+// memory: MPI's receives) costs a system call of about 1 us, and pays
+// from 32 KiB (MPI 32 KiB one-way, lent: 5.8 us alone, 4.2 shared; ring 4.8).
+constexpr std::size_t kShareMinBytes = 8 * 1024;
+constexpr std::size_t kShareByCallMinBytes = 32 * 1024;
 constexpr std::size_t kPage = 4096;
 
 // Copies bytes [from, from + n) of a rendezvous payload to dst + from: from
@@ -84,8 +89,9 @@ int ShmTransportImpl::read_shared(const Stub &st, std::byte *dst, std::size_t le
   const std::size_t sender_from = first_to_sender ? 0 : mid;
   const std::size_t sender_n = first_to_sender ? mid : len - mid;
   const std::size_t own_from = first_to_sender ? mid : 0;
-  CopyOffer *o =
-      len >= kShareMinBytes && mid < len ? open_offer(st, dst, sender_from, sender_n) : nullptr;
+  CopyOffer *o = len >= share_min_bytes(dst) && mid < len
+                     ? open_offer(st, dst, sender_from, sender_n)
+                     : nullptr;
   if (o == nullptr) {
     written_parts_.remember(dst, len, false);
     return read_range(st, dst, 0, len);
@@ -112,6 +118,22 @@ int ShmTransportImpl::read_shared(const Stub &st, std::byte *dst, std::size_t le
   return own != ROCL_OK ? own : senders;
 }
 
+// Where [p, p + n) lies in our pool, or ~0 if not inside it (the offer's
+// pool_offset: a sender that mapped our pool writes there with memcpy).
+std::uint64_t ShmTransportImpl::offset_in_pool(const std::byte *p, std::size_t n) const {
+  if (env_.pool == nullptr || env_.pool->region_fd() < 0) return ~std::uint64_t{0};
+  const auto *base = static_cast<const std::byte *>(env_.pool->region_base());
+  const std::size_t bytes = env_.pool->region_bytes();
+  const bool inside = p >= base && static_cast<std::size_t>(p - base) <= bytes && n <= bytes &&
+                      static_cast<std::size_t>(p - base) <= bytes - n;
+  return inside ? static_cast<std::uint64_t>(p - base) : ~std::uint64_t{0};
+}
+
+// Below how many bytes a message copied to dst is read alone.
+std::size_t ShmTransportImpl::share_min_bytes(const std::byte *dst) const {
+  return offset_in_pool(dst, 0) != ~std::uint64_t{0} ? kShareMinBytes : kShareByCallMinBytes;
+}
+
 // A free offer of st's slot filled for bytes [from, from + n) of the
 // message, or nullptr (all in use by other receiving threads, or retired).
 CopyOffer *ShmTransportImpl::open_offer(const Stub &st, std::byte *dst, std::size_t from,
@@ -130,6 +152,7 @@ CopyOffer *ShmTransportImpl::open_offer(const Stub &st, std::byte *dst, std::siz
                  kRelaxed);
     o.offset.store(from, kRelaxed);
     o.length.store(n, kRelaxed);
+    o.pool_offset.store(offset_in_pool(dst + from, n), kRelaxed);
     o.state.store(kOffered, std::memory_order_release);
     return &o;
   }
@@ -192,19 +215,26 @@ int ShmTransportImpl::take_offers(const std::shared_ptr<Conn> &c, TakenOffer *ou
     constexpr auto kRelaxed = std::memory_order_relaxed;
     const std::uint32_t cookie = o.cookie.load(kRelaxed);
     const std::uint64_t offset = o.offset.load(kRelaxed), length = o.length.load(kRelaxed);
-    const std::uint64_t dest = o.dest.load(kRelaxed);
+    const std::uint64_t dest = o.dest.load(kRelaxed), in_pool = o.pool_offset.load(kRelaxed);
     if (cookie >= 64 || (c->pending_mask >> cookie & 1u) == 0) continue;
     std::uint32_t s = kOffered;
     if (!o.state.compare_exchange_strong(s, kSenderCopying, std::memory_order_acq_rel)) continue;
     // Read again now that it is ours: the receiver filled it before kOffered.
     const Message *m = reinterpret_cast<const Message *>(owner_area_of(c->pending[cookie]));
     if (o.cookie.load(kRelaxed) != cookie || o.offset.load(kRelaxed) != offset ||
-        o.length.load(kRelaxed) != length || o.dest.load(kRelaxed) != dest || offset > m->length ||
+        o.length.load(kRelaxed) != length || o.dest.load(kRelaxed) != dest ||
+        o.pool_offset.load(kRelaxed) != in_pool || offset > m->length ||
         length > m->length - offset || length == 0) {
       o.state.store(kSenderFailed, std::memory_order_release);
       continue;
     }
-    out[n++] = TakenOffer{c, &o, static_cast<const std::byte *>(m->data) + offset, dest, length};
+    // The receiver's pool as mapped here, if the part lies inside it.
+    std::byte *mapped = c->receiver_pool != nullptr && in_pool <= c->receiver_pool_bytes &&
+                                length <= c->receiver_pool_bytes - in_pool
+                            ? c->receiver_pool + in_pool
+                            : nullptr;
+    out[n++] =
+        TakenOffer{c, &o, static_cast<const std::byte *>(m->data) + offset, dest, length, mapped};
   }
   return n;
 }
@@ -216,6 +246,11 @@ int ShmTransportImpl::run_offers(const TakenOffer *taken, int n) {
     const TakenOffer &t = taken[i];
     std::size_t done = 0;
     int err = 0;
+    if (t.mapped_dest != nullptr) {
+      std::memcpy(t.mapped_dest, t.src, t.length);
+      done = t.length;
+      parts_copied_into_mapped_pools_.fetch_add(1, std::memory_order_relaxed);
+    }
     while (done < t.length) {
       iovec local{const_cast<std::byte *>(t.src) + done, t.length - done};
       iovec remote{reinterpret_cast<void *>(static_cast<std::uintptr_t>(t.dest + done)),

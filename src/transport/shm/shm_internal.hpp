@@ -153,9 +153,14 @@ struct alignas(64) Conn {
   // process_vm_writev into the receiver was refused: take no more of its
   // copy offers (shm_copy_offer.cpp).
   std::atomic<bool> no_offers{false};
+  // The receiver's pool mapped writable (map_receiver_pool), or nullptr:
+  // the parts of its copy offers that land there are copied with memcpy.
+  std::byte *receiver_pool = nullptr;
+  std::uint64_t receiver_pool_bytes = 0;
 
   ~Conn() {
     if (seg != nullptr) ::munmap(seg, seg_bytes);
+    if (receiver_pool != nullptr) ::munmap(receiver_pool, receiver_pool_bytes);
   }
 };
 
@@ -203,6 +208,7 @@ struct TakenOffer {
   const std::byte *src;  // in our memory: the lent message's part
   std::uint64_t dest;    // in the receiver's
   std::uint64_t length;
+  std::byte *mapped_dest;  // dest in our mapping of the receiver's pool, or nullptr
 };
 
 // A sender's buffer pool as mapped here, once per slot, kept until we end.
@@ -331,6 +337,9 @@ class ShmTransportImpl final : public ShmTransport {
   static bool probe_memory(std::uint32_t pid, std::uint64_t address, std::uint64_t expect);
   void drop_pending_of_dead_peers();
   bool map_peer_pool(std::uint32_t slot, std::uint32_t pid, std::uint32_t fd, std::uint64_t bytes);
+  static void *map_memfd_of(std::uint32_t pid, std::uint32_t fd, std::uint64_t bytes,
+                            bool writable);
+  static void map_receiver_pool(Conn &c);
   int reap(Conn &c);  // how many buffers it freed
   void drop_pending(Conn &c);
   int reap_all();  // how many buffers it freed
@@ -351,6 +360,8 @@ class ShmTransportImpl final : public ShmTransport {
   static int read_range(const Stub &st, std::byte *dst, std::size_t from, std::size_t n);
   CopyOffer *open_offer(const Stub &st, std::byte *dst, std::size_t from, std::size_t n);
   static void close_offer(CopyOffer *o);
+  std::uint64_t offset_in_pool(const std::byte *p, std::size_t n) const;
+  std::size_t share_min_bytes(const std::byte *dst) const;
   bool await_sender(const Stub &st, CopyOffer *o);
   static constexpr int kMaxTakenOffers = 4;  // per reap_all
   static int take_offers(const std::shared_ptr<Conn> &c, TakenOffer *out, int room);
@@ -425,7 +436,7 @@ class ShmTransportImpl final : public ShmTransport {
   std::atomic<std::uint64_t> refused_{0}, poisoned_{0}, unknown_{0}, delivered_{0};
   std::atomic<std::uint64_t> lend_refused_{0}, paused_reads_{0};
   std::atomic<std::uint64_t> parts_copied_for_receivers_{0}, parts_copied_by_senders_{0};
-  std::atomic<std::uint64_t> first_parts_copied_by_senders_{0};
+  std::atomic<std::uint64_t> first_parts_copied_by_senders_{0}, parts_copied_into_mapped_pools_{0};
   std::atomic<std::uint64_t> offers_finished_{0};  // run_offers -> reap (shm_copy_offer.cpp)
 };
 

@@ -17,7 +17,9 @@ inline constexpr std::uint64_t kHelloMagic = 0x6f6c6c65486d6853ull;  // "ShmHell
 // 2: pollers word; 3: frames sealed by their first word, 128-byte aligned;
 // 4: positional seals (no zero ahead of each frame), 64-byte frames, short
 // headers; 5: the Hello's memory probe
-inline constexpr std::uint32_t kSegVersion = 6;  // 6: copy offers (SlotCtl::offers)
+// 6: copy offers (SlotCtl::offers); 7: the receiver's pool in the header
+// (SegHeader::pool_fd), offers name a place in it (CopyOffer::pool_offset)
+inline constexpr std::uint32_t kSegVersion = 7;
 // Frames start at multiples of 64 bytes, so that a small message (a short
 // header and up to 24 payload bytes after the seal) is one cache line: the
 // sender takes it once and the receiver reads it once.
@@ -40,6 +42,12 @@ struct SegHeader {
   std::uint64_t ring_bytes;
   std::uint64_t header_bytes;  // offset of the first ring
   std::uint8_t challenge[32];
+  // The receiver's buffer pool (its memfd, /proc/<pid>/fd/<n>; ~0u: none):
+  // a sender maps it to write the parts of copy offers that land there
+  // with a plain copy (shm_copy_offer.cpp).
+  std::uint32_t pool_fd;
+  std::uint32_t pool_pid;
+  std::uint64_t pool_bytes;
   alignas(64) std::atomic<std::uint32_t> wake_seq;  // futex word
   std::atomic<std::uint32_t> sleeping;              // receiver's thread announced it sleeps
   std::atomic<std::uint32_t> pollers;               // receiver's callers polling the rings
@@ -100,6 +108,9 @@ struct CopyOffer {
   std::atomic<std::uint64_t> dest;    // where the part goes, in the receiver's memory
   std::atomic<std::uint64_t> offset;  // of the part in the message
   std::atomic<std::uint64_t> length;  // of the part
+  // Where dest is in the receiver's pool (SegHeader::pool_fd), ~0: not in
+  // it. A sender that mapped the pool copies there without a system call.
+  std::atomic<std::uint64_t> pool_offset;
 };
 static_assert(sizeof(CopyOffer) == 64);
 // Messages of one slot whose copy can be shared at once (one per receiving

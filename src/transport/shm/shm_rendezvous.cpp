@@ -127,21 +127,31 @@ bool ShmTransportImpl::probe_memory(std::uint32_t pid, std::uint64_t address,
 bool ShmTransportImpl::map_peer_pool(std::uint32_t slot, std::uint32_t pid, std::uint32_t fd,
                                      std::uint64_t bytes) {
   if (fd == ~0u || bytes == 0 || env_.pool == nullptr) return false;
+  void *p = map_memfd_of(pid, fd, bytes, false);
+  if (p == nullptr) return false;
+  pools_[slot] = PeerPool{static_cast<const std::byte *>(p), bytes};
+  return true;
+}
+
+// Another process's memfd (a buffer pool) mapped here, read-only or
+// writable, if it is `bytes` long and sealed against shrinking (it cannot
+// make us fault); nullptr if anything does not check out.
+void *ShmTransportImpl::map_memfd_of(std::uint32_t pid, std::uint32_t fd, std::uint64_t bytes,
+                                     bool writable) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%u/fd/%u", pid, fd);
-  const int f = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (f < 0) return false;
+  const int f = ::open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+  if (f < 0) return nullptr;
   struct stat st {};
   const int seals = ::fcntl(f, F_GET_SEALS);
   void *p = MAP_FAILED;
   if (::fstat(f, &st) == 0 && static_cast<std::uint64_t>(st.st_size) == bytes && seals >= 0 &&
       (seals & F_SEAL_SHRINK) != 0) {
-    p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED | MAP_NORESERVE, f, 0);
+    p = ::mmap(nullptr, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+               MAP_SHARED | MAP_NORESERVE, f, 0);
   }
   ::close(f);
-  if (p == MAP_FAILED) return false;
-  pools_[slot] = PeerPool{static_cast<const std::byte *>(p), bytes};
-  return true;
+  return p == MAP_FAILED ? nullptr : p;
 }
 
 // Sender: frees the buffers the receiver has copied. c.mu held.

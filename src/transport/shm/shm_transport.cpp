@@ -18,6 +18,7 @@ shm::Stats ShmTransportImpl::stats() const noexcept {
   s.paused_reads = paused_reads_.load();
   s.parts_copied_for_receivers = parts_copied_for_receivers_.load();
   s.first_parts_copied_by_senders = first_parts_copied_by_senders_.load();
+  s.parts_copied_into_mapped_pools = parts_copied_into_mapped_pools_.load();
   s.parts_copied_by_senders = parts_copied_by_senders_.load();
   return s;
 }

@@ -156,6 +156,9 @@ struct Stats {
   // ... of which first parts, copied by senders that held them in their
   // cache (wire::kFlagSenderHoldsFirst: the message was sent back).
   std::uint64_t first_parts_copied_by_senders = 0;
+  // Parts this process wrote into its receivers' pools through its mapping
+  // of them (memcpy, no system call), of parts_copied_for_receivers.
+  std::uint64_t parts_copied_into_mapped_pools = 0;
 };
 
 using LogFn = std::function<void(const std::string &)>;

@@ -472,6 +472,79 @@ TEST(ShmMultiproc, AMessageSentBackLetsEachCpuCopyThePartItWrote) {
   EXPECT_GE(std::stoull(child_copied), first) << "the child counts every part it copied";
 }
 
+// Pool buffers by rendezvous into a receiver whose pool the sender mapped
+// at the handshake: the sender writes its part of each copy offer with
+// memcpy through that mapping. A child sends messages of 8-256 KiB from its
+// pool and drives its transport until each is sent; the parent's sink
+// pulls each into a block of its pool. Every checksum must match, and the
+// child must have written parts through the mapping (rounds go on until
+// it has, or 20 s: an offer goes to whichever end takes it first).
+TEST(ShmMultiproc, ASenderWritesItsPartIntoTheReceiversPoolThroughItsMapping) {
+  const JobSecret secret = JobSecret::generate();
+  int to_child[2], from_child[2];
+  ASSERT_EQ(::pipe(to_child), 0);
+  ASSERT_EQ(::pipe(from_child), 0);
+  const pid_t child = ::fork();  // before the parent's transport starts its thread
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    BufferPool pool(PoolConfig{std::size_t{64} << 20, std::size_t{1} << 20});
+    RecordingSink sink;
+    sink.pool = &pool;
+    TransportEnv env{&sink, 9, &pool, &secret};
+    env.rendezvous_threshold = 8192;  // every message by rendezvous
+    auto t = make_shm_transport_with(env, {}, nullptr);
+    const std::string parent = read_all(to_child[0]);
+    if (!t || parent.empty()) ::_exit(2);
+    std::string sums;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    for (int k = 0; t->stats().parts_copied_into_mapped_pools == 0 ||
+                    (k < 64 && std::chrono::steady_clock::now() < deadline);
+         ++k) {
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      const std::size_t n = std::size_t{8192} << (k % 6);  // 8 KiB .. 256 KiB
+      std::uint64_t sum = 0;
+      Message *m = make_message(pool, n, static_cast<std::uint64_t>(k), 11, k, &sum);
+      if (m == nullptr) ::_exit(3);
+      BlockHeader *b = block_of(m);
+      b->return_after_send = false;  // kept, to see when it is sent
+      b->send_status.store(SendStatus::kPending);
+      if (t->send(1, parent, 21, m) != ROCL_OK) ::_exit(4);
+      if (spin_until_sent(t.get(), m) != SendStatus::kSent) ::_exit(5);
+      std::destroy_at(m);
+      pool.release(b, BlockState::kLibrary);
+      sums += std::to_string(sum) + " ";
+    }
+    if (!write_all(from_child[1], std::to_string(t->stats().parts_copied_into_mapped_pools)) ||
+        !write_all(from_child[1], sums)) {
+      ::_exit(6);
+    }
+    (void)read_all(to_child[0]);
+    ::_exit(0);
+  }
+  ShmEnd end(1, secret, false);
+  ASSERT_NE(end.t, nullptr);
+  ASSERT_TRUE(write_all(to_child[1], end.t->address()));
+  const std::string mapped = read_all(from_child[0]);
+  const std::string sums = read_all(from_child[0]);
+  ASSERT_TRUE(write_all(to_child[1], "bye"));
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "the child's check failed (exit code names which)";
+  std::vector<std::uint64_t> want;
+  for (std::size_t at = 0, sp; (sp = sums.find(' ', at)) != std::string::npos; at = sp + 1) {
+    want.push_back(std::stoull(sums.substr(at, sp - at)));
+  }
+  ASSERT_FALSE(want.empty());
+  ASSERT_TRUE(end.sink.wait_for(want.size()));
+  const auto got = end.sink.snapshot();
+  for (std::size_t k = 0; k < want.size(); ++k) {
+    EXPECT_EQ(got[k].sum, want[k]) << "message " << k << " of " << got[k].length << " bytes";
+  }
+  EXPECT_GT(std::stoull(mapped), 0u)
+      << "no part was written through the mapped pool in " << want.size() << " messages";
+}
+
 TEST(ShmMultiproc, ALentMessageIsReadWhereItLiesByAReceiverThatCan) {
   send_lent_to_child(false);
 }

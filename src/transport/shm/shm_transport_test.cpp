@@ -396,7 +396,7 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
       static_cast<std::uint8_t *>(::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   ::close(fd);
   ASSERT_NE(seg, MAP_FAILED);
-  // Layout (shm_layout.hpp): challenge at byte 32, claims u32 at 128, SlotCtl[] of 512 B at
+  // Layout (shm_layout.hpp): challenge at byte 32, claims u32 at 192, SlotCtl[] of 512 B at
   // 4096 (owner u32 at 0, verdict u32 at 4, seal key u64 at 64), rings after header_bytes (u64
   // at 24), ring_bytes at 16. Frames start at multiples of 64 bytes: a seal (key ^ position,
   // written last), then the header (a Hello first), then the payload.
@@ -414,9 +414,9 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
   EXPECT_EQ(key & 1, 1u);
   std::uint32_t zero = 0;
   ASSERT_TRUE(owner->compare_exchange_strong(zero, 4242));
-  // Claimed slots are announced in the claims word (u32 at 128) so that the
+  // Claimed slots are announced in the claims word (u32 at 192) so that the
   // receiver polls only slots in use.
-  reinterpret_cast<std::atomic<std::uint32_t> *>(seg + 128)->fetch_add(1);
+  reinterpret_cast<std::atomic<std::uint32_t> *>(seg + 192)->fetch_add(1);
   std::uint8_t *ring = seg + header_bytes + slot * ring_bytes;
   auto seal = [&](std::uint64_t pos) {
     std::atomic_ref<std::uint64_t>(*reinterpret_cast<std::uint64_t *>(ring + pos))
