@@ -134,6 +134,7 @@ void Context::start_transports() {
   env.rendezvous_threshold = options_.rndv_threshold;
   env.tcp_rendezvous_threshold = options_.tcp_rndv_threshold;
   env.shm_rendezvous_threshold = options_.shm_rndv_threshold;
+  env.tcp_congestion = options_.tcp_congestion;
   env.linger_ms = options_.linger_ms;
   env.spin_us = static_cast<std::uint32_t>(options_.spin_us);
   std::string list = options_.transports;

@@ -58,12 +58,24 @@ const OptionRow kOptions[] = {
      "(block, ring, block, receive). ROCL_RNDV_THRESHOLD=0 turns this off too (0: never).",
      Type::kSize, field_of<&Options::rndv_copy_threshold>},
     {"ROCL_TCP_RNDV_THRESHOLD", "1M",
-     "Over tcp, messages of at least this many bytes (or ROCL_RNDV_THRESHOLD, if lower) go by "
-     "rendezvous: the receiver asks for the payload when a receive matches and reads it into "
-     "its block, rather than the sender pushing it into the socket at once (1 MiB one-way "
-     "~15 % faster, streams 12-20 % faster than eager, measured). ROCL_RNDV_THRESHOLD=0 "
-     "turns it off too (0: ROCL_RNDV_THRESHOLD alone).",
+     "Over tcp, messages from the application's memory (rocl_isendx_lend, as MPI sends; or "
+     "copied from it, ROCL_RNDV_COPY_THRESHOLD) of at least this many bytes (or "
+     "ROCL_RNDV_THRESHOLD, if lower) go by rendezvous: the receiver asks for the payload when "
+     "a receive matches and reads it from the socket straight into the receive's memory. Pool "
+     "buffers, most likely received as buffers, go eagerly up to ROCL_RNDV_THRESHOLD. Measured "
+     "at 1 MiB under cubic (ROCL_TCP_CONGESTION), rendezvous vs eager: MPI one-way 147-153 vs "
+     "195-243 us; pool buffers 134-152 vs 115-124, streams 5.6-5.9 vs 7.9-9.5 GB/s. "
+     "ROCL_RNDV_THRESHOLD=0 turns it off too (0: ROCL_RNDV_THRESHOLD alone).",
      Type::kSize, field_of<&Options::tcp_rndv_threshold>},
+    {"ROCL_TCP_CONGESTION", "cubic",
+     "TCP congestion control of rocl's connections (the TCP_CONGESTION socket option; empty: "
+     "the system's, net.ipv4.tcp_congestion_control). BBR, the default of some systems, paces "
+     "a connection at its estimate of the path's bandwidth, which the bursts of a ping-pong "
+     "never let it measure; measured over loopback, one-way 1 MiB 219-245 us under bbr, "
+     "140-155 under cubic (4 MiB 912-945 vs 592-599). An algorithm the kernel refuses (not "
+     "available, or not in net.ipv4.tcp_allowed_congestion_control for an unprivileged "
+     "process) leaves the system's, said once on stderr.",
+     Type::kString, field_of<&Options::tcp_congestion>},
     {"ROCL_SHM_RNDV_THRESHOLD", "8K",
      "Over shm, pool buffers of at least this many bytes (or ROCL_RNDV_THRESHOLD, if lower) "
      "go by rendezvous: the receiver copies the payload from the sender's pool, mapped "

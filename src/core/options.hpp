@@ -19,6 +19,7 @@ struct Options {
   std::size_t rndv_copy_threshold;  // ROCL_RNDV_COPY_THRESHOLD
   std::size_t tcp_rndv_threshold;   // ROCL_TCP_RNDV_THRESHOLD
   std::size_t shm_rndv_threshold;   // ROCL_SHM_RNDV_THRESHOLD
+  std::string tcp_congestion;       // ROCL_TCP_CONGESTION
   std::size_t lend_threshold;       // ROCL_LEND_THRESHOLD
   std::uint32_t linger_ms;          // ROCL_LINGER_MS
   std::string transports;           // ROCL_TRANSPORTS

@@ -101,12 +101,17 @@ struct TransportEnv {
   // Messages of at least this many bytes go by rendezvous where the
   // transport has a single-copy path (0: never). ROCL_RNDV_THRESHOLD.
   std::size_t rendezvous_threshold = 0;
-  // tcp: its own, lower threshold (ROCL_TCP_RNDV_THRESHOLD): tcp lends from
-  // min(this, rendezvous_threshold), unless that is 0 (never). 0 here:
+  // tcp: its own, lower threshold (ROCL_TCP_RNDV_THRESHOLD) for messages
+  // from the application's memory (lent, or msg->rendezvous): those go by
+  // rendezvous from min(this, rendezvous_threshold), unless that is 0
+  // (never); pool buffers from rendezvous_threshold. 0 here:
   // rendezvous_threshold alone.
   std::size_t tcp_rendezvous_threshold = 0;
   // shm: the same for pool buffers (ROCL_SHM_RNDV_THRESHOLD).
   std::size_t shm_rendezvous_threshold = 0;
+  // tcp: the congestion control of every connection (ROCL_TCP_CONGESTION,
+  // a name for the TCP_CONGESTION socket option). Empty: the system's.
+  std::string tcp_congestion{};
   // Linger at shutdown (ROCL_LINGER_MS; the core passes it, 0 here so that
   // a bare transport closes at once): a transport whose accepted messages
   // may still be at the sender when it is destroyed (queued bytes, parked

@@ -89,9 +89,42 @@ bool io_full(int fd, void *buf, std::size_t len, bool writing, Clock::time_point
   return true;
 }
 
-void set_nodelay(int fd) {
+namespace {
+// The system's congestion control, for a sentence ("" if unreadable).
+std::string system_congestion() {
+  std::FILE *f = std::fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
+  if (f == nullptr) return "";
+  char name[64] = {};
+  const bool got = std::fgets(name, sizeof name, f) != nullptr;
+  std::fclose(f);
+  std::string s = got ? name : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+}  // namespace
+
+// The congestion control is set on every connection rather than left to
+// the system: BBR (the default of some systems) paces a connection at its
+// estimate of the path's bandwidth, which a ping-pong's bursts, idle in
+// between, never let it measure (ROCL_TCP_CONGESTION in options.cpp has the
+// figures). A refusal is said once and costs nothing else: the connection
+// works with the system's algorithm.
+void TcpTransportImpl::tune_socket(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  const std::string &cc = env_.tcp_congestion;
+  if (cc.empty()) return;
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc.data(), static_cast<socklen_t>(cc.size())) ==
+      0) {
+    return;
+  }
+  const int err = errno;
+  if (congestion_refused_.fetch_add(1) != 0) return;
+  const std::string sys = system_congestion();
+  log("tcp: congestion control '" + cc +
+      "' (ROCL_TCP_CONGESTION) refused by the kernel: " + std::strerror(err) +
+      (err == EPERM ? " (not in net.ipv4.tcp_allowed_congestion_control)" : "") +
+      "; connections keep the system's" + (sys.empty() ? "" : " '" + sys + "'") + " (said once)");
 }
 
 int TcpTransportImpl::start() {
@@ -168,6 +201,7 @@ std::shared_ptr<Conn> TcpTransportImpl::connect_peer(rocl_gid_t peer,
     fail(ROCL_EPEER, "tcp: socket: %s", std::strerror(errno));
     return nullptr;
   }
+  tune_socket(fd);  // before connect: the handshake starts under the chosen algorithm
   const auto deadline = Clock::now() + std::chrono::milliseconds(tcp::kHandshakeTimeoutMs);
   auto bail = [&](const std::string &why) -> std::shared_ptr<Conn> {
     ::close(fd);
@@ -183,7 +217,6 @@ std::shared_ptr<Conn> TcpTransportImpl::connect_peer(rocl_gid_t peer,
     ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0) return bail(std::string("unreachable: ") + std::strerror(err));
   }
-  set_nodelay(fd);
   tcp::Hello hello{tcp::kHelloMagic, tcp::kHandshakeVersion, env_.instance, {}};
   address_.copy(hello.address, sizeof hello.address - 1);
   JobSecret::Challenge theirs{};
@@ -253,7 +286,7 @@ void TcpTransportImpl::accept_all() {
     const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr *>(&a), &alen,
                              SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) return;
-    set_nodelay(fd);
+    tune_socket(fd);
     auto c = std::make_shared<Conn>(next_conn_.fetch_add(1), fd, 0, sockaddr_name(a));
     {
       std::lock_guard lock(mu_);

@@ -59,8 +59,6 @@ bool resolve_bind(const std::string &what, in_addr *out);
 // Blocking-with-deadline full read/write on a non-blocking socket.
 bool io_full(int fd, void *buf, std::size_t len, bool writing, Clock::time_point deadline);
 
-void set_nodelay(int fd);
-
 // ---- Helpers (tcp_progress.cpp) --------------------------------------------
 
 // The thread parks on the poller count itself: pollers pay nothing to keep it
@@ -304,6 +302,9 @@ class TcpTransportImpl final : public TcpTransport {
 
  private:
   void log(const std::string &s) { log_(s); }
+  bool takes_rendezvous(const Message &msg) const;
+  // Options of every connection's socket: no Nagle, ROCL_TCP_CONGESTION.
+  void tune_socket(int fd);
 
   // ---- Teardown (tcp_transport.cpp) -----------------------------------------
   bool holds(bool parked_too);
@@ -463,6 +464,7 @@ class TcpTransportImpl final : public TcpTransport {
   std::atomic<std::uint64_t> thread_events_{0}, caller_events_{0};
   std::atomic<std::uint64_t> rndv_sends_{0}, rndv_waits_{0}, rndv_eager_{0}, peak_parked_{0};
   std::atomic<std::uint64_t> rndv_stubs_{0}, rndv_pulls_{0}, rndv_discards_{0};
+  std::atomic<std::uint64_t> congestion_refused_{0};
 };
 
 // Under c.mu (held through `lock` on entry and on return): waits until

@@ -179,6 +179,7 @@ tcp::Stats TcpTransportImpl::stats() const noexcept {
   s.rendezvous_stubs = rndv_stubs_.load();
   s.rendezvous_pulls = rndv_pulls_.load();
   s.rendezvous_discards = rndv_discards_.load();
+  s.congestion_refused = congestion_refused_.load();
   return s;
 }
 

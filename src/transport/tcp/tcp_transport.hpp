@@ -279,6 +279,9 @@ struct Stats {
   std::uint64_t rendezvous_stubs = 0;     // stubs delivered to the sink
   std::uint64_t rendezvous_pulls = 0;     // pulls completed (data read into the block)
   std::uint64_t rendezvous_discards = 0;  // stubs dropped (drop replies sent)
+  // Connections left with the system's congestion control because the
+  // kernel refused TransportEnv::tcp_congestion (said once on the log).
+  std::uint64_t congestion_refused = 0;
 };
 
 using LogFn = std::function<void(const std::string &)>;

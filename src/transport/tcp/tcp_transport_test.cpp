@@ -66,13 +66,17 @@ struct LogSink {
 
 struct Node {
   // rndv: the rendezvous threshold (0: never). linger: TransportEnv::linger_ms.
+  // congestion: TransportEnv::tcp_congestion.
   Node(std::uint64_t instance, const JobSecret *secret, const tcp::Options &options = {},
-       std::size_t rndv = 0, std::uint32_t linger = 0)
+       std::size_t rndv = 0, std::uint32_t linger = 0, std::string congestion = "",
+       std::size_t tcp_rndv = 0)
       : pool(PoolConfig{std::size_t{1} << 30, std::size_t{2} << 20}) {
     sink.pool = &pool;
     TransportEnv env{&sink, instance, &pool, secret, ""};
     env.rendezvous_threshold = rndv;
     env.linger_ms = linger;
+    env.tcp_congestion = std::move(congestion);
+    env.tcp_rendezvous_threshold = tcp_rndv;
     t = make_tcp_transport_with_log(env, log.fn(), options);
   }
   // A message of len bytes, filled from seed; block marked return_after_send.
@@ -145,6 +149,86 @@ TEST(TcpTransport, SizesBothWaysWithChecksums) {
     std::this_thread::sleep_for(1ms);
   }
   EXPECT_EQ(a.pool.stats().in_use_buffers, 0u);
+}
+
+// The congestion control of every connected TCP socket of this process
+// (listening ones and other descriptors skipped).
+std::vector<std::string> connected_congestion() {
+  std::vector<std::string> names;
+  for (int fd = 0; fd < 4096; ++fd) {
+    int type = 0, listening = 0, protocol = 0;
+    socklen_t len = sizeof type;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) continue;
+    len = sizeof protocol;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) != 0 ||
+        protocol != IPPROTO_TCP) {
+      continue;
+    }
+    len = sizeof listening;
+    ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len);
+    sockaddr_in peer{};
+    socklen_t plen = sizeof peer;
+    if (listening != 0 || ::getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &plen) != 0) {
+      continue;
+    }
+    char name[32] = {};
+    len = sizeof name;
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) == 0) names.emplace_back(name);
+  }
+  return names;
+}
+
+// The system's default, from the same place the kernel takes it.
+std::string system_congestion() {
+  std::FILE *f = std::fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
+  if (f == nullptr) return "";
+  char name[32] = {};
+  const bool got = std::fgets(name, sizeof name, f) != nullptr;
+  std::fclose(f);
+  std::string s = got ? name : "";
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+TEST(TcpTransport, BothEndsOfAConnectionUseTheCongestionControlAsked) {
+  // Not the system's default, so that a connection left alone would fail
+  // the test; reno is always built in, cubic is Linux's default.
+  const std::string want = system_congestion() == "reno" ? "cubic" : "reno";
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, {}, 0, 0, want), b(2, &secret, {}, 0, 0, want);
+  ASSERT_TRUE(a.t && b.t);
+  Message *m = a.make(1000, 7);
+  const std::uint64_t sum = checksum(m->data, m->length);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 100, m), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));
+  EXPECT_EQ(b.sink.got[0].sum, sum);
+  const std::vector<std::string> names = connected_congestion();
+  ASSERT_EQ(names.size(), 2u) << "the connector's and the acceptor's socket";
+  for (const std::string &n : names) EXPECT_EQ(n, want);
+  EXPECT_EQ(a.t->stats().congestion_refused, 0u);
+  EXPECT_EQ(b.t->stats().congestion_refused, 0u);
+}
+
+TEST(TcpTransport, ARefusedCongestionControlIsSaidOnceAndTheConnectionsWork) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, {}, 0, 0, "no-such-algo"), b(2, &secret, {}, 0, 0, "no-such-algo");
+  ASSERT_TRUE(a.t && b.t);
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    Message *m = a.make(4096, i);
+    ASSERT_EQ(a.t->send(2, b.t->address(), 100, m), ROCL_OK);
+    Message *r = b.make(4096, i);
+    ASSERT_EQ(b.t->send(1, a.t->address(), 200, r), ROCL_OK);
+  }
+  ASSERT_TRUE(b.sink.wait_for(2));
+  ASSERT_TRUE(a.sink.wait_for(2));
+  EXPECT_GE(a.t->stats().congestion_refused + b.t->stats().congestion_refused, 2u);
+  EXPECT_TRUE(a.log.has("congestion control 'no-such-algo' (ROCL_TCP_CONGESTION) refused"));
+  const std::string sys = system_congestion();
+  for (const std::string &n : connected_congestion()) EXPECT_EQ(n, sys);
+  std::lock_guard lock(a.log.mu);
+  int said = 0;
+  for (const auto &l : a.log.lines) said += l.find("ROCL_TCP_CONGESTION") != std::string::npos;
+  EXPECT_EQ(said, 1) << "said once per transport";
 }
 
 TEST(TcpTransport, MessagesOver64MiBTravelAsFragments) {
@@ -984,6 +1068,32 @@ TEST(TcpRendezvous, LargeMessagesArePulledWithChecksums) {
   EXPECT_EQ(bs.dropped_connections, 0u);
   EXPECT_TRUE(pool_back_to(a.pool, baseline)) << "the sender never got its buffers back";
   EXPECT_EQ(b.pool.stats().in_use_buffers, 0u);  // stubs and messages all released
+}
+
+// With the core's thresholds (rendezvous 4M, tcp's own 1M): a 1 MiB pool
+// buffer goes eagerly, the same from the application's memory (the core's
+// copy, msg->rendezvous) by rendezvous; from 4 MiB both do.
+TEST(TcpRendezvous, TcpsOwnThresholdAppliesToMessagesFromTheApplicationsMemory) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, {}, 4u << 20, 0, "", 1u << 20), b(2, &secret, {}, 4u << 20, 0, "", 1u << 20);
+  ASSERT_TRUE(a.t && b.t);
+  struct Case {
+    std::size_t len;
+    bool from_app;
+    std::uint64_t rendezvous_after;
+  };
+  const Case cases[] = {{1u << 20, false, 0}, {1u << 20, true, 1}, {4u << 20, false, 2}};
+  std::size_t arrived = 0;
+  for (const Case &c : cases) {
+    Message *m = a.make(c.len, static_cast<std::uint32_t>(c.len) + c.from_app);
+    m->rendezvous = c.from_app;
+    const std::uint64_t sum = checksum(m->data, m->length);
+    ASSERT_EQ(a.t->send(2, b.t->address(), 100, m), ROCL_OK);
+    ASSERT_TRUE(b.sink.wait_for(++arrived));
+    EXPECT_EQ(b.sink.got[arrived - 1].sum, sum) << c.len << " bytes, from_app " << c.from_app;
+    EXPECT_EQ(a.t->stats().rendezvous_sends, c.rendezvous_after)
+        << c.len << " bytes, from_app " << c.from_app;
+  }
 }
 
 TEST(TcpRendezvous, StubsPulledByReceivingThreadsInOrderAndConcurrently) {
