@@ -66,7 +66,9 @@
 // env.sink->deliver.
 //
 // Rendezvous (messages of at least env.rendezvous_threshold bytes, when it is
-// not 0, and of at least 16): receiver-driven, so that a large message waits
+// not 0, and of at least 16; from the application's memory, lent or
+// msg->rendezvous, already from env.tcp_rendezvous_threshold if lower:
+// takes_rendezvous in tcp_send.cpp): receiver-driven, so that a large message waits
 // at its sender until a receive takes it and then lands straight in the
 // receiver's block.
 //  - sender: send() writes a kRendezvousRequest frame (message_id = body
