@@ -181,6 +181,9 @@ struct RxSlot {
   // Messages in fragments to take the usual way before the next look for
   // one whole in the ring (deliver_whole_in_ring backs off after a miss).
   std::uint32_t whole_skip = 0;
+  // Messages found one after the other, no empty look between them (a
+  // receiver behind a streaming sender): poll_once's callers drain on.
+  std::uint32_t found_in_row = 0;
   bool pause_logged = false;  // said so once
 };
 

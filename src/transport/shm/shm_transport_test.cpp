@@ -234,6 +234,39 @@ TEST(ShmTransport, APollingCallerIsNotStarvedByOneBusySender) {
   ASSERT_TRUE(b.sink.wait_for(203));
 }
 
+// A caller's poll stops at the first whole message, unless the slot's last
+// message too was there at the first look (a sender streaming ahead of
+// it): then it takes the frames written after it as well, up to 16 a poll,
+// so that the receives after this one find their messages queued.
+TEST(ShmTransport, ACallerBehindAStreamingSenderTakesSeveralMessagesAPoll) {
+  JobSecret secret = JobSecret::generate();
+  End a{1, &secret}, b{2, &secret};
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 8, 0, 11, 1)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));  // the slot is claimed
+  b.t->poll_begin();
+  for (auto end = std::chrono::steady_clock::now() + 20ms;
+       std::chrono::steady_clock::now() < end;) {
+    EXPECT_EQ(b.t->progress(), 0);  // the thread leaves the ring to us
+  }
+  constexpr int kStream = 48;
+  for (int i = 0; i < kStream; ++i) {
+    ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 8, i, 11, 1)), ROCL_OK);
+  }
+  std::vector<int> taken;  // messages per poll that found any
+  for (auto end = std::chrono::steady_clock::now() + 2s;
+       b.sink.snapshot().size() < kStream + 1 && std::chrono::steady_clock::now() < end;) {
+    if (const int n = b.t->progress(); n > 0) taken.push_back(n);
+  }
+  b.t->poll_end(false);
+  ASSERT_TRUE(b.sink.wait_for(kStream + 1));
+  ASSERT_FALSE(taken.empty());
+  EXPECT_EQ(taken[0], 1) << "the first message after empty looks ends its poll";
+  EXPECT_LE(*std::max_element(taken.begin(), taken.end()), 16) << "bounded per poll";
+  EXPECT_LT(taken.size(), 10u) << "one message per poll: " << taken.size() << " polls";
+  const auto got = b.sink.snapshot();
+  for (int i = 0; i < kStream; ++i) EXPECT_EQ(got[i + 1].length, 8u);
+}
+
 // The poll lease (shm_transport.hpp): after a polling caller got its
 // message, `pollers` stays raised for a while, so senders do not wake the
 // thread; a message arriving then, with nobody polling, is still delivered
