@@ -46,6 +46,27 @@ std::string read_all(int fd) {
   return s;
 }
 
+// A child forked with two pipes: the parent writes to[1] and the child
+// reads to[0]; the child writes from[1] and the parent reads from[0].
+struct Forked {
+  int to[2] = {-1, -1};
+  int from[2] = {-1, -1};
+  pid_t pid = -1;  // 0 in the child; < 0 if a pipe or the fork failed
+};
+Forked fork_with_pipes() {
+  Forked f;
+  if (::pipe(f.to) == 0 && ::pipe(f.from) == 0) f.pid = ::fork();
+  return f;
+}
+
+// The exit code of a child once it ended (the children's checks name
+// themselves by it); -1 if it did not exit normally.
+int exit_code_of(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
 TEST(ShmMultiproc, ForkedChildSendsToItsParent) {
   const JobSecret secret = JobSecret::generate();
   int p[2];
@@ -76,10 +97,7 @@ TEST(ShmMultiproc, ForkedChildSendsToItsParent) {
   ASSERT_NE(t, nullptr);
   ASSERT_TRUE(write_all(p[1], t->address()));
   ::close(p[1]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(exit_code_of(child), 0);
   ASSERT_TRUE(sink.wait_for(100));
   auto g = sink.snapshot();
   for (int i = 0; i < 100; ++i) {
@@ -198,18 +216,15 @@ Message *lent_message(BufferPool &pool, void *data, std::size_t len, int tag) {
 // the ring, and the block is finished before send() returns.
 void send_lent_to_child(bool child_drops_to_nobody) {
   const JobSecret secret = JobSecret::generate();
-  int to_child[2], from_child[2];
-  ASSERT_EQ(::pipe(to_child), 0);
-  ASSERT_EQ(::pipe(from_child), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const Forked child = fork_with_pipes();
+  ASSERT_GE(child.pid, 0);
+  if (child.pid == 0) {
     if (child_drops_to_nobody && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(2);
     ShmEnd end(9, secret, true);
     RecordingSink &sink = end.sink;
     ShmTransport *t = end.t.get();
-    if (t == nullptr || !write_all(from_child[1], t->address())) ::_exit(3);
-    if (read_all(to_child[0]) != "pull") ::_exit(4);
+    if (t == nullptr || !write_all(child.from[1], t->address())) ::_exit(3);
+    if (read_all(child.to[0]) != "pull") ::_exit(4);
     if (child_drops_to_nobody) {  // the bytes came whole, no stub
       if (!sink.wait_for(1) || sink.stubs_seen.load() != 0) ::_exit(5);
       std::vector<std::uint8_t> want(kLentBytes);
@@ -231,11 +246,11 @@ void send_lent_to_child(bool child_drops_to_nobody) {
     for (std::size_t i = 0; i < kLentBytes; ++i) {
       if (got[i] != lent_byte(i)) ::_exit(9);
     }
-    if (!write_all(from_child[1], "pulled")) ::_exit(10);
+    if (!write_all(child.from[1], "pulled")) ::_exit(10);
     std::this_thread::sleep_for(200ms);  // the parent reaps before we go
     ::_exit(0);
   }
-  const std::string addr = read_all(from_child[0]);
+  const std::string addr = read_all(child.from[0]);
   ASSERT_FALSE(addr.empty());
   ShmEnd end(1, secret, false);
   BufferPool &pool = end.pool;
@@ -250,13 +265,13 @@ void send_lent_to_child(bool child_drops_to_nobody) {
   ASSERT_EQ(t->send(9, addr, 21, m), ROCL_OK) << last_error();
   if (child_drops_to_nobody) {
     EXPECT_EQ(b->send_status.load(), SendStatus::kSent) << "copied through the ring at once";
-    ASSERT_TRUE(write_all(to_child[1], "pull"));
+    ASSERT_TRUE(write_all(child.to[1], "pull"));
   } else {
     std::this_thread::sleep_for(100ms);
     t->progress();
     EXPECT_EQ(b->send_status.load(), SendStatus::kPending) << "lent until the child pulls";
-    ASSERT_TRUE(write_all(to_child[1], "pull"));
-    EXPECT_EQ(read_all(from_child[0]), "pulled");
+    ASSERT_TRUE(write_all(child.to[1], "pull"));
+    EXPECT_EQ(read_all(child.from[0]), "pulled");
     const auto deadline = std::chrono::steady_clock::now() + 5s;
     while (b->send_status.load() == SendStatus::kPending &&
            std::chrono::steady_clock::now() < deadline) {
@@ -265,10 +280,7 @@ void send_lent_to_child(bool child_drops_to_nobody) {
     }
     EXPECT_EQ(b->send_status.load(), SendStatus::kSent);
   }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's check failed (exit code names which)";
+  EXPECT_EQ(exit_code_of(child.pid), 0) << "the child's check failed (exit code names which)";
   std::destroy_at(m);
   pool.release(b, BlockState::kLibrary);
 }
@@ -287,16 +299,13 @@ TEST(ShmMultiproc, TheWaitingSenderCopiesPartOfALentMessage) {
     return static_cast<std::uint8_t>(i * 13 + (i >> 12) + static_cast<std::size_t>(msg) * 101);
   };
   const JobSecret secret = JobSecret::generate();
-  int to_child[2], from_child[2];
-  ASSERT_EQ(::pipe(to_child), 0);
-  ASSERT_EQ(::pipe(from_child), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const Forked child = fork_with_pipes();
+  ASSERT_GE(child.pid, 0);
+  if (child.pid == 0) {
     ShmEnd end(9, secret, true);
     RecordingSink &sink = end.sink;
     ShmTransport *t = end.t.get();
-    if (t == nullptr || !write_all(from_child[1], t->address())) ::_exit(3);
+    if (t == nullptr || !write_all(child.from[1], t->address())) ::_exit(3);
     std::vector<std::uint8_t> got(kLentBytes);
     // Until a plain message (not lent) says stop.
     for (std::size_t k = 0;; ++k) {
@@ -316,11 +325,11 @@ TEST(ShmMultiproc, TheWaitingSenderCopiesPartOfALentMessage) {
       }
     }
     const shm::Stats st = t->stats();
-    if (!write_all(from_child[1], std::to_string(st.parts_copied_by_senders))) ::_exit(7);
-    (void)read_all(to_child[0]);  // the parent reaps before we go
+    if (!write_all(child.from[1], std::to_string(st.parts_copied_by_senders))) ::_exit(7);
+    (void)read_all(child.to[0]);  // the parent reaps before we go
     ::_exit(0);
   }
-  const std::string addr = read_all(from_child[0]);
+  const std::string addr = read_all(child.from[0]);
   ASSERT_FALSE(addr.empty());
   ShmEnd end(1, secret, false);
   BufferPool &pool = end.pool;
@@ -357,12 +366,9 @@ TEST(ShmMultiproc, TheWaitingSenderCopiesPartOfALentMessage) {
     }
   }
   ASSERT_EQ(t->send(9, addr, 21, make_message(pool, 8, 0, 11, 1)), ROCL_OK);  // stop
-  const std::string by_senders = read_all(from_child[0]);
-  ASSERT_TRUE(write_all(to_child[1], "bye"));
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0) << "the child's check failed (exit code names which)";
+  const std::string by_senders = read_all(child.from[0]);
+  ASSERT_TRUE(write_all(child.to[1], "bye"));
+  ASSERT_EQ(exit_code_of(child.pid), 0) << "the child's check failed (exit code names which)";
   const std::uint64_t copied = t->stats().parts_copied_for_receivers;
   EXPECT_GT(copied, 0u) << "the spinning sender copied no part of " << batches * kBatch
                         << " messages";
@@ -403,16 +409,13 @@ TEST(ShmMultiproc, AMessageSentBackLetsEachCpuCopyThePartItWrote) {
     return static_cast<std::uint8_t>(i * 11 + (i >> 10) + round * 37);
   };
   const JobSecret secret = JobSecret::generate();
-  int to_child[2], from_child[2];
-  ASSERT_EQ(::pipe(to_child), 0);
-  ASSERT_EQ(::pipe(from_child), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const Forked child = fork_with_pipes();
+  ASSERT_GE(child.pid, 0);
+  if (child.pid == 0) {
     ShmEnd end(9, secret, true);
     ShmTransport *t = end.t.get();
-    if (t == nullptr || !write_all(from_child[1], t->address())) ::_exit(3);
-    const std::string parent = read_all(to_child[0]);
+    if (t == nullptr || !write_all(child.from[1], t->address())) ::_exit(3);
+    const std::string parent = read_all(child.to[0]);
     std::vector<std::uint8_t> got(kLentBytes);
     for (std::size_t k = 0;; ++k) {
       Message *stub = wait_stub(end.sink, k);
@@ -427,18 +430,18 @@ TEST(ShmMultiproc, AMessageSentBackLetsEachCpuCopyThePartItWrote) {
       std::destroy_at(back);
       end.pool.release(block_of(back), BlockState::kLibrary);
     }
-    if (!write_all(from_child[1], std::to_string(t->stats().parts_copied_for_receivers))) {
+    if (!write_all(child.from[1], std::to_string(t->stats().parts_copied_for_receivers))) {
       ::_exit(9);
     }
-    (void)read_all(to_child[0]);  // the parent reaps before we go
+    (void)read_all(child.to[0]);  // the parent reaps before we go
     ::_exit(0);
   }
-  const std::string addr = read_all(from_child[0]);
+  const std::string addr = read_all(child.from[0]);
   ASSERT_FALSE(addr.empty());
   ShmEnd end(1, secret, true);
   ShmTransport *t = end.t.get();
   ASSERT_NE(t, nullptr);
-  ASSERT_TRUE(write_all(to_child[1], t->address()));
+  ASSERT_TRUE(write_all(child.to[1], t->address()));
   std::vector<std::uint8_t> mine(kLentBytes), back(kLentBytes);
   const auto deadline = std::chrono::steady_clock::now() + 20s;
   std::size_t rounds = 0;
@@ -461,12 +464,9 @@ TEST(ShmMultiproc, AMessageSentBackLetsEachCpuCopyThePartItWrote) {
     }
   }
   ASSERT_EQ(t->send(9, addr, 21, make_message(end.pool, 8, 0, 11, 1)), ROCL_OK);  // stop
-  const std::string child_copied = read_all(from_child[0]);
-  ASSERT_TRUE(write_all(to_child[1], "bye"));
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0) << "the child's check failed (exit code names which)";
+  const std::string child_copied = read_all(child.from[0]);
+  ASSERT_TRUE(write_all(child.to[1], "bye"));
+  ASSERT_EQ(exit_code_of(child.pid), 0) << "the child's check failed (exit code names which)";
   const std::uint64_t first = t->stats().first_parts_copied_by_senders;
   EXPECT_GT(first, 0u) << "no first part was copied by its holder in " << rounds << " rounds";
   EXPECT_GE(std::stoull(child_copied), first) << "the child counts every part it copied";
@@ -482,19 +482,16 @@ TEST(ShmMultiproc, AMessageSentBackLetsEachCpuCopyThePartItWrote) {
 TEST(ShmMultiproc, ASenderWritesItsPartIntoTheReceiversPoolThroughItsMapping) {
   auto size_of = [](int k) { return std::size_t{8192} << (k % 6); };  // 8 KiB .. 256 KiB
   const JobSecret secret = JobSecret::generate();
-  int to_child[2], from_child[2];
-  ASSERT_EQ(::pipe(to_child), 0);
-  ASSERT_EQ(::pipe(from_child), 0);
-  const pid_t child = ::fork();  // before the parent's transport starts its thread
-  ASSERT_GE(child, 0);
-  if (child == 0) {
+  const Forked child = fork_with_pipes();  // before the parent's transport starts its thread
+  ASSERT_GE(child.pid, 0);
+  if (child.pid == 0) {
     BufferPool pool(PoolConfig{std::size_t{64} << 20, std::size_t{1} << 20});
     RecordingSink sink;
     sink.pool = &pool;
     TransportEnv env{&sink, 9, &pool, &secret};
     env.rendezvous_threshold = 8192;  // every message by rendezvous
     auto t = make_shm_transport_with(env, {}, nullptr);
-    const std::string parent = read_all(to_child[0]);
+    const std::string parent = read_all(child.to[0]);
     if (!t || parent.empty()) ::_exit(2);
     int sent = 0;
     const auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -513,23 +510,20 @@ TEST(ShmMultiproc, ASenderWritesItsPartIntoTheReceiversPoolThroughItsMapping) {
       pool.release(b, BlockState::kLibrary);
       ++sent;
     }
-    if (!write_all(from_child[1], std::to_string(t->stats().parts_copied_into_mapped_pools)) ||
-        !write_all(from_child[1], std::to_string(sent))) {
+    if (!write_all(child.from[1], std::to_string(t->stats().parts_copied_into_mapped_pools)) ||
+        !write_all(child.from[1], std::to_string(sent))) {
       ::_exit(6);
     }
-    (void)read_all(to_child[0]);
+    (void)read_all(child.to[0]);
     ::_exit(0);
   }
   ShmEnd end(1, secret, false);
   ASSERT_NE(end.t, nullptr);
-  ASSERT_TRUE(write_all(to_child[1], end.t->address()));
-  const std::string mapped = read_all(from_child[0]);
-  const std::string sent = read_all(from_child[0]);
-  ASSERT_TRUE(write_all(to_child[1], "bye"));
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0) << "the child's check failed (exit code names which)";
+  ASSERT_TRUE(write_all(child.to[1], end.t->address()));
+  const std::string mapped = read_all(child.from[0]);
+  const std::string sent = read_all(child.from[0]);
+  ASSERT_TRUE(write_all(child.to[1], "bye"));
+  ASSERT_EQ(exit_code_of(child.pid), 0) << "the child's check failed (exit code names which)";
   ASSERT_FALSE(sent.empty() || mapped.empty());
   const int n = std::stoi(sent);
   ASSERT_GT(n, 0);
