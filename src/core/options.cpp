@@ -67,14 +67,15 @@ const OptionRow kOptions[] = {
      "195-243 us; pool buffers 134-152 vs 115-124, streams 5.6-5.9 vs 7.9-9.5 GB/s. "
      "ROCL_RNDV_THRESHOLD=0 turns it off too (0: ROCL_RNDV_THRESHOLD alone).",
      Type::kSize, field_of<&Options::tcp_rndv_threshold>},
-    {"ROCL_TCP_CONGESTION", "cubic",
-     "TCP congestion control of rocl's connections (the TCP_CONGESTION socket option; empty: "
-     "the system's, net.ipv4.tcp_congestion_control). BBR, the default of some systems, paces "
-     "a connection at its estimate of the path's bandwidth, which the bursts of a ping-pong "
-     "never let it measure; measured over loopback, one-way 1 MiB 219-245 us under bbr, "
-     "140-155 under cubic (4 MiB 912-945 vs 592-599). An algorithm the kernel refuses (not "
-     "available, or not in net.ipv4.tcp_allowed_congestion_control for an unprivileged "
-     "process) leaves the system's, said once on stderr.",
+    {"ROCL_TCP_CONGESTION", "cubic,reno",
+     "TCP congestion control of rocl's connections, the first of this comma-separated list "
+     "the kernel accepts (the TCP_CONGESTION socket option; empty: the system's, "
+     "net.ipv4.tcp_congestion_control). BBR, the default of some systems, paces a connection "
+     "at its estimate of the path's bandwidth, which the bursts of a ping-pong never let it "
+     "measure; measured over loopback, one-way 1 MiB 219-245 us under bbr, 140-155 under "
+     "cubic (4 MiB 912-945 vs 592-599). An unprivileged process may set only what "
+     "net.ipv4.tcp_allowed_congestion_control lists (reno always); if every name is refused, "
+     "connections keep the system's, said once on stderr.",
      Type::kString, field_of<&Options::tcp_congestion>},
     {"ROCL_SHM_RNDV_THRESHOLD", "8K",
      "Over shm, pool buffers of at least this many bytes (or ROCL_RNDV_THRESHOLD, if lower) "

@@ -107,24 +107,35 @@ std::string system_congestion() {
 // the system: BBR (the default of some systems) paces a connection at its
 // estimate of the path's bandwidth, which a ping-pong's bursts, idle in
 // between, never let it measure (ROCL_TCP_CONGESTION in options.cpp has the
-// figures). A refusal is said once and costs nothing else: the connection
-// works with the system's algorithm.
+// figures). The option is a list in order of preference: an unprivileged
+// process may set only what net.ipv4.tcp_allowed_congestion_control lists
+// (where bbr is the default, often "reno bbr": cubic is refused, reno is
+// always allowed). If every name is refused, that is said once and costs
+// nothing else: the connection works with the system's algorithm.
 void TcpTransportImpl::tune_socket(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  const std::string &cc = env_.tcp_congestion;
-  if (cc.empty()) return;
-  if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc.data(), static_cast<socklen_t>(cc.size())) ==
-      0) {
-    return;
+  const std::string &list = env_.tcp_congestion;
+  if (list.empty()) return;
+  std::string refusals;
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t end = std::min(list.find(',', at), list.size());
+    const std::string name = list.substr(at, end - at);
+    at = end + 1;
+    if (name.empty()) continue;
+    if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(),
+                     static_cast<socklen_t>(name.size())) == 0) {
+      return;
+    }
+    const int err = errno;
+    refusals += (refusals.empty() ? "'" : ", '") + name + "': " + std::strerror(err) +
+                (err == EPERM ? " (not in net.ipv4.tcp_allowed_congestion_control)" : "");
   }
-  const int err = errno;
-  if (congestion_refused_.fetch_add(1) != 0) return;
+  if (refusals.empty() || congestion_refused_.fetch_add(1) != 0) return;
   const std::string sys = system_congestion();
-  log("tcp: congestion control '" + cc +
-      "' (ROCL_TCP_CONGESTION) refused by the kernel: " + std::strerror(err) +
-      (err == EPERM ? " (not in net.ipv4.tcp_allowed_congestion_control)" : "") +
-      "; connections keep the system's" + (sys.empty() ? "" : " '" + sys + "'") + " (said once)");
+  log("tcp: congestion control (ROCL_TCP_CONGESTION=" + list +
+      ") refused by the kernel: " + refusals + "; connections keep the system's" +
+      (sys.empty() ? "" : " '" + sys + "'") + " (said once)");
 }
 
 int TcpTransportImpl::start() {

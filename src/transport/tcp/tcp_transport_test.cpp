@@ -209,6 +209,23 @@ TEST(TcpTransport, BothEndsOfAConnectionUseTheCongestionControlAsked) {
   EXPECT_EQ(b.t->stats().congestion_refused, 0u);
 }
 
+// A list: the first name the kernel accepts (an unprivileged process may
+// be refused cubic where bbr is the default; reno is always allowed).
+TEST(TcpTransport, TheFirstCongestionControlOfTheListTheKernelAcceptsIsUsed) {
+  const JobSecret secret = JobSecret::generate();
+  Node a(1, &secret, {}, 0, 0, "no-such-algo,,reno"), b(2, &secret, {}, 0, 0, "no-such-algo,,reno");
+  ASSERT_TRUE(a.t && b.t);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 100, a.make(64, 1)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));
+  const std::vector<std::string> names = connected_congestion();
+  ASSERT_EQ(names.size(), 2u);
+  for (const std::string &n : names) EXPECT_EQ(n, "reno");
+  EXPECT_EQ(a.t->stats().congestion_refused + b.t->stats().congestion_refused, 0u);
+  std::lock_guard lock(a.log.mu);
+  for (const auto &l : a.log.lines)
+    EXPECT_EQ(l.find("ROCL_TCP_CONGESTION"), std::string::npos) << l;
+}
+
 TEST(TcpTransport, ARefusedCongestionControlIsSaidOnceAndTheConnectionsWork) {
   const JobSecret secret = JobSecret::generate();
   Node a(1, &secret, {}, 0, 0, "no-such-algo"), b(2, &secret, {}, 0, 0, "no-such-algo");
@@ -222,7 +239,9 @@ TEST(TcpTransport, ARefusedCongestionControlIsSaidOnceAndTheConnectionsWork) {
   ASSERT_TRUE(b.sink.wait_for(2));
   ASSERT_TRUE(a.sink.wait_for(2));
   EXPECT_GE(a.t->stats().congestion_refused + b.t->stats().congestion_refused, 2u);
-  EXPECT_TRUE(a.log.has("congestion control 'no-such-algo' (ROCL_TCP_CONGESTION) refused"));
+  EXPECT_TRUE(
+      a.log.has("congestion control (ROCL_TCP_CONGESTION=no-such-algo) refused by the kernel: "
+                "'no-such-algo': "));
   const std::string sys = system_congestion();
   for (const std::string &n : connected_congestion()) EXPECT_EQ(n, sys);
   std::lock_guard lock(a.log.mu);
