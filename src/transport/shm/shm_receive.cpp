@@ -225,7 +225,7 @@ int ShmTransportImpl::poll_once(bool caller) {
     if (s.state == RxSlot::kPoisoned || (s.paused && !retry)) continue;
     SlotCtl *ctl = slot_ctl(seg_, i);
     // Drain a bounded number of frames per slot per round for fairness.
-    bool drained = false;
+    bool took_message = false;
     for (int k = 0; k < 16; ++k) {
       const int r = poll_slot(i, s, ctl);
       if (r <= 0) {
@@ -239,13 +239,12 @@ int ShmTransportImpl::poll_once(bool caller) {
         // so that their transfers overlap this one's handling.
         __builtin_prefetch(s.ring + ((s.tail + 4 * kFrameAlign) & (cfg_.ring_bytes - 1)), 0, 3);
       }
-      if (caller && r == kMessageDone && ++s.found_in_row < 2) {
-        first_slot_ = at + 1;
-        return n;
+      if (caller && r == kMessageDone) {
+        took_message = true;
+        if (++s.found_in_row < 2) break;  // not behind a stream: stop at the first
       }
-      drained = drained || caller;
     }
-    if (drained) {
+    if (took_message) {
       first_slot_ = at + 1;
       return n;
     }

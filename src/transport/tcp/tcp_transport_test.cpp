@@ -178,16 +178,14 @@ std::vector<std::string> connected_congestion() {
   return names;
 }
 
-// The system's default, from the same place the kernel takes it.
+// The system's default: what a new TCP socket starts with.
 std::string system_congestion() {
-  std::FILE *f = std::fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
-  if (f == nullptr) return "";
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   char name[32] = {};
-  const bool got = std::fgets(name, sizeof name, f) != nullptr;
-  std::fclose(f);
-  std::string s = got ? name : "";
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s;
+  socklen_t len = sizeof name;
+  const bool got = fd >= 0 && ::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) == 0;
+  if (fd >= 0) ::close(fd);
+  return got ? name : "";
 }
 
 TEST(TcpTransport, BothEndsOfAConnectionUseTheCongestionControlAsked) {
