@@ -594,7 +594,7 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domai
   env.length = into != nullptr ? cap : 0;
   Envelope *msg = nullptr;
   try {
-    msg = r->mailbox().post_receive(&env);
+    msg = r->mailbox().take_or_post_receive(&env);
   } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
     resources_.put(r);
     return fail(ROCL_ENOMEM, "rocl_recv: out of memory posting a receive");

@@ -85,7 +85,7 @@ int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t doma
   r->into = into;
   r->cap = cap;
   try {
-    r->message = res->mailbox().post_receive(&r->env);
+    r->message = res->mailbox().take_or_post_receive(&r->env);
     if (r->message != nullptr) note_match(dgid, r->message->header, true);
   } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
     resources_.put(res, true);

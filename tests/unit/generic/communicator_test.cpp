@@ -242,6 +242,35 @@ TEST(Communicator, MessageFirstThenExactReceive) {
   EXPECT_EQ(c.expected_size(), 0u);
 }
 
+// take_or_post_receive: a message found queued is returned without the
+// locked signal (the owner has it in hand and never waits); posted, closed
+// and later matches behave as post_receive's.
+TEST(Communicator, TakeOrPostReturnsAQueuedMessageWithoutSignalling) {
+  Comm c;
+  Pool p;
+  TestEnv &msg = p.make(hdr(1, 2));
+  TestEnv &recv = p.make(hdr(1, kAny));
+  EXPECT_EQ(c.deliver(&msg), Delivery::kQueued);
+  EXPECT_EQ(c.take_or_post_receive(&recv), &msg);
+  EXPECT_FALSE(recv.complete.is_done());
+  EXPECT_EQ(recv.matched, &msg);
+  EXPECT_EQ(msg.matched, &recv);
+  EXPECT_EQ(c.unexpected_size(), 0u);
+  EXPECT_EQ(c.expected_size(), 0u);
+
+  TestEnv &later = p.make(hdr(1, 3));
+  EXPECT_EQ(c.take_or_post_receive(&recv), nullptr);  // nothing queued: posted
+  EXPECT_EQ(c.expected_size(), 1u);
+  EXPECT_EQ(c.deliver(&later), Delivery::kMatched);
+  EXPECT_TRUE(recv.complete.is_done());
+  EXPECT_EQ(recv.matched, &later);
+
+  c.close(7, [](Envelope<TestHeader> *) {});
+  EXPECT_EQ(c.take_or_post_receive(&recv), nullptr);
+  EXPECT_TRUE(recv.complete.is_done());  // closed: signalled, as post_receive
+  EXPECT_EQ(recv.status, 7);
+}
+
 TEST(Communicator, ReceiveFirstThenMessage) {
   Comm c;
   Pool p;
