@@ -106,6 +106,8 @@ class Context final : public MessageSink {
   int route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous, std::uint64_t epoch,
                    RouteCache::Lookup found, Route route) noexcept;
   int resolve(rocl_gid_t dgid, Route *route) noexcept;
+  bool take_waiting(rocl_gid_t dgid, Envelope &env, void *into, std::size_t cap,
+                    rocl_status_t *status, int *rc) noexcept;
   int finish_receive(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status) noexcept;
   int check_receive_args(const char *who, int tag, std::uint32_t domain) noexcept;
   int pull_if_rendezvous(Resource *r, Envelope **msg) noexcept;

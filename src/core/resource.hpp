@@ -55,7 +55,16 @@ class alignas(64) Resource {
   // Makes a fresh or recycled object live under gid with one reference
   // (the registration's).
   void start(rocl_gid_t gid) {
-    mailbox_.emplace();  // a fresh one: the last owner closed the old one
+    // The mailbox is made once and reopened after that (the last owner
+    // closed it, emptying it): a receiver that looked the object up without
+    // a reference (ResourceTable::peek) may still be about to lock it, and
+    // then finds it open but with another gid (or none), never a lock
+    // rebuilt under it.
+    if (mailbox_) {
+      mailbox_->reopen();
+    } else {
+      mailbox_.emplace();
+    }
     gid_.store(gid, std::memory_order_release);
     refs_.store(1, std::memory_order_release);
   }

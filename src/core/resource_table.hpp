@@ -33,6 +33,16 @@ class ResourceTable {
   // reference is taken), so checking one's own origin gid on every send
   // does not bounce the resource's cache line between threads.
   bool contains(rocl_gid_t gid) const noexcept;
+  // The live resource with this gid, without a reference (nullptr if
+  // none): for a look into its mailbox that checks, under the mailbox's
+  // lock, that the gid is still this one (Communicator::take_queued); the
+  // object may be deleted and recycled at any moment, but is never freed
+  // while the table lives, and its mailbox never rebuilt (Resource::start).
+  Resource *peek(rocl_gid_t gid) const noexcept {
+    if (gid == ROCL_NULL_GID || gid == ROCL_ANY_GID) return nullptr;
+    Resource *r = find(gid);
+    return r != nullptr && r->gid() == gid ? r : nullptr;
+  }
   // Drops a reference from get(); recycles the object after the last one.
   void put(Resource *r, bool for_request = false) noexcept;
 

@@ -315,6 +315,7 @@ class Communicator {
     if (recv == nullptr) {
       msg->matched = nullptr;
       unexpected_.push(msg, next_order_++);
+      note_queued();
       return Delivery::kQueued;
     }
     recv->matched = msg;
@@ -347,6 +348,42 @@ class Communicator {
   // Whether receives are posted here (no lock: a hint that may be stale by
   // the time it is used; claim_receive decides).
   bool has_posted_receives() const noexcept { return posted_.load(std::memory_order_relaxed) != 0; }
+  // Whether messages wait in the unexpected queue (no lock: a hint, as
+  // has_posted_receives).
+  bool has_queued_messages() const noexcept { return queued_.load(std::memory_order_relaxed) != 0; }
+
+  // For an owner that may not hold the endpoint alive (the rocl core's
+  // receive that finds its message waiting takes no reference to its
+  // resource): under the lock, if the Communicator is open and still_mine()
+  // says it still is the endpoint the caller meant, the earliest queued
+  // message matching recv->header is taken if accepts(const Env &) says
+  // so: unqueued, matched both ways with recv and returned; recv is
+  // neither posted nor signalled (nor reset: the caller has it in hand).
+  // Otherwise nullptr and nothing changed. Never blocks.
+  template <class StillMine, class Accepts>
+  Env *take_queued(Env *recv, StillMine still_mine, Accepts accepts) {
+    std::lock_guard<Lock> guard(lock_);
+    if (closed_ || !still_mine()) return nullptr;
+    Env *msg = unexpected_.find(recv->header,
+                                [recv](const H &arrived) { return bool(arrived == recv->header); });
+    if (msg == nullptr || !accepts(static_cast<const Env &>(*msg))) return nullptr;
+    unexpected_.remove(msg);
+    note_queued();
+    msg->matched = recv;
+    recv->matched = msg;
+    return msg;
+  }
+
+  // Opens a closed Communicator again for a new owner, as if new (every
+  // queue is empty since close()). The object itself stays: a thread that
+  // still holds its address from before (take_queued) finds it open but
+  // not its (still_mine() says no), instead of a lock being rebuilt under
+  // it. Does nothing if it is open.
+  void reopen() {
+    std::lock_guard<Lock> guard(lock_);
+    closed_ = false;
+    close_status_ = 0;
+  }
 
   // Puts back a message a receive was matched with but cannot take after
   // all (its owner could not pull it in: no memory), as if it had never
@@ -360,6 +397,7 @@ class Communicator {
     if (closed_) return false;
     msg->matched = nullptr;
     unexpected_.reinsert(msg);
+    note_queued();
     return true;
   }
 
@@ -414,6 +452,7 @@ class Communicator {
           return nullptr;  // recv is shared from here on: no more touching it
         }
         unexpected_.remove(msg);
+        note_queued();
         msg->matched = recv;
         recv->matched = msg;
         if (!signal_taken) return msg;
@@ -500,6 +539,7 @@ class Communicator {
       receives = expected_.detach(graveyard[0]);
       note_posted();
       dropped[0] = unexpected_.detach(graveyard[1]);
+      note_queued();
       dropped[1] = unrequested_.detach(graveyard[2]);
       dropped[2] = requested_.detach(graveyard[3]);
     }
@@ -619,7 +659,11 @@ class Communicator {
     return recv;
   }
   void note_posted() noexcept {
-    posted_.store(expected_.size() + (waiter_ != nullptr ? 1 : 0), std::memory_order_relaxed);
+    posted_.store(static_cast<std::uint32_t>(expected_.size() + (waiter_ != nullptr ? 1 : 0)),
+                  std::memory_order_relaxed);
+  }
+  void note_queued() noexcept {
+    queued_.store(static_cast<std::uint32_t>(unexpected_.size()), std::memory_order_relaxed);
   }
 
   // The fields a delivery to a waiting receive touches come first, so that
@@ -630,8 +674,11 @@ class Communicator {
   int close_status_ = 0;
   Env *waiter_ = nullptr;  // post()
   H waiter_header_{};
-  std::atomic<std::size_t> posted_{0};  // receives posted, written under lock_
-  std::uint64_t next_order_ = 0;        // posting/arrival time, shared by all queues
+  // Receives posted and messages queued (hints read without the lock),
+  // written under lock_; saturating at 2^32 would only make a hint stale.
+  std::atomic<std::uint32_t> posted_{0};
+  std::atomic<std::uint32_t> queued_{0};
+  std::uint64_t next_order_ = 0;  // posting/arrival time, shared by all queues
   Queue expected_{detail::QueueKind::kExpected};
   Queue unexpected_{detail::QueueKind::kUnexpected};
   Queue requested_{detail::QueueKind::kRequested};

@@ -390,4 +390,58 @@ TEST(Stress, ResourceChurn) {
   EXPECT_EQ(rocl_exit(), ROCL_OK);
 }
 
+// A receive on a gid whose resource was deleted fails with ROCL_EBADGID,
+// and never takes a message of the resource that reuses the object: a
+// receive that finds its message waiting takes no reference (it checks the
+// gid under the mailbox's lock), while another thread registers, fills and
+// deletes resources as fast as it can.
+TEST(Stress, ReceivesOnDeletedGidsNeverTakeTheNextResourcesMessages) {
+  ASSERT_GT(rocl_init(), 0);
+  const int kRounds = scaled(3000, 50);
+  std::atomic<rocl_gid_t> deleted{ROCL_NULL_GID};
+  std::atomic<bool> done{false};
+  Failures failures;
+  std::thread churn([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      const std::int64_t g = register_resource({{"type", "stale"}});
+      if (g <= 0) {
+        failures.add("register failed");
+        continue;
+      }
+      const auto gid = static_cast<rocl_gid_t>(g);
+      for (int k = 0; k < 3; ++k) {
+        if (rocl_send(gid, gid, i, &i, sizeof i) != ROCL_OK) failures.add("send");
+      }
+      void *p = nullptr;
+      std::size_t len = 0;
+      int tag = -1;
+      if (rocl_recv(gid, gid, ROCL_ANY, &p, nullptr, &tag, &len, 2000) != ROCL_OK) {
+        failures.add("recv of a live resource's message");
+      } else {
+        if (tag != i || len != sizeof i) failures.add("the live resource got another's message");
+        rocl_bfret(p);
+      }
+      if (rocl_delete(gid) != ROCL_OK) failures.add("delete");
+      deleted.store(gid, std::memory_order_release);
+    }
+    done.store(true);
+  });
+  long stale_receives = 0;
+  while (!done.load()) {
+    const rocl_gid_t gid = deleted.load(std::memory_order_acquire);
+    if (gid == ROCL_NULL_GID) continue;
+    void *p = nullptr;
+    const int rc = rocl_recv(gid, ROCL_ANY, ROCL_ANY, &p, nullptr, nullptr, nullptr, 0);
+    ++stale_receives;
+    if (rc != ROCL_EBADGID) {
+      failures.add("a receive on deleted gid returned " + std::to_string(rc));
+      if (rc == ROCL_OK) rocl_bfret(p);
+    }
+  }
+  churn.join();
+  EXPECT_GT(stale_receives, 0);
+  EXPECT_EQ(failures.count(), 0) << failures.text();
+  EXPECT_EQ(rocl_exit(), ROCL_OK);
+}
+
 }  // namespace
