@@ -134,7 +134,7 @@ void Context::start_transports() {
   env.rendezvous_threshold = options_.rndv_threshold;
   env.tcp_rendezvous_threshold = options_.tcp_rndv_threshold;
   env.shm_rendezvous_threshold = options_.shm_rndv_threshold;
-  env.tcp_congestion = options_.tcp_congestion;
+  env.tcp_congestion = split_list(options_.tcp_congestion);
   env.linger_ms = options_.linger_ms;
   env.spin_us = static_cast<std::uint32_t>(options_.spin_us);
   std::string list = options_.transports;
@@ -149,12 +149,7 @@ void Context::start_transports() {
       }
     }
   }
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    std::size_t comma = list.find(',', start);
-    std::string name = list.substr(start, comma == std::string::npos ? comma : comma - start);
-    start = comma == std::string::npos ? list.size() + 1 : comma + 1;
-    if (name.empty()) continue;
+  for (const std::string &name : split_list(list)) {
     const TransportEntry *entry = find_transport(name);
     if (entry == nullptr) {
       throw std::invalid_argument("ROCL_TRANSPORTS names '" + name +

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace rocl::impl {
 namespace {
@@ -167,6 +169,17 @@ bool parse_size(const char *text, std::size_t *out) {
   if (shift != 0 && v > (~0ull >> shift)) return false;
   *out = static_cast<std::size_t>(v << shift);
   return true;
+}
+
+std::vector<std::string> split_list(std::string_view list) {
+  std::vector<std::string> names;
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    const std::string_view name = list.substr(0, comma);
+    if (!name.empty()) names.emplace_back(name);
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  return names;
 }
 
 Options load_options() {

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace rocl::impl {
 
@@ -36,5 +38,9 @@ void print_options(std::FILE *out);
 
 // Parses "64K", "2M", "4G", "1048576"; false if malformed.
 bool parse_size(const char *text, std::size_t *out);
+
+// The names of a comma-separated option value ("shm,tcp"), in order; empty
+// ones ("a,,b", a trailing comma) are skipped.
+std::vector<std::string> split_list(std::string_view list);
 
 }  // namespace rocl::impl

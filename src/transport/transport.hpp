@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "buffer/buffer_pool.hpp"
 #include "core/message.hpp"
@@ -109,9 +110,10 @@ struct TransportEnv {
   std::size_t tcp_rendezvous_threshold = 0;
   // shm: the same for pool buffers (ROCL_SHM_RNDV_THRESHOLD).
   std::size_t shm_rendezvous_threshold = 0;
-  // tcp: the congestion control of every connection (ROCL_TCP_CONGESTION,
-  // a name for the TCP_CONGESTION socket option). Empty: the system's.
-  std::string tcp_congestion{};
+  // tcp: the congestion control of every connection, the first of these
+  // names (ROCL_TCP_CONGESTION, for the TCP_CONGESTION socket option) the
+  // kernel accepts. None: the system's.
+  std::vector<std::string> tcp_congestion{};
   // Linger at shutdown (ROCL_LINGER_MS; the core passes it, 0 here so that
   // a bare transport closes at once): a transport whose accepted messages
   // may still be at the sender when it is destroyed (queued bytes, parked

@@ -364,14 +364,7 @@ class Communicator {
   Env *take_queued(Env *recv, StillMine still_mine, Accepts accepts) {
     std::lock_guard<Lock> guard(lock_);
     if (closed_ || !still_mine()) return nullptr;
-    Env *msg = unexpected_.find(recv->header,
-                                [recv](const H &arrived) { return bool(arrived == recv->header); });
-    if (msg == nullptr || !accepts(static_cast<const Env &>(*msg))) return nullptr;
-    unexpected_.remove(msg);
-    note_queued();
-    msg->matched = recv;
-    recv->matched = msg;
-    return msg;
+    return take_unexpected(recv, accepts);
   }
 
   // Opens a closed Communicator again for a new owner, as if new (every
@@ -445,16 +438,11 @@ class Communicator {
       if (closed_) {
         recv->status = close_status_;
       } else {
-        msg = unexpected_.find(recv->header,
-                               [recv](const H &arrived) { return bool(arrived == recv->header); });
+        msg = take_unexpected(recv, [](const Env &) { return true; });
         if (msg == nullptr) {
           post(recv);
           return nullptr;  // recv is shared from here on: no more touching it
         }
-        unexpected_.remove(msg);
-        note_queued();
-        msg->matched = recv;
-        recv->matched = msg;
         if (!signal_taken) return msg;
       }
     }
@@ -652,6 +640,19 @@ class Communicator {
       expected_.remove(recv);
     }
     note_posted();
+  }
+  // Under lock_: the earliest unexpected message matching recv->header, if
+  // accepts(it), unqueued and matched both ways with recv; else nullptr.
+  template <class Accepts>
+  Env *take_unexpected(Env *recv, Accepts accepts) {
+    Env *msg = unexpected_.find(recv->header,
+                                [recv](const H &arrived) { return bool(arrived == recv->header); });
+    if (msg == nullptr || !accepts(static_cast<const Env &>(*msg))) return nullptr;
+    unexpected_.remove(msg);
+    note_queued();
+    msg->matched = recv;
+    recv->matched = msg;
+    return msg;
   }
   Env *take_posted(const H &header) {
     Env *recv = find_posted(header);

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "transport/tcp/tcp_internal.hpp"
 
@@ -115,23 +116,25 @@ std::string system_congestion() {
 void TcpTransportImpl::tune_socket(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  const std::string &list = env_.tcp_congestion;
-  if (list.empty()) return;
-  std::string refusals;
-  for (std::size_t at = 0; at <= list.size();) {
-    const std::size_t end = std::min(list.find(',', at), list.size());
-    const std::string name = list.substr(at, end - at);
-    at = end + 1;
-    if (name.empty()) continue;
+  const std::vector<std::string> &names = env_.tcp_congestion;
+  if (names.empty()) return;
+  std::vector<int> errors;  // why each name was refused, in order
+  for (const std::string &name : names) {
     if (::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(),
                      static_cast<socklen_t>(name.size())) == 0) {
       return;
     }
-    const int err = errno;
-    refusals += (refusals.empty() ? "'" : ", '") + name + "': " + std::strerror(err) +
-                (err == EPERM ? " (not in net.ipv4.tcp_allowed_congestion_control)" : "");
+    errors.push_back(errno);
   }
-  if (refusals.empty() || congestion_refused_.fetch_add(1) != 0) return;
+  if (congestion_refused_.fetch_add(1) != 0) return;
+  std::string list;
+  std::string refusals;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    list.append(k == 0 ? "" : ",").append(names[k]);
+    refusals.append(k == 0 ? "'" : ", '").append(names[k]).append("': ");
+    refusals.append(std::strerror(errors[k]));
+    if (errors[k] == EPERM) refusals.append(" (not in net.ipv4.tcp_allowed_congestion_control)");
+  }
   const std::string sys = system_congestion();
   log("tcp: congestion control (ROCL_TCP_CONGESTION=" + list +
       ") refused by the kernel: " + refusals + "; connections keep the system's" +

@@ -2,6 +2,7 @@
 // concurrency, the job-secret handshake, hostile peers, a dying peer, caller
 // progress, flow control, rendezvous and the linger at shutdown.
 #include "transport/tcp/tcp_transport.hpp"
+#include "core/options.hpp"
 #include "transport/transport_test_util.hpp"
 
 #include <arpa/inet.h>
@@ -75,7 +76,7 @@ struct Node {
     TransportEnv env{&sink, instance, &pool, secret, ""};
     env.rendezvous_threshold = rndv;
     env.linger_ms = linger;
-    env.tcp_congestion = std::move(congestion);
+    env.tcp_congestion = split_list(congestion);
     env.tcp_rendezvous_threshold = tcp_rndv;
     t = make_tcp_transport_with_log(env, log.fn(), options);
   }
