@@ -71,6 +71,32 @@ bool Context::spin_with_progress(const generic::Completion &done, int timeout_ms
                     std::chrono::microseconds(options_.spin_us));
 }
 
+// A receive spinning on its mailbox's hand-off word (post_spinning): as
+// spin_with_progress; with no transport to drive, a plain spin of
+// ROCL_SPIN_US on the word (as Completion::wait spins on its own).
+bool Context::spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket,
+                                int timeout_ms) noexcept {
+  const auto changed = [&mailbox, ticket] { return !mailbox.waiting_on(ticket); };
+  auto spin = std::chrono::microseconds(options_.spin_us);
+  if (!polled_.empty() || timeout_ms == 0) return spin_until(changed, timeout_ms, spin);
+  if (timeout_ms > 0) spin = std::min(spin, std::chrono::microseconds(timeout_ms * 1000LL));
+  // The clock is first read after 64 looks (a clock read costs ~25 ns here,
+  // and a ping-pong's reply comes within that): the spin runs that much
+  // longer.
+  std::chrono::steady_clock::time_point end;
+  for (unsigned i = 1;; ++i) {
+    if (changed()) return true;
+    cpu_relax();
+    if ((i & 63u) != 0) continue;
+    const auto now = std::chrono::steady_clock::now();
+    if (i == 64) {
+      end = now + spin;
+    } else if (now >= end) {
+      return changed();
+    }
+  }
+}
+
 bool Context::spin_until_sent(const BlockHeader *block, int timeout_ms,
                               std::chrono::microseconds spin) noexcept {
   return spin_until([block] { return send_finished(block); }, timeout_ms, spin);

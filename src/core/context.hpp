@@ -118,7 +118,11 @@ class Context final : public MessageSink {
                         int *rc) noexcept;
   int complete_request(rocl_request **req, rocl_status_t *status) noexcept;
   bool origin_gone(rocl_gid_t origin) noexcept;
-  int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg) noexcept;
+  // spun: the caller spun already (await_hand_off): sleep at once.
+  int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg,
+                    bool spun = false) noexcept;
+  int await_hand_off(Resource *r, Envelope &env, std::uint64_t ticket, int timeout,
+                     Envelope **msg) noexcept;
   void free_message(Envelope *msg) noexcept;
   void start_transports();
   // ROCL_FLAG_ACK (acks.cpp): a message matched on `receiver`: queue its
@@ -137,6 +141,7 @@ class Context final : public MessageSink {
   int progress_transports() noexcept;
   int progress_round(unsigned round) noexcept;
   bool spin_with_progress(const generic::Completion &done, int timeout_ms) noexcept;
+  bool spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket, int timeout_ms) noexcept;
   bool spin_until_sent(const BlockHeader *block, int timeout_ms,
                        std::chrono::microseconds spin) noexcept;
   template <class Done>  // caller_progress.cpp only

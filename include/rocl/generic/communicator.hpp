@@ -292,7 +292,9 @@ class Communicator {
   //   receives compete by posting time) is unqueued, recv->matched = msg and
   //   msg->matched = recv, then recv->complete is signalled after the lock is
   //   released, as the last touch of recv. The caller keeps msg (the
-  //   receiver learns it through recv->matched).
+  //   receiver learns it through recv->matched). If that receive spins
+  //   (post_spinning), msg is handed to it through the hand-off word
+  //   instead (as hand_to_waiter; nothing is signalled).
   // - Queued: msg joins the unexpected queue, borrowed until a receive, or
   //   close()'s on_drop, hands it on.
   // - Closed: nothing is touched; the caller keeps msg.
@@ -304,13 +306,15 @@ class Communicator {
   }
 
   // As deliver(msg), but a matched receive is not signalled: it comes back
-  // in *to_signal (nullptr unless matched), and the caller signals its
+  // in *to_signal (nullptr unless matched, or handed to a spinning
+  // receive), and the caller signals its
   // complete at once, as its last touch of it (the rocl core signals its
   // own thread's receive without a locked instruction: signal_own).
   Delivery deliver(Env *msg, Env **to_signal) {
     *to_signal = nullptr;
     std::lock_guard<Lock> guard(lock_);
     if (closed_) return Delivery::kClosed;
+    if (hand_to_spinning_waiter(msg)) return Delivery::kMatched;  // nothing to signal
     Env *recv = take_posted(msg->header);
     if (recv == nullptr) {
       msg->matched = nullptr;
@@ -337,20 +341,104 @@ class Communicator {
   Env *claim_receive(const H &header, Accepts accepts) {
     std::lock_guard<Lock> guard(lock_);
     if (closed_) return nullptr;
-    Env *recv = find_posted(header);
-    if (recv == nullptr || !accepts(static_cast<const Env &>(*recv))) return nullptr;
-    unpost(recv);
-    ++next_order_;  // the message's arrival, as deliver() would count it
+    Env *recv;
+    do {
+      recv = find_posted(header);
+      if (recv == nullptr || !accepts(static_cast<const Env &>(*recv))) return nullptr;
+    } while (!unpost(recv, kSettled));  // a hand-off took it meanwhile: look again
+    ++next_order_;                      // the message's arrival, as deliver() would count it
     recv->matched = nullptr;
     return recv;
   }
 
   // Whether receives are posted here (no lock: a hint that may be stale by
-  // the time it is used; claim_receive decides).
+  // the time it is used; claim_receive decides; a receive taken by
+  // hand_to_waiter counts until the next locked call notices it).
   bool has_posted_receives() const noexcept { return posted_.load(std::memory_order_relaxed) != 0; }
   // Whether messages wait in the unexpected queue (no lock: a hint, as
   // has_posted_receives).
   bool has_queued_messages() const noexcept { return queued_.load(std::memory_order_relaxed) != 0; }
+
+  // ---- The hand-off to a spinning receive ------------------------------
+  // The one-way time between two threads is the cache lines a message
+  // moves from core to core. A sender that delivers under the lock moves
+  // two in a row before the receiver sees anything (the lock's line, then
+  // the receive's envelope, which the receiver reads back), and writes the
+  // lock's line several times while the receiver may look at it. Here a
+  // receive whose owner spins (post_spinning) publishes a ticket in one
+  // word on the lock's line, beside its header; a sender whose message
+  // matches swaps the ticket for the message's address with one
+  // compare-and-swap, without the lock, and the spinning owner, which
+  // watches that word, takes it from there: one line, written once.
+  //
+  // The word, `handoff_`: idle (0); a ticket ((posting order << 2) | 1,
+  // never the same twice, as posting orders are not, across reopen()
+  // too) while the earliest posted receive, posted alone, spins; a
+  // message's address | 2 once a sender handed it over; kSettled (3) once
+  // a locked call claimed the receive (deliver, claim_receive) or close()
+  // completed it. From a ticket on, the word is its receive's owner's: no
+  // new ticket is published until the owner has read the outcome
+  // (take_handed) or withdrawn it, which idle the word again.
+
+  // As take_or_post_receive. When recv is posted as the only receive and
+  // the word is idle, *ticket is its ticket (else 0): recv is then
+  // completed either as any posted receive (its completion) or by a
+  // hand-off. Its owner waits while waiting_on(*ticket), then calls
+  // take_handed (or withdraw() first, to wait on the completion alone).
+  Env *post_spinning(Env *recv, std::uint64_t *ticket) {
+    return post_or_take(recv, /*signal_taken=*/false, ticket);
+  }
+
+  // A message has arrived (msg->header concrete): if a spinning receive
+  // waits, matches it and still_mine() says the endpoint is still the one
+  // the caller meant (it may not hold it alive: checked after the ticket
+  // was read, so a ticket still there at the swap proves the answer
+  // current), msg is handed to it and true returned; the owner of the
+  // receive has msg from then on. Otherwise false and nothing changed:
+  // deliver() it. Never locks. A message handed so has no place in the
+  // arrival order: it must never be requeue()d (the rocl core hands no
+  // rendezvous stubs).
+  template <class StillMine>
+  bool hand_to_waiter(Env *msg, StillMine still_mine) {
+    std::uint64_t seen = handoff_.load(std::memory_order_acquire);
+    if ((seen & kTagMask) != kWaitingTag) return false;
+    if (!bool(msg->header == waiter_header_.load()) || !still_mine()) return false;
+    const std::uint64_t handed = reinterpret_cast<std::uintptr_t>(msg) | kHandedTag;
+    return handoff_.compare_exchange_strong(seen, handed, std::memory_order_release,
+                                            std::memory_order_relaxed);
+  }
+
+  // Whether the receive with this ticket still waits for a hand-off (no
+  // lock; one load of the word the owner spins on).
+  bool waiting_on(std::uint64_t ticket) const noexcept {
+    return handoff_.load(std::memory_order_acquire) == ticket;
+  }
+
+  // The owner gives up spinning: its receive stays posted, to be completed
+  // through its completion only (true). False if a hand-off or a locked
+  // call came first: take_handed tells which.
+  bool withdraw(std::uint64_t ticket) {
+    std::lock_guard<Lock> guard(lock_);
+    std::uint64_t expected = ticket;
+    if (!handoff_.compare_exchange_strong(expected, kIdle, std::memory_order_relaxed)) return false;
+    waiter_spins_ = false;  // waiter_ stays: an ordinary posted receive now
+    return true;
+  }
+
+  // For the owner of recv, once !waiting_on(ticket) (or withdraw failed):
+  // the message handed to recv (matched both ways), or nullptr if a locked
+  // call claimed recv or close() completed it (its completion is signalled
+  // or about to be: wait on it). Idles the word either way. Never locks.
+  Env *take_handed(Env *recv, std::uint64_t ticket) noexcept {
+    const std::uint64_t now = handoff_.load(std::memory_order_acquire);
+    if (now == ticket) return nullptr;                 // misuse: still waiting; nothing changes
+    handoff_.store(kIdle, std::memory_order_relaxed);  // nobody else writes it now
+    if ((now & kTagMask) != kHandedTag) return nullptr;
+    Env *msg = reinterpret_cast<Env *>(now & ~kTagMask);
+    msg->matched = recv;
+    recv->matched = msg;
+    return msg;
+  }
 
   // For an owner that may not hold the endpoint alive (the rocl core's
   // receive that finds its message waiting takes no reference to its
@@ -405,7 +493,7 @@ class Communicator {
   //   done (or cancel_receive returned true) the owner must keep recv alive.
   // - If closed: recv->status = the close status, recv->complete is
   //   signalled, nullptr is returned.
-  Env *post_receive(Env *recv) { return post_or_take(recv, /*signal_taken=*/true); }
+  Env *post_receive(Env *recv) { return post_or_take(recv, /*signal_taken=*/true, nullptr); }
 
   // As post_receive, for an owner that takes a returned message from the
   // return value and never waits on recv then: a message found queued
@@ -413,25 +501,31 @@ class Communicator {
   // instruction per message a receive finds waiting (a stream's receiver
   // finds most of them so). Everything else as post_receive, the closed
   // case included (signalled).
-  Env *take_or_post_receive(Env *recv) { return post_or_take(recv, /*signal_taken=*/false); }
+  Env *take_or_post_receive(Env *recv) {
+    return post_or_take(recv, /*signal_taken=*/false, nullptr);
+  }
 
   // Withdraws a receive posted here. True if it was still queued: it is
   // unqueued and will never be matched or signalled, and the owner has it
   // back. False if it was already matched or completed by close(): then its
   // completion is (or is about to be) signalled, and the owner must wait for
   // it before reusing or destroying recv. Never blocks.
+  // A spinning receive (post_spinning) cancelled this way leaves the word
+  // idle; false if a hand-off took it (take_handed has it).
   bool cancel_receive(Env *recv) {
     std::lock_guard<Lock> guard(lock_);
+    sync_waiter();
     if (closed_ || (recv != waiter_ && !expected_.contains(recv))) return false;
-    unpost(recv);
-    return true;
+    return unpost(recv, kIdle);
   }
 
  private:
-  Env *post_or_take(Env *recv, bool signal_taken) {
+  // ticket: nullptr for a receive that does not spin (post_spinning).
+  Env *post_or_take(Env *recv, bool signal_taken, std::uint64_t *ticket) {
     recv->matched = nullptr;
     recv->status = 0;
     recv->complete.reset();
+    if (ticket != nullptr) *ticket = 0;
     Env *msg = nullptr;
     {
       std::lock_guard<Lock> guard(lock_);
@@ -440,7 +534,8 @@ class Communicator {
       } else {
         msg = take_unexpected(recv, [](const Env &) { return true; });
         if (msg == nullptr) {
-          post(recv);
+          const std::uint64_t t = post(recv, ticket != nullptr);
+          if (ticket != nullptr) *ticket = t;
           return nullptr;  // recv is shared from here on: no more touching it
         }
         if (!signal_taken) return msg;
@@ -520,10 +615,11 @@ class Communicator {
     {
       std::lock_guard<Lock> guard(lock_);
       if (closed_) return;
+      sync_waiter();
       closed_ = true;
       close_status_ = status;
       waiter = waiter_;
-      waiter_ = nullptr;
+      if (waiter != nullptr && !unpost(waiter, kSettled)) waiter = nullptr;  // handed meanwhile
       receives = expected_.detach(graveyard[0]);
       note_posted();
       dropped[0] = unexpected_.detach(graveyard[1]);
@@ -559,7 +655,7 @@ class Communicator {
   // Number of posted receives waiting in the expected queue.
   std::size_t expected_size() const {
     std::lock_guard<Lock> guard(lock_);
-    return expected_.size() + (waiter_ != nullptr ? 1 : 0);
+    return expected_.size() + (waiter_posted() ? 1 : 0);
   }
   // Number of parked rendezvous requests (the requested queue).
   std::size_t requested_size() const {
@@ -617,29 +713,92 @@ class Communicator {
   // on the cache line of the lock it holds anyway, instead of reading the
   // queue's lines and the envelope's (thread-to-thread one-way latency:
   // each line is a transfer between cores).
-  void post(Env *recv) {
+  // A receive that spins (post_spinning) and becomes waiter_ gets a ticket
+  // when the word is idle (returned; else 0).
+  std::uint64_t post(Env *recv, bool spins) {
+    sync_waiter();
+    std::uint64_t ticket = 0;
     if (waiter_ == nullptr && expected_.size() == 0) {
       waiter_ = recv;
-      waiter_header_ = recv->header;
-      Queue::set_order(recv, next_order_++);
+      const std::uint64_t order = next_order_++;
+      Queue::set_order(recv, order);
+      waiter_header_.store(recv->header);
+      if (spins && handoff_.load(std::memory_order_relaxed) == kIdle) {
+        ticket = order << 2 | kWaitingTag;
+        waiter_ticket_ = ticket;
+        waiter_spins_ = true;
+        handoff_.store(ticket, std::memory_order_release);  // header before ticket
+      }
     } else {
       expected_.push(recv, next_order_++);  // may throw, having changed nothing
     }
     note_posted();
+    return ticket;
   }
   // The earliest posted receive matching a message with `header`, or nullptr.
-  Env *find_posted(const H &header) const {
-    if (waiter_ != nullptr && bool(header == waiter_header_)) return waiter_;
+  Env *find_posted(const H &header) {
+    sync_waiter();
+    if (waiter_ != nullptr && bool(header == waiter_header_.load())) return waiter_;
     return expected_.find(header, [&header](const H &posted) { return bool(header == posted); });
   }
-  // Unposts recv, which find_posted returned.
-  void unpost(Env *recv) noexcept {
+  // Unposts recv, which find_posted returned; a spinning waiter's word
+  // goes from its ticket to `outcome` (kSettled: claimed or closed, its
+  // completion will be signalled; kIdle: cancelled). False if a hand-off
+  // took it first (then it is unposted too: sync_waiter).
+  bool unpost(Env *recv, std::uint64_t outcome) noexcept {
     if (recv == waiter_) {
+      if (waiter_spins_) {
+        std::uint64_t expected = waiter_ticket_;
+        if (!handoff_.compare_exchange_strong(expected, outcome, std::memory_order_relaxed)) {
+          sync_waiter();
+          return false;
+        }
+        waiter_spins_ = false;
+      }
       waiter_ = nullptr;
     } else {
       expected_.remove(recv);
     }
     note_posted();
+    return true;
+  }
+  // Under lock_: the earliest posted receive spins and matches msg (a
+  // sender that found its ticket not yet published, and the lock taken by
+  // the post that published it): msg is handed over as hand_to_waiter
+  // would (the owner learns it from the word it watches; nothing to
+  // signal, no envelope to write), and true returned.
+  bool hand_to_spinning_waiter(Env *msg) noexcept {
+    sync_waiter();
+    if (!waiter_spins_ || !bool(msg->header == waiter_header_.load())) return false;
+    std::uint64_t expected = waiter_ticket_;
+    const std::uint64_t handed = reinterpret_cast<std::uintptr_t>(msg) | kHandedTag;
+    if (!handoff_.compare_exchange_strong(expected, handed, std::memory_order_release,
+                                          std::memory_order_relaxed)) {
+      sync_waiter();  // a sender without the lock was first
+      return false;
+    }
+    waiter_ = nullptr;
+    waiter_spins_ = false;
+    ++next_order_;  // the message's arrival, as deliver() would count it
+    note_posted();
+    return true;
+  }
+  // Under lock_: a spinning waiter that a sender took without the lock
+  // (hand_to_waiter) is posted no more. Every locked call that looks at
+  // waiter_ calls this first: its owner may have taken the message and
+  // returned, so waiter_ must not be touched.
+  void sync_waiter() noexcept {
+    if (waiter_spins_ && handoff_.load(std::memory_order_relaxed) != waiter_ticket_) {
+      waiter_ = nullptr;
+      waiter_spins_ = false;
+      ++next_order_;  // the message's arrival, as deliver() would count it
+      note_posted();
+    }
+  }
+  // Whether waiter_ is still posted (for const callers, which cannot sync).
+  bool waiter_posted() const noexcept {
+    return waiter_ != nullptr &&
+           !(waiter_spins_ && handoff_.load(std::memory_order_relaxed) != waiter_ticket_);
   }
   // Under lock_: the earliest unexpected message matching recv->header, if
   // accepts(it), unqueued and matched both ways with recv; else nullptr.
@@ -655,31 +814,63 @@ class Communicator {
     return msg;
   }
   Env *take_posted(const H &header) {
-    Env *recv = find_posted(header);
-    if (recv != nullptr) unpost(recv);
+    Env *recv;
+    do {
+      recv = find_posted(header);
+    } while (recv != nullptr && !unpost(recv, kSettled));  // handed meanwhile: look again
     return recv;
   }
   void note_posted() noexcept {
-    posted_.store(static_cast<std::uint32_t>(expected_.size() + (waiter_ != nullptr ? 1 : 0)),
-                  std::memory_order_relaxed);
+    posted_.store(waiter_ != nullptr || expected_.size() != 0, std::memory_order_relaxed);
   }
-  void note_queued() noexcept {
-    queued_.store(static_cast<std::uint32_t>(unexpected_.size()), std::memory_order_relaxed);
-  }
+  void note_queued() noexcept { queued_.store(unexpected_.size() != 0, std::memory_order_relaxed); }
+
+  // A header in words that a sender may read without the lock
+  // (hand_to_waiter) while a locked call writes it (post).
+  class SharedHeader {
+   public:
+    void store(const H &h) noexcept {
+      std::uint64_t words[kWords] = {};
+      __builtin_memcpy(words, &h, sizeof h);
+      for (std::size_t i = 0; i < kWords; ++i) words_[i].store(words[i], std::memory_order_relaxed);
+    }
+    H load() const noexcept {
+      std::uint64_t words[kWords];
+      for (std::size_t i = 0; i < kWords; ++i) words[i] = words_[i].load(std::memory_order_relaxed);
+      H h;
+      __builtin_memcpy(&h, words, sizeof h);
+      return h;
+    }
+
+   private:
+    static constexpr std::size_t kWords = (sizeof(H) + 7) / 8;
+    std::atomic<std::uint64_t> words_[kWords] = {};
+  };
+
+  static constexpr std::uint64_t kIdle = 0;
+  static constexpr std::uint64_t kTagMask = 3;
+  static constexpr std::uint64_t kWaitingTag = 1;
+  static constexpr std::uint64_t kHandedTag = 2;
+  static constexpr std::uint64_t kSettled = 3;
+  static_assert(alignof(Env) > kTagMask, "an envelope's address leaves the tag bits free");
 
   // The fields a delivery to a waiting receive touches come first, so that
   // they share the lock's cache line (with the 16 bytes of an rocl
-  // Resource's counters before them: resource.hpp).
+  // Resource's counters before them: resource.hpp; 48 bytes here with a
+  // 16-byte header).
   mutable Lock lock_;
   bool closed_ = false;
-  int close_status_ = 0;
-  Env *waiter_ = nullptr;  // post()
-  H waiter_header_{};
-  // Receives posted and messages queued (hints read without the lock),
-  // written under lock_; saturating at 2^32 would only make a hint stale.
-  std::atomic<std::uint32_t> posted_{0};
-  std::atomic<std::uint32_t> queued_{0};
+  bool waiter_spins_ = false;  // waiter_ has waiter_ticket_ (post_spinning)
+  // Whether receives are posted, messages queued (hints read without the
+  // lock), written under lock_.
+  std::atomic<bool> posted_{false};
+  std::atomic<bool> queued_{false};
+  Env *waiter_ = nullptr;                      // post()
+  std::atomic<std::uint64_t> handoff_{kIdle};  // hand_to_waiter
+  SharedHeader waiter_header_;
   std::uint64_t next_order_ = 0;  // posting/arrival time, shared by all queues
+  std::uint64_t waiter_ticket_ = 0;
+  int close_status_ = 0;
   Queue expected_{detail::QueueKind::kExpected};
   Queue unexpected_{detail::QueueKind::kUnexpected};
   Queue requested_{detail::QueueKind::kRequested};

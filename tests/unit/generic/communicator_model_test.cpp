@@ -148,6 +148,10 @@ TEST_P(ModelTest, RandomOperationsAgreeWithReference) {
   std::deque<TestEnv> envs;
   std::vector<int> state;  // Model::Where of each id
   std::vector<int> free_ids;
+  // The receive that spins (post_spinning gave it a ticket), at most one at
+  // a time: a message for it comes through the hand-off word.
+  int spinning = -1;
+  std::uint64_t spin_ticket = 0;
 
   auto concrete = [&] {
     return TestHeader{uniform(prm.sources), uniform(prm.tags),
@@ -176,6 +180,7 @@ TEST_P(ModelTest, RandomOperationsAgreeWithReference) {
     return id;
   };
   auto release = [&](int id) {
+    if (id == spinning) spinning = -1;
     state[id] = Model::kNowhere;
     free_ids.push_back(id);
   };
@@ -184,7 +189,7 @@ TEST_P(ModelTest, RandomOperationsAgreeWithReference) {
     return envs.empty() ? -1 : uniform(static_cast<int>(envs.size()));
   };
 
-  std::uint64_t matches = 0, cancels = 0, pattern_posts = 0;
+  std::uint64_t matches = 0, cancels = 0, pattern_posts = 0, hand_offs = 0, withdrawn = 0;
   for (int op = 0; op < prm.operations; ++op) {
     SCOPED_TRACE(::testing::Message() << "operation " << op);
     int kind = uniform(100);
@@ -192,11 +197,34 @@ TEST_P(ModelTest, RandomOperationsAgreeWithReference) {
     if (model.unexpected().size() > 300) kind = 35;
     if (model.expected().size() > 300) kind = 5;
     if (kind < 30) {  // deliver
-      const TestHeader h = concrete();
+      TestHeader h = concrete();
+      if (spinning >= 0 && chance(0.3)) {  // often one for the spinning receive
+        const TestHeader &spin = envs[spinning].header;
+        if (spin.source != TestHeader::kAny) h.source = spin.source;
+        if (spin.tag != TestHeader::kAny) h.tag = spin.tag;
+        h.context = spin.context;
+      }
       const int id = take_env(h);
       const int want = model.deliver(id, h);
-      const Delivery got = comm.deliver(&envs[id]);
-      if (want < 0) {
+      const bool to_spinner = want >= 0 && want == spinning;
+      // Half the messages try the hand-off without the lock first, as the
+      // rocl core's senders do: it takes exactly the spinning receive's.
+      const bool tried = chance(0.5);
+      if (tried) ASSERT_EQ(comm.hand_to_waiter(&envs[id], [] { return true; }), to_spinner);
+      // The others go by deliver(), which hands them over under its lock.
+      const Delivery got = tried && to_spinner ? Delivery::kMatched : comm.deliver(&envs[id]);
+      if (to_spinner) {
+        ASSERT_EQ(got, Delivery::kMatched);
+        ASSERT_FALSE(comm.waiting_on(spin_ticket));
+        ASSERT_FALSE(envs[want].complete.is_done());
+        ASSERT_EQ(comm.take_handed(&envs[want], spin_ticket), &envs[id]);
+        ASSERT_EQ(envs[want].matched, &envs[id]);
+        ASSERT_EQ(envs[id].matched, &envs[want]);
+        release(want);
+        release(id);
+        ++matches;
+        ++hand_offs;
+      } else if (want < 0) {
         ASSERT_EQ(got, Delivery::kQueued);
         ASSERT_EQ(envs[id].matched, nullptr);
         state[id] = Model::kUnexpected;
@@ -214,23 +242,53 @@ TEST_P(ModelTest, RandomOperationsAgreeWithReference) {
       const TestHeader h = chance(0.5) ? concrete() : maybe_pattern();
       pattern_posts += h.is_pattern() ? 1 : 0;
       const int id = take_env(h);
+      const bool alone = model.expected().empty();
       const int want = model.post_receive(id, h);
-      Env *got = comm.post_receive(&envs[id]);
+      // Some receives spin (the rocl core's rocl_recv): a ticket when
+      // posted alone, and a message found queued comes back unsignalled.
+      const bool spins = chance(0.4);
+      std::uint64_t ticket = 0;
+      Env *got = spins ? comm.post_spinning(&envs[id], &ticket) : comm.post_receive(&envs[id]);
       if (want < 0) {
         ASSERT_EQ(got, nullptr);
         ASSERT_FALSE(envs[id].complete.is_done());
         ASSERT_EQ(envs[id].matched, nullptr);
+        ASSERT_EQ(ticket != 0, spins && alone);
+        if (ticket != 0) {
+          ASSERT_TRUE(comm.waiting_on(ticket));
+          spinning = id;
+          spin_ticket = ticket;
+        }
         state[id] = Model::kExpected;
       } else {
         ASSERT_EQ(got, &envs[want]);
+        ASSERT_EQ(ticket, 0u);
         ASSERT_EQ(envs[id].matched, &envs[want]);
         ASSERT_EQ(envs[want].matched, &envs[id]);
-        ASSERT_TRUE(envs[id].complete.is_done());
+        ASSERT_EQ(envs[id].complete.is_done(), !spins);
         release(want);
         release(id);
         ++matches;
       }
     } else if (kind < 70) {  // cancel_receive of a random envelope, usually a queued receive
+      if (spinning >= 0 && chance(0.2)) {  // or the spinning one stops spinning
+        ASSERT_TRUE(comm.withdraw(spin_ticket));
+        ASSERT_FALSE(comm.waiting_on(spin_ticket));
+        spinning = -1;  // an ordinary posted receive from now on
+        ++withdrawn;
+        continue;
+      }
+      if (chance(0.1)) {  // or every posted receive goes, so that the next one posted is alone
+        while (!model.expected().empty()) {
+          const int gone = model.expected().front().id;
+          ASSERT_TRUE(model.cancel_receive(gone));
+          ASSERT_TRUE(comm.cancel_receive(&envs[gone]));
+          if (gone == spinning) ASSERT_FALSE(comm.waiting_on(spin_ticket));  // idle again
+          release(gone);
+          ++cancels;
+        }
+        continue;
+      }
       int id = -1;
       if (!model.expected().empty() && chance(0.7)) {
         id = model.expected()[uniform(static_cast<int>(model.expected().size()))].id;
@@ -310,6 +368,8 @@ TEST_P(ModelTest, RandomOperationsAgreeWithReference) {
   EXPECT_GT(matches, static_cast<std::uint64_t>(prm.operations / 5));
   EXPECT_GT(cancels, 100u);
   EXPECT_GT(pattern_posts, 1000u);
+  EXPECT_GT(hand_offs, static_cast<std::uint64_t>(prm.operations / 5000));
+  EXPECT_GT(withdrawn, 2u);
 
   // close() hands back exactly what the model still holds, each once, and
   // completes the outstanding receives.
@@ -322,6 +382,10 @@ TEST_P(ModelTest, RandomOperationsAgreeWithReference) {
   std::sort(dropped.begin(), dropped.end());
   std::sort(want_dropped.begin(), want_dropped.end());
   EXPECT_EQ(dropped, want_dropped);
+  if (spinning >= 0) {  // close() settles the spinning receive: completed, nothing handed
+    EXPECT_FALSE(comm.waiting_on(spin_ticket));
+    EXPECT_EQ(comm.take_handed(&envs[spinning], spin_ticket), nullptr);
+  }
   for (const Model::Entry &e : model.expected()) {
     EXPECT_TRUE(envs[e.id].complete.is_done());
     EXPECT_EQ(envs[e.id].status, -7);
