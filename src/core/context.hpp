@@ -84,7 +84,7 @@ class Context final : public MessageSink {
   struct Outgoing;
   int prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept;
   void undo_outgoing(Outgoing &out) noexcept;
-  Resource *arrival_resource(rocl_gid_t destination, bool *held) noexcept;
+  Resource *arrival_resource(rocl_gid_t destination) const noexcept;
   bool send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
                   int *rc) noexcept;
   int check_send_args(rocl_gid_t ogid, int tag) noexcept;
@@ -106,7 +106,8 @@ class Context final : public MessageSink {
   int route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous, std::uint64_t epoch,
                    RouteCache::Lookup found, Route route) noexcept;
   int resolve(rocl_gid_t dgid, Route *route) noexcept;
-  bool take_waiting(rocl_gid_t dgid, Envelope &env, void *into, std::size_t cap,
+  // r: resources_.peek(dgid).
+  bool take_waiting(Resource *r, rocl_gid_t dgid, Envelope &env, void *into, std::size_t cap,
                     rocl_status_t *status, int *rc) noexcept;
   int finish_receive(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status) noexcept;
   int check_receive_args(const char *who, int tag, std::uint32_t domain) noexcept;

@@ -359,50 +359,50 @@ void signal_receive(Envelope *recv) noexcept {
 }
 }  // namespace
 
-// The destination of an arrival, with a reference the caller gives back
-// with resources_.put unless *held (then this thread's recv() or wait()
-// holds one: t_waiting).
-Resource *Context::arrival_resource(rocl_gid_t destination, bool *held) noexcept {
-  *held = t_waiting.context == this && t_waiting.gid == destination;
-  return *held ? t_waiting.resource : resources_.get(destination);
+// The destination of an arrival, without a reference: the resource this
+// thread waits on (t_waiting), or a look in the table. What is done to its
+// mailbox is checked under the mailbox's lock (still_mine: still
+// `destination`'s), which is safe without a reference because Resource
+// objects live as long as the context and their mailboxes are reopened,
+// never rebuilt (Resource::start); a message queued there before a
+// rocl_delete is dropped by the close, as it was with a reference. So the
+// resource's counters, on a line of their own, stay the receiver's: its
+// receive takes and drops its reference there without waiting for the
+// line a sender wrote (Resource).
+Resource *Context::arrival_resource(rocl_gid_t destination) const noexcept {
+  const bool waits_here = t_waiting.context == this && t_waiting.gid == destination;
+  return waits_here ? t_waiting.resource : resources_.peek(destination);
 }
 
 int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
-  const bool held = t_waiting.context == this && t_waiting.gid == destination;
-  Resource *r = held ? t_waiting.resource : resources_.peek(destination);
-  // A receive spinning on r takes msg without the lock and without a
-  // reference to r (Communicator::hand_to_waiter: one swap on the line the
-  // receiver watches). Not a rendezvous stub: it may have to go back to its
-  // mailbox in its place (pull_if_rendezvous), and a handed message has
-  // none.
-  if (r != nullptr && !msg->rendezvous) {
-    const CoreHeader header = msg->header;  // msg is the receiver's once handed
-    if (r->mailbox().hand_to_waiter(msg, [r, destination] { return r->gid() == destination; })) {
-      note_match(destination, header, false);
-      return ROCL_OK;
-    }
-  }
-  if (!held && r != nullptr && !r->acquire(destination)) r = nullptr;
+  Resource *r = arrival_resource(destination);
   if (r == nullptr) {
     // A peer may have found the resource in the directory before its
     // registration reached our table: wait for registrations in progress
     // (a directory round trip at most), then look once more.
     { std::shared_lock wait_for_registration(registering_); }
-    r = resources_.get(destination);
+    r = resources_.peek(destination);
   }
   if (r == nullptr) return ROCL_EBADGID;
-  generic::Delivery d;
+  const auto still_mine = [r, destination] { return r->gid() == destination; };
   const CoreHeader header = msg->header;  // msg is the receiver's once matched
+  // A receive spinning on r takes msg without the lock
+  // (Communicator::hand_to_waiter: one swap on the line the receiver
+  // watches). Not a rendezvous stub: it may have to go back to its mailbox
+  // in its place (pull_if_rendezvous), and a handed message has none.
+  if (!msg->rendezvous && r->mailbox().hand_to_waiter(msg, still_mine)) {
+    note_match(destination, header, false);
+    return ROCL_OK;
+  }
+  generic::Delivery d;
   try {
     Envelope *recv;
-    d = r->mailbox().deliver(msg, &recv);
+    d = r->mailbox().deliver(msg, &recv, still_mine);
     if (recv != nullptr) signal_receive(recv);
   } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
-    if (!held) resources_.put(r);
     return fail(ROCL_ENOMEM, "out of memory queuing a message for %#llx", ull(destination));
   }
   if (d == generic::Delivery::kMatched) note_match(destination, header, false);
-  if (!held) resources_.put(r);
   return d == generic::Delivery::kClosed ? ROCL_EDELETED : ROCL_OK;
 }
 
@@ -422,13 +422,14 @@ bool Context::may_take_pieces(rocl_gid_t destination) const noexcept {
 // status 0; `arrived` and length are then the message's header and length.
 bool Context::deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
                              const ByteRange *pieces, int count, std::size_t length) noexcept {
-  bool held;
-  Resource *r = arrival_resource(destination, &held);
+  Resource *r = arrival_resource(destination);
   if (r == nullptr) return false;
   auto &mailbox = r->mailbox();
   Envelope *recv = nullptr;
   if (mailbox.has_posted_receives()) {
-    recv = mailbox.claim_receive(header, [](const Envelope &e) { return e.data != nullptr; });
+    recv = mailbox.claim_receive(
+        header, [](const Envelope &e) { return e.data != nullptr; },
+        [r, destination] { return r->gid() == destination; });
   }
   if (recv != nullptr) {
     auto *to = static_cast<std::byte *>(recv->data);
@@ -445,7 +446,6 @@ bool Context::deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
     signal_receive(recv);  // the last touch of recv
     note_match(destination, header, false);
   }
-  if (!held) resources_.put(r);
   return recv != nullptr;
 }
 
@@ -630,10 +630,9 @@ int Context::check_receive_args(const char *who, int tag, std::uint32_t domain) 
 // MB/s, 16 B 112-120 -> 144-152). Not a rendezvous stub: the usual path
 // may have to put it back, which needs the resource held. True if it took
 // one (*rc the outcome).
-bool Context::take_waiting(rocl_gid_t dgid, Envelope &env, void *into, std::size_t cap,
+bool Context::take_waiting(Resource *r, rocl_gid_t dgid, Envelope &env, void *into, std::size_t cap,
                            rocl_status_t *status, int *rc) noexcept {
-  Resource *r = resources_.peek(dgid);
-  if (r == nullptr || !r->mailbox().has_queued_messages()) return false;
+  if (!r->mailbox().has_queued_messages()) return false;
   Envelope *msg = r->mailbox().take_queued(
       &env, [r, dgid] { return r->gid() == dgid; },
       [](const Envelope &m) { return !m.rendezvous; });
@@ -654,9 +653,11 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domai
   env.header = CoreHeader{ogid, tag, domain};
   env.data = into;  // deliver_bytes may copy a message straight there
   env.length = into != nullptr ? cap : 0;
-  if (int rc; take_waiting(dgid, env, into, cap, status, &rc)) return rc;
-  Resource *r = resources_.get(dgid);
-  if (r == nullptr) {
+  // One look in the table serves both: the take without a reference, then
+  // the reference (ResourceTable::get's, without a second look).
+  Resource *r = resources_.peek(dgid);
+  if (int rc; r != nullptr && take_waiting(r, dgid, env, into, cap, status, &rc)) return rc;
+  if (r == nullptr || !r->acquire(dgid)) {
     return fail(ROCL_EBADGID, "rocl_recv: gid %#llx is not a resource of this context", ull(dgid));
   }
   Envelope *msg = nullptr;

@@ -15,9 +15,11 @@
 
 namespace rocl::impl {
 
-// Aligned to a cache line: the counters and the mailbox's lock, its
-// waiting receive and that receive's header share the first line
-// (generic::Communicator), which is what a delivery touches.
+// Aligned to a cache line: the gid and the mailbox's lock, its waiting
+// receive, that receive's header and the hand-off word share the first
+// line (generic::Communicator), which is all a delivery touches (senders
+// take no reference: Context::arrival_resource). The reference counts have
+// a line of their own, which only the resource's receivers write.
 class alignas(64) Resource {
  public:
   // Takes a reference if the resource is live and still has `gid`; with
@@ -73,12 +75,16 @@ class alignas(64) Resource {
  private:
   static constexpr std::uint64_t kRequest = std::uint64_t{1} << 32;
   static constexpr std::uint64_t kRefsMask = kRequest - 1;
-  // Low half: every reference; high half: those held by requests.
-  std::atomic<std::uint64_t> refs_{0};
   std::atomic<rocl_gid_t> gid_{ROCL_NULL_GID};
-  // In place, right after the counters: a sender's reference and the
-  // mailbox lock share a cache line, so delivering moves one line, not two.
+  // In place, right after the gid: a sender's check of the gid and the
+  // mailbox's lock (or hand-off word) share a cache line, so delivering
+  // moves one line, not two.
   std::optional<Mailbox> mailbox_;
+  // Low half: every reference; high half: those held by requests. Not on
+  // the senders' line: a receive that has taken its message drops its
+  // reference without waiting for that line to come back (in-process
+  // one-way FIXME).
+  alignas(64) std::atomic<std::uint64_t> refs_{0};
 };
 
 }  // namespace rocl::impl

@@ -311,9 +311,19 @@ class Communicator {
   // complete at once, as its last touch of it (the rocl core signals its
   // own thread's receive without a locked instruction: signal_own).
   Delivery deliver(Env *msg, Env **to_signal) {
+    return deliver(msg, to_signal, [] { return true; });
+  }
+
+  // As deliver(msg, to_signal), for a caller that may not hold the
+  // endpoint alive (the rocl core's senders take no reference to the
+  // destination): under the lock, still_mine() must say the endpoint is
+  // still the one the caller meant, else kClosed and nothing changed (as
+  // take_queued).
+  template <class StillMine>
+  Delivery deliver(Env *msg, Env **to_signal, StillMine still_mine) {
     *to_signal = nullptr;
     std::lock_guard<Lock> guard(lock_);
-    if (closed_) return Delivery::kClosed;
+    if (closed_ || !still_mine()) return Delivery::kClosed;
     if (hand_to_spinning_waiter(msg)) return Delivery::kMatched;  // nothing to signal
     Env *recv = take_posted(msg->header);
     if (recv == nullptr) {
@@ -339,8 +349,14 @@ class Communicator {
   // envelope and deliver() it. Never blocks.
   template <class Accepts>
   Env *claim_receive(const H &header, Accepts accepts) {
+    return claim_receive(header, accepts, [] { return true; });
+  }
+  // As claim_receive, for a caller that may not hold the endpoint alive:
+  // nullptr and nothing changed unless still_mine() (as deliver).
+  template <class Accepts, class StillMine>
+  Env *claim_receive(const H &header, Accepts accepts, StillMine still_mine) {
     std::lock_guard<Lock> guard(lock_);
-    if (closed_) return nullptr;
+    if (closed_ || !still_mine()) return nullptr;
     Env *recv;
     do {
       recv = find_posted(header);
@@ -855,9 +871,9 @@ class Communicator {
   static_assert(alignof(Env) > kTagMask, "an envelope's address leaves the tag bits free");
 
   // The fields a delivery to a waiting receive touches come first, so that
-  // they share the lock's cache line (with the 16 bytes of an rocl
-  // Resource's counters before them: resource.hpp; 48 bytes here with a
-  // 16-byte header).
+  // they share the lock's cache line (with the 8 bytes of an rocl
+  // Resource's gid before them: resource.hpp; 48 bytes here with a 16-byte
+  // header).
   mutable Lock lock_;
   bool closed_ = false;
   bool waiter_spins_ = false;  // waiter_ has waiter_ticket_ (post_spinning)
