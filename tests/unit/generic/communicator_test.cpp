@@ -19,6 +19,8 @@
 #include <tuple>
 #include <vector>
 
+#include "test_header.hpp"
+
 // ---- allocation counting ---------------------------------------------------
 // Every operator new of this test program goes through here, so a test can
 // assert that a stretch of Communicator calls allocated nothing.
@@ -56,40 +58,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A header like MPI's: source and tag take the wildcard -1, context never.
-struct TestHeader {
-  static constexpr std::int32_t kAny = -1;
-  std::int32_t source = 0;
-  std::int32_t tag = 0;
-  std::uint32_t context = 0;
-  std::uint32_t spare = 0;
-
-  bool is_pattern() const { return source == kAny || tag == kAny; }
-  friend bool operator==(const TestHeader &a, const TestHeader &b) {
-    return a.context == b.context &&
-           (a.source == b.source || a.source == kAny || b.source == kAny) &&
-           (a.tag == b.tag || a.tag == kAny || b.tag == kAny);
-  }
-  friend bool operator<(const TestHeader &a, const TestHeader &b) {
-    return std::tie(a.context, a.source, a.tag) < std::tie(b.context, b.source, b.tag);
-  }
-};
-static_assert(sizeof(TestHeader) == 16);
-static_assert(Header<TestHeader>);
-
-constexpr std::int32_t kAny = TestHeader::kAny;
-
-TestHeader hdr(std::int32_t source, std::int32_t tag, std::uint32_t context = 0) {
-  return TestHeader{source, tag, context, 0};
-}
-bool same(const TestHeader &a, const TestHeader &b) {
-  return a.source == b.source && a.tag == b.tag && a.context == b.context;
-}
-
-// The core derives its message from Envelope; so do the tests.
-struct TestEnv : Envelope<TestHeader> {
-  int id = 0;
-};
+using test_support::hdr;
+using test_support::kAny;
+using test_support::same;
+using test_support::TestEnv;
+using test_support::TestHeader;
 static_assert(sizeof(Envelope<TestHeader>) <= 128, "envelope must fit the core's owner area");
 
 using Comm = Communicator<TestHeader>;

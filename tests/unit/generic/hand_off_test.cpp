@@ -9,40 +9,18 @@
 #include <cstdint>
 #include <memory>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "rocl/generic/communicator.hpp"
+#include "test_header.hpp"
 
 namespace rocl::generic {
 namespace {
 
-struct TestHeader {
-  static constexpr std::int32_t kAny = -1;
-  std::int32_t source = 0;
-  std::int32_t tag = 0;
-  std::uint32_t context = 0;
-  std::uint32_t spare = 0;
-
-  bool is_pattern() const { return source == kAny || tag == kAny; }
-  friend bool operator==(const TestHeader &a, const TestHeader &b) {
-    return a.context == b.context &&
-           (a.source == b.source || a.source == kAny || b.source == kAny) &&
-           (a.tag == b.tag || a.tag == kAny || b.tag == kAny);
-  }
-  friend bool operator<(const TestHeader &a, const TestHeader &b) {
-    return std::tie(a.context, a.source, a.tag) < std::tie(b.context, b.source, b.tag);
-  }
-};
-
-constexpr std::int32_t kAny = TestHeader::kAny;
-TestHeader hdr(std::int32_t source, std::int32_t tag) {
-  return TestHeader{source, tag, 0, 0};
-}
-
-struct TestEnv : Envelope<TestHeader> {
-  int id = 0;
-};
+using test_support::hdr;
+using test_support::kAny;
+using test_support::TestEnv;
+using test_support::TestHeader;
 using Env = Envelope<TestHeader>;
 using Comm = Communicator<TestHeader>;
 
