@@ -419,8 +419,7 @@ class Communicator {
     std::uint64_t seen = handoff_.load(std::memory_order_acquire);
     if ((seen & kTagMask) != kWaitingTag) return false;
     if (!bool(msg->header == waiter_header_.load()) || !still_mine()) return false;
-    const std::uint64_t handed = reinterpret_cast<std::uintptr_t>(msg) | kHandedTag;
-    return handoff_.compare_exchange_strong(seen, handed, std::memory_order_release,
+    return handoff_.compare_exchange_strong(seen, handed_word(msg), std::memory_order_release,
                                             std::memory_order_relaxed);
   }
 
@@ -787,17 +786,13 @@ class Communicator {
     sync_waiter();
     if (!waiter_spins_ || !bool(msg->header == waiter_header_.load())) return false;
     std::uint64_t expected = waiter_ticket_;
-    const std::uint64_t handed = reinterpret_cast<std::uintptr_t>(msg) | kHandedTag;
-    if (!handoff_.compare_exchange_strong(expected, handed, std::memory_order_release,
-                                          std::memory_order_relaxed)) {
-      sync_waiter();  // a sender without the lock was first
-      return false;
-    }
-    waiter_ = nullptr;
-    waiter_spins_ = false;
-    ++next_order_;  // the message's arrival, as deliver() would count it
-    note_posted();
-    return true;
+    const bool handed = handoff_.compare_exchange_strong(
+        expected, handed_word(msg), std::memory_order_release, std::memory_order_relaxed);
+    sync_waiter();  // handed, by us or by a sender without the lock: posted no more
+    return handed;
+  }
+  static std::uint64_t handed_word(Env *msg) noexcept {
+    return reinterpret_cast<std::uintptr_t>(msg) | kHandedTag;
   }
   // Under lock_: a spinning waiter that a sender took without the lock
   // (hand_to_waiter) is posted no more. Every locked call that looks at
