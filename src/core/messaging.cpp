@@ -348,6 +348,13 @@ int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domai
 constinit thread_local Waiting t_waiting;
 
 namespace {
+// For the mailbox's calls made without a reference to r (deliveries, a
+// receive that finds its message queued): checked under the mailbox's lock
+// (or before the hand-off's swap), whether r still is gid's resource.
+auto still_of(const Resource *r, rocl_gid_t gid) noexcept {
+  return [r, gid] { return r->gid() == gid; };
+}
+
 // Completes a matched receive: this thread's own rocl_recv (it polled the
 // message itself, so it is not asleep) without a locked instruction.
 void signal_receive(Envelope *recv) noexcept {
@@ -384,7 +391,7 @@ int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
     r = resources_.peek(destination);
   }
   if (r == nullptr) return ROCL_EBADGID;
-  const auto still_mine = [r, destination] { return r->gid() == destination; };
+  const auto still_mine = still_of(r, destination);
   const CoreHeader header = msg->header;  // msg is the receiver's once matched
   // A receive spinning on r takes msg without the lock
   // (Communicator::hand_to_waiter: one swap on the line the receiver
@@ -428,8 +435,7 @@ bool Context::deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
   Envelope *recv = nullptr;
   if (mailbox.has_posted_receives()) {
     recv = mailbox.claim_receive(
-        header, [](const Envelope &e) { return e.data != nullptr; },
-        [r, destination] { return r->gid() == destination; });
+        header, [](const Envelope &e) { return e.data != nullptr; }, still_of(r, destination));
   }
   if (recv != nullptr) {
     auto *to = static_cast<std::byte *>(recv->data);
@@ -633,9 +639,8 @@ int Context::check_receive_args(const char *who, int tag, std::uint32_t domain) 
 bool Context::take_waiting(Resource *r, rocl_gid_t dgid, Envelope &env, void *into, std::size_t cap,
                            rocl_status_t *status, int *rc) noexcept {
   if (!r->mailbox().has_queued_messages()) return false;
-  Envelope *msg = r->mailbox().take_queued(
-      &env, [r, dgid] { return r->gid() == dgid; },
-      [](const Envelope &m) { return !m.rendezvous; });
+  Envelope *msg = r->mailbox().take_queued(&env, still_of(r, dgid),
+                                           [](const Envelope &m) { return !m.rendezvous; });
   if (msg == nullptr) return false;
   note_match(dgid, msg->header, true);
   progressed();  // the match may owe an acknowledgement (ROCL_FLAG_ACK)
