@@ -429,6 +429,12 @@ bool Context::may_take_pieces(rocl_gid_t destination) const noexcept {
 // status 0; `arrived` and length are then the message's header and length.
 bool Context::deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
                              const ByteRange *pieces, int count, std::size_t length) noexcept {
+  // This thread waits there with a zero-copy receive (may_take_pieces):
+  // the receive the message meets first is most likely that one, which
+  // declines the bytes, and finding that out took the mailbox's lock (on
+  // the one-way path of a zero-copy ping-pong, and at the start of every
+  // run a stream's receiver drains).
+  if (!may_take_pieces(destination)) return false;
   Resource *r = arrival_resource(destination);
   if (r == nullptr) return false;
   auto &mailbox = r->mailbox();

@@ -305,6 +305,12 @@ class ShmTransportImpl final : public ShmTransport {
   static int idle_spins() noexcept;
   void refresh_active();
   int poll_once(bool caller);
+  // Frames a poll handles per slot before it looks at the others (fairness),
+  // and how many frames ahead a drain behind a stream asks for the ring's
+  // lines (2 or 4 measured the same, 8 slightly slower, none slower).
+  static constexpr int kDrainFrames = 16;
+  static constexpr int kDrainPrefetchFrames = 4;
+  void prefetch_ahead(const RxSlot &s, int from, int to) const;
   void poison(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::string &why, bool refusal);
   void drop_partial(RxSlot &s);
   void copy_out(const RxSlot &s, std::uint64_t pos, std::byte *dst, std::uint64_t n) const;

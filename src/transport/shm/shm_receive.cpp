@@ -226,7 +226,8 @@ int ShmTransportImpl::poll_once(bool caller) {
     SlotCtl *ctl = slot_ctl(seg_, i);
     // Drain a bounded number of frames per slot per round for fairness.
     bool took_message = false;
-    for (int k = 0; k < 16; ++k) {
+    if (s.found_in_row >= 2) prefetch_ahead(s, 1, kDrainPrefetchFrames);
+    for (int k = 0; k < kDrainFrames; ++k) {
       const int r = poll_slot(i, s, ctl);
       if (r <= 0) {
         if (r == 0) s.found_in_row = 0;
@@ -237,7 +238,7 @@ int ShmTransportImpl::poll_once(bool caller) {
       if (s.found_in_row >= 2) {
         // Behind a streaming sender: ask for the lines a few frames on now,
         // so that their transfers overlap this one's handling.
-        __builtin_prefetch(s.ring + ((s.tail + 4 * kFrameAlign) & (cfg_.ring_bytes - 1)), 0, 3);
+        prefetch_ahead(s, kDrainPrefetchFrames, kDrainPrefetchFrames);
       }
       if (caller && r == kMessageDone) {
         took_message = true;
@@ -250,6 +251,14 @@ int ShmTransportImpl::poll_once(bool caller) {
     }
   }
   return n;
+}
+
+// Asks for the ring's lines `from` to `to` frames of the smallest size
+// past the tail.
+void ShmTransportImpl::prefetch_ahead(const RxSlot &s, int from, int to) const {
+  for (int f = from; f <= to; ++f) {
+    __builtin_prefetch(s.ring + ((s.tail + f * kFrameAlign) & (cfg_.ring_bytes - 1)), 0, 3);
+  }
 }
 
 void ShmTransportImpl::poison(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::string &why,
