@@ -37,7 +37,7 @@ int Context::progress_transports() noexcept {
 int Context::progress_round(unsigned round) noexcept {
   int n = 0;
   for (std::size_t k = 0; k < polled_.size(); ++k) {
-    if (round % poll_strides_[k] == 0) n += polled_[k]->progress();
+    if ((round & poll_masks_[k]) == 0) n += polled_[k]->progress();
   }
   progressed();
   return n;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -171,7 +172,8 @@ void Context::start_transports() {
   // Alone, a transport is polled every round; next to others, as often as
   // it asks (transport.hpp: progress_stride).
   for (Transport *t : polled_) {
-    poll_strides_.push_back(polled_.size() == 1 ? 1u : std::max(1u, t->progress_stride()));
+    const unsigned stride = polled_.size() == 1 ? 1u : std::max(1u, t->progress_stride());
+    poll_masks_.push_back(std::bit_ceil(stride) - 1);
   }
 }
 

@@ -243,7 +243,8 @@ class Transport {
   // ~0.16 us here) asks for a stride > 1 so that it does not delay
   // arrivals on a transport that is polled by reading memory (shm: ~0.04
   // us per round). When it is the only transport polled, the caller polls
-  // it every round whatever it asks. Default 1.
+  // it every round whatever it asks. Rounded up to a power of two.
+  // Default 1.
   virtual unsigned progress_stride() const noexcept { return 1; }
 
   // True while input that has arrived is held back unread because the
