@@ -675,6 +675,8 @@ void case_sizes(Rank &r) {
     s = find("S", 0);
   }
   barrier("registered");
+  rocl_pool_stats_t before{};
+  CHECK_RC(rocl_pool_stats(&before), ROCL_OK);
   std::vector<unsigned char> user(kSizes[std::size(kSizes) - 1]);
   double biggest_ms = 0;
   for (std::size_t i = 0; i < std::size(kSizes); ++i) {
@@ -718,6 +720,20 @@ void case_sizes(Rank &r) {
   }
   barrier("done");
   expect_empty(r.rank == 0 ? s : e);
+  // Every buffer went back to the pool: the ones handed over when their
+  // send ended (small ones at once, copied into the frame; rendezvous ones
+  // once the peer copied them, which this process may notice a moment
+  // later), the received ones when returned.
+  rocl_pool_stats_t after{};
+  const double t_pool = now_ms();
+  do {
+    CHECK_RC(rocl_pool_stats(&after), ROCL_OK);
+    if (after.in_use_buffers <= before.in_use_buffers) break;
+    usleep(1000);
+  } while (now_ms() - t_pool < kLongMs);
+  CHECK(after.in_use_buffers <= before.in_use_buffers,
+        "%zu pool buffers in use after the echoes, %zu before", after.in_use_buffers,
+        before.in_use_buffers);
   note("%zu sizes x 3 ways echoed; a 64 MiB round trip took up to %.0f ms", std::size(kSizes),
        biggest_ms);
 }

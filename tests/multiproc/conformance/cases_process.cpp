@@ -121,6 +121,16 @@ void case_killed_peer(Rank &r) {
           after_death, check_ms);
     // The gid is gone: sends to it fail; this process carries on.
     EXPECT_RC(rocl_send(w, v, 3, nullptr, 0), ROCL_EBADGID);
+    // A small pool buffer handed over (rocl_bftoret) whose send fails stays
+    // the caller's: it can be returned.
+    void *handed = rocl_bfget(8);
+    CHECK(handed != nullptr, "rocl_bfget(8)");
+    CHECK_RC(rocl_bftoret(handed), ROCL_OK);
+    const int send_rc = rocl_send(w, v, 3, handed, 8);
+    CHECK(send_rc == ROCL_EBADGID || send_rc == ROCL_EPEER,
+          "a handed-over buffer's send to the killed %s returned %s", hex(v).c_str(),
+          rc_text(send_rc).c_str());
+    EXPECT_RC(rocl_bfret(handed), ROCL_OK);
     send_text(w, w, 4, "still alive");
     Msg self = recv_msg(w, w, 4, kLongMs);
     CHECK(self.data == "still alive", "self message \"%s\"", self.data.c_str());
