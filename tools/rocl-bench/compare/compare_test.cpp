@@ -9,7 +9,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <limits>
+#include <sstream>
 
 #include "child_process.hpp"
 #include "compare_options.hpp"
@@ -243,6 +246,66 @@ TEST(Results, CellsSayWhyThereIsNoFigure) {
   EXPECT_EQ(run.cell("latency", "here", 16), "-");
   EXPECT_EQ(run.cell("latency", "absent", 8), "n/a");
   EXPECT_EQ(run.cell("latency", "broken", 8), "failed");
+}
+
+// A p2p run of one shm point where rocl's MPI is faster than every anchor
+// and rocl-bench's buffer API slower than the best one.
+StageRun shm_run_with_rocl_mpi() {
+  StageRun run;
+  run.stage = "p2p";
+  for (const char *name : {"rocl-shm", "rocl-mpi-shm", "ompi-vader", "ucx-shm"}) {
+    run.configs.push_back(Config{name, "shm", "", "", nullptr, 0});
+  }
+  auto add = [&](const char *system, double us) {
+    run.summary.push_back({"latency", system, 8, 1, us, us, us, 1, "us"});
+  };
+  add("rocl-shm", 0.3);
+  add("rocl-mpi-shm", 0.1);
+  add("ompi-vader", 0.2);
+  add("ucx-shm", 0.25);
+  return run;
+}
+
+std::string printed(const std::function<void(std::FILE *)> &print) {
+  char *text = nullptr;
+  std::size_t size = 0;
+  std::FILE *f = open_memstream(&text, &size);
+  print(f);
+  std::fclose(f);
+  std::string s(text, size);
+  std::free(text);
+  return s;
+}
+
+TEST(Results, RoclsOwnSystemsAreNeverAnchors) {
+  const StageRun run = shm_run_with_rocl_mpi();
+  EXPECT_TRUE(is_rocl("rocl-mpi-tcp"));
+  EXPECT_FALSE(is_rocl("ompi-ucx"));
+  EXPECT_EQ(anchors_in(run, "shm"), (std::vector<std::string>{"ompi-vader", "ucx-shm"}));
+  EXPECT_EQ(rocl_systems_in(run, "shm", "rocl-shm"),
+            (std::vector<std::string>{"rocl-shm", "rocl-mpi-shm"}));
+}
+
+TEST(Results, EachOfRoclsSystemsHasItsRatioAndItsGoal) {
+  Results results;
+  results.stages.push_back(shm_run_with_rocl_mpi());
+  const std::string tables = printed([&](std::FILE *f) { print_tables(f, results, {}); });
+  EXPECT_NE(tables.find("rocl/best  rocl-mpi/best  best anchor"), std::string::npos) << tables;
+  // 8 B: rocl-shm 0.3 / ompi-vader 0.2 = 1.5, rocl-mpi-shm 0.1 / 0.2 = 0.5.
+  std::istringstream lines(tables);
+  std::string line;
+  std::vector<std::string> row;
+  while (std::getline(lines, line) && row.empty()) {
+    std::istringstream words(line);
+    std::vector<std::string> w{std::istream_iterator<std::string>(words), {}};
+    if (!w.empty() && w[0] == "8") row = w;
+  }
+  EXPECT_EQ(row, (std::vector<std::string>{"8", "0.300", "0.100", "0.200", "0.250", "1.50", "0.500",
+                                           "ompi-vader"}))
+      << tables;
+  const std::string goals = printed([&](std::FILE *f) { print_goals(f, results, false); });
+  EXPECT_NE(goals.find("MISS  shm latency <= best"), std::string::npos) << goals;
+  EXPECT_NE(goals.find("ok    rocl's MPI: shm latency <= best"), std::string::npos) << goals;
 }
 
 std::string temp_path(const char *name) {

@@ -47,9 +47,9 @@ RunOutcome run_rocl_bench(const RunRequest &r, const std::string &system,
 }
 
 // An anchor program printing rocl-bench's rows on stdout (mpi_pingpong
-// under a launcher, zmq_pingpong, nng_pingpong).
-RunOutcome run_anchor(const RunRequest &r, const std::string &system,
-                      std::vector<std::string> argv) {
+// under a launcher, zmq_pingpong, nng_pingpong), `env` set on top of ours.
+RunOutcome run_anchor(const RunRequest &r, const std::string &system, std::vector<std::string> argv,
+                      std::vector<std::pair<std::string, std::string>> env = {}) {
   const CompareOptions &o = r.options;
   for (const std::string &a :
        {std::string("--sizes"), join_sizes(o.sizes), std::string("--bw-sizes"), join_sizes(o.sizes),
@@ -57,7 +57,7 @@ RunOutcome run_anchor(const RunRequest &r, const std::string &system,
         std::to_string(o.seconds)}) {
     argv.push_back(a);
   }
-  Invocation inv{std::move(argv), {}, r.log, run_timeout(o, p2p_points(o), o.seconds)};
+  Invocation inv{std::move(argv), std::move(env), r.log, run_timeout(o, p2p_points(o), o.seconds)};
   return run_and_collect(
       inv, "", [&](const std::vector<CsvRow> &rows) { return p2p_samples(rows, system, r.round); });
 }
@@ -97,6 +97,23 @@ std::vector<Config> p2p_configs(const CompareOptions &o, const Programs &p) {
        "rocl-bench latency bandwidth: two threads pinned to cpu 0 and 1, buffers handed over");
   rocl("rocl-shm", "shm", "shm", "rocl-bench --transport shm: roclrun -n 2, ROCL_TRANSPORTS=shm");
   rocl("rocl-tcp", "tcp", "tcp", "rocl-bench --transport tcp: roclrun -n 2, ROCL_TRANSPORTS=tcp");
+  // rocl's MPI runs the MPI anchors' own program, built against it: the
+  // same loops, buffers and windows as Open MPI and MPICH, launched and
+  // pinned the way they are (one core per rank).
+  auto rocl_mpi = [&](const char *name, const char *cls, const char *transport) {
+    const std::string about = std::string("mpi_pingpong with rocl's MPI: roclrun --bind-to core ") +
+                              "-n 2, ROCL_TRANSPORTS=" + transport;
+    all.push_back({name, cls, about, first_missing({&p.roclrun, &p.mpi_pingpong_rocl}),
+                   [name = std::string(name), t = std::string(transport)](const RunRequest &r) {
+                     const Programs &ps = r.programs;
+                     return run_anchor(r, name,
+                                       {ps.roclrun.path, "--bind-to", "core", "-n", "2",
+                                        ps.mpi_pingpong_rocl.path},
+                                       {{"ROCL_TRANSPORTS", t}});
+                   }});
+  };
+  rocl_mpi("rocl-mpi-shm", "shm", "shm");
+  rocl_mpi("rocl-mpi-tcp", "tcp", "tcp");
 
   auto openmpi = [&](const char *name, const char *cls, const char *mca, const char *about) {
     const std::string why = first_missing({&p.mpirun_openmpi, &p.mpi_pingpong_openmpi});

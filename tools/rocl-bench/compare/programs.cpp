@@ -59,6 +59,11 @@ Programs locate_programs(const CompareOptions &o) {
   p.nng_pingpong = anchor(p.anchors, "nng_pingpong", "libnng-dev");
   p.mpi_pingpong_openmpi = anchor(p.anchors, "mpi_pingpong.openmpi", "libopenmpi-dev");
   p.mpi_pingpong_mpich = anchor(p.anchors, "mpi_pingpong.mpich", "libmpich-dev");
+  p.mpi_pingpong_rocl = anchor(p.anchors, "mpi_pingpong.rocl", "");
+  if (!p.mpi_pingpong_rocl.found()) {
+    p.mpi_pingpong_rocl.missing = "mpi_pingpong.rocl not in " + p.anchors +
+                                  " (built with rocl's MPI by the target mpi_pingpong_rocl: ninja)";
+  }
   p.mpi_bench_openmpi = anchor(p.anchors, "mpi_bench.openmpi", "libopenmpi-dev");
   p.mpi_bench_mpich = anchor(p.anchors, "mpi_bench.mpich", "libmpich-dev");
   p.mpi_sustain_openmpi = anchor(p.anchors, "mpi_sustain.openmpi", "libopenmpi-dev");

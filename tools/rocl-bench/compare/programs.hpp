@@ -1,6 +1,7 @@
 // programs.hpp - where the programs a comparison runs are: rocl-bench itself
 // and roclrun, the anchors built with rocl (compare/anchors/ in the build
-// tree: zmq_pingpong, nng_pingpong, mpi_pingpong.<mpi>, mpi_bench.<mpi>,
+// tree: zmq_pingpong, nng_pingpong, mpi_pingpong.<mpi> (also .rocl, built
+// against rocl's MPI), mpi_bench.<mpi>,
 // mpi_sustain.openmpi) and the installed launchers and tools (mpirun.openmpi,
 // mpiexec.mpich, ucx_perftest, gnuplot). Each missing piece carries the
 // sentence that says why, shown as the n/a reason of the rows that need it.
@@ -26,6 +27,7 @@ struct Programs {
   std::string anchors;  // folder of the built anchors
   Program zmq_pingpong, nng_pingpong;
   Program mpi_pingpong_openmpi, mpi_pingpong_mpich;
+  Program mpi_pingpong_rocl;  // the same program built against rocl's MPI
   Program mpi_bench_openmpi, mpi_bench_mpich;
   Program mpi_sustain_openmpi;
   Program mpirun_openmpi, mpiexec_mpich;

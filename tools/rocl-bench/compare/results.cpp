@@ -38,6 +38,28 @@ std::string StageRun::cell(const std::string &metric, const std::string &system,
   return "-";
 }
 
+bool is_rocl(const std::string &system) {
+  return system.rfind("rocl-", 0) == 0;
+}
+
+std::vector<std::string> anchors_in(const StageRun &run, const std::string &cls) {
+  std::vector<std::string> names;
+  for (const auto &c : run.configs) {
+    if (c.cls == cls && !is_rocl(c.name)) names.push_back(c.name);
+  }
+  return names;
+}
+
+std::vector<std::string> rocl_systems_in(const StageRun &run, const std::string &cls,
+                                         const std::string &subject) {
+  std::vector<std::string> names;
+  if (run.config(subject) != nullptr) names.push_back(subject);
+  for (const auto &c : run.configs) {
+    if (c.cls == cls && is_rocl(c.name) && c.name != subject) names.push_back(c.name);
+  }
+  return names;
+}
+
 const StageRun *Results::find(const std::string &stage) const {
   for (const auto &s : stages) {
     if (s.stage == stage) return &s;

@@ -30,6 +30,18 @@ struct StageRun {
   const Config *config(const std::string &name) const;
 };
 
+// Whether a system is one of rocl's own (its name starts with "rocl-":
+// rocl-shm, rocl-mpi-shm, ...): measured next to the anchors, never one.
+bool is_rocl(const std::string &system);
+
+// The anchors of p2p class `cls` (shm, tcp, ...): its systems that are not rocl's.
+std::vector<std::string> anchors_in(const StageRun &run, const std::string &cls);
+
+// rocl's systems of p2p class `cls`: `subject` (rocl-bench's, the buffer
+// API) first, then the others (rocl-mpi-shm: rocl's MPI), in column order.
+std::vector<std::string> rocl_systems_in(const StageRun &run, const std::string &cls,
+                                         const std::string &subject);
+
 struct Results {
   std::vector<StageRun> stages;
   const StageRun *find(const std::string &stage) const;

@@ -1,9 +1,11 @@
 // results_csv.cpp - compare.csv (see results.hpp). Columns:
 //   stage,metric,system,class,size_bytes,pairs,round,median,min,max,unit
 // round is the round number for a run's own figures, "all" for the summary
-// over the rounds; ratio rows (system "rocl-shm/ompi-vader", unit "ratio")
+// over the rounds; ratio rows of each of rocl's systems against the best
+// anchor (system "rocl-shm/ompi-vader", "rocl-mpi-shm/ucx-shm", unit "ratio")
 // and the sustainability ratios (metric compute-ratio, rtt-ratio, geomean,
 // rtt-best-ratio, geomean-best) follow with round "all".
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -30,12 +32,10 @@ void row(std::FILE *f, const std::string &stage, const std::string &metric,
 void ratio_rows(std::FILE *f, const StageRun &run) {
   if (run.stage == "p2p") {
     for (const auto &cls : p2p_classes()) {
-      std::vector<std::string> anchors;
-      for (const auto &c : run.configs) {
-        if (c.cls == cls.name && c.name != cls.subject) anchors.push_back(c.name);
-      }
+      const auto anchors = anchors_in(run, cls.name);
+      const auto mine = rocl_systems_in(run, cls.name, cls.subject);
       for (const auto &s : run.summary) {
-        if (s.system != cls.subject) continue;
+        if (std::find(mine.begin(), mine.end(), s.system) == mine.end()) continue;
         const Summary *best = best_of(run.summary, s.metric, anchors, s.size, s.pairs);
         if (best == nullptr) continue;
         const double r = s.median / best->median;

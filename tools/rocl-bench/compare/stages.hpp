@@ -2,8 +2,9 @@
 // order of their table columns. Each list is the one place that says which
 // systems a stage measures, how, and why one cannot run here.
 //
-//   p2p      rocl-inproc, rocl-shm, rocl-tcp (rocl-bench), Open MPI (vader,
-//            tcp, ucx) and MPICH (mpi_pingpong), UCX (ucx_perftest, shared
+//   p2p      rocl-inproc, rocl-shm, rocl-tcp (rocl-bench), rocl-mpi-shm and
+//            rocl-mpi-tcp (mpi_pingpong built against rocl's MPI), Open MPI
+//            (vader, tcp, ucx) and MPICH (mpi_pingpong), UCX (ucx_perftest, shared
 //            memory and tcp), ZeroMQ and NNG (inproc, ipc, tcp), and the
 //            limits (memcpy per size, cache-line ping-pong)
 //   threads  rocl-shm (rocl-bench rate --pairs) against MPI_THREAD_MULTIPLE

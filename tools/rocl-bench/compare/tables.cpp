@@ -51,15 +51,6 @@ const MetricText kP2pMetrics[] = {
      "rocl/best > 1: rocl sends more messages than the best anchor"},
 };
 
-std::vector<std::string> anchors_of(const StageRun &run, const std::string &cls,
-                                    const std::string &subject) {
-  std::vector<std::string> names;
-  for (const auto &c : run.configs) {
-    if (c.cls == cls && c.name != subject) names.push_back(c.name);
-  }
-  return names;
-}
-
 // The sizes at which any of `systems` has a figure of `metric`.
 std::vector<std::size_t> sizes_of(const StageRun &run, const std::string &metric,
                                   const std::vector<std::string> &systems) {
@@ -84,24 +75,42 @@ std::pair<std::string, std::string> ratio_cell(const StageRun &run, const std::s
   return {format_figure(mine->median / best->median), best->system};
 }
 
+// The ratio column of one of rocl's systems: "rocl/best" for the class's
+// subject (rocl-bench), "rocl-mpi/best" for rocl-mpi-shm (the name without
+// its class).
+std::string ratio_label(const std::string &system, const P2pClass &cls) {
+  if (system == cls.subject) return "rocl/best";
+  const std::string suffix = "-" + std::string(cls.name);
+  const bool has_suffix = system.size() > suffix.size() &&
+                          system.compare(system.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return (has_suffix ? system.substr(0, system.size() - suffix.size()) : system) + "/best";
+}
+
 void print_p2p(std::FILE *out, const StageRun &run) {
   for (const auto &m : kP2pMetrics) {
     for (const auto &cls : p2p_classes()) {
-      if (run.config(cls.subject) == nullptr && anchors_of(run, cls.name, "").empty()) continue;
-      const auto anchors = anchors_of(run, cls.name, cls.subject);
-      std::vector<std::string> header = {"size", cls.subject};
+      const auto mine = rocl_systems_in(run, cls.name, cls.subject);
+      const auto anchors = anchors_in(run, cls.name);
+      if (mine.empty() && anchors.empty()) continue;
+      std::vector<std::string> header = {"size"};
+      header.insert(header.end(), mine.begin(), mine.end());
       header.insert(header.end(), anchors.begin(), anchors.end());
-      header.emplace_back("rocl/best");
-      header.emplace_back("best anchor");
+      for (const auto &r : mine) header.push_back(ratio_label(r, cls));
+      if (!mine.empty()) header.emplace_back("best anchor");
       TextTable table(header);
       std::vector<std::string> systems = anchors;
-      systems.emplace_back(cls.subject);
+      systems.insert(systems.end(), mine.begin(), mine.end());
       for (std::size_t size : sizes_of(run, m.metric, systems)) {
-        std::vector<std::string> row = {format_size(size), run.cell(m.metric, cls.subject, size)};
+        std::vector<std::string> row = {format_size(size)};
+        for (const auto &r : mine) row.push_back(run.cell(m.metric, r, size));
         for (const auto &a : anchors) row.push_back(run.cell(m.metric, a, size));
-        const auto [ratio, best] = ratio_cell(run, m.metric, cls.subject, anchors, size, 1);
-        row.push_back(ratio);
-        row.push_back(best);
+        std::string best_name;
+        for (const auto &r : mine) {
+          const auto [ratio, best] = ratio_cell(run, m.metric, r, anchors, size, 1);
+          row.push_back(ratio);
+          if (!best.empty()) best_name = best;
+        }
+        if (!mine.empty()) row.push_back(best_name);
         table.add(row);
       }
       std::fprintf(out, "\n%s, %s\n", m.title, cls.title);
