@@ -23,6 +23,7 @@ struct Options {
   std::size_t shm_rndv_threshold;   // ROCL_SHM_RNDV_THRESHOLD
   std::string tcp_congestion;       // ROCL_TCP_CONGESTION
   std::size_t lend_threshold;       // ROCL_LEND_THRESHOLD
+  std::size_t shm_lend_threshold;   // ROCL_SHM_LEND_THRESHOLD
   std::uint32_t linger_ms;          // ROCL_LINGER_MS
   std::string transports;           // ROCL_TRANSPORTS
   std::string directory;            // ROCL_DIRECTORY

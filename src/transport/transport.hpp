@@ -110,6 +110,10 @@ struct TransportEnv {
   std::size_t tcp_rendezvous_threshold = 0;
   // shm: the same for pool buffers (ROCL_SHM_RNDV_THRESHOLD).
   std::size_t shm_rendezvous_threshold = 0;
+  // shm: lent messages (the core's ROCL_LEND_THRESHOLD chose them) below
+  // this many bytes are copied through the ring instead of read from the
+  // sender's memory (ROCL_SHM_LEND_THRESHOLD). 0: every lent message is read.
+  std::size_t shm_lend_threshold = 0;
   // tcp: the congestion control of every connection, the first of these
   // names (ROCL_TCP_CONGESTION, for the TCP_CONGESTION socket option) the
   // kernel accepts. None: the system's.

@@ -8,9 +8,13 @@
  *     1 asks for them) until rank 1, told to go, receives them. Rank 0
  *     overwrites the memory once its request completed: rank 1 must see
  *     the original.
- *  2. 1 KiB (below the threshold) and a pool buffer: copied, no request
+ *  2. 64 KiB (lent: a request) completes while rank 1 still has posted no
+ *     receive: over shm it is below ROCL_SHM_LEND_THRESHOLD (128K) and
+ *     copied through the ring at once, over tcp written eagerly (below
+ *     ROCL_TCP_RNDV_THRESHOLD); rank 1 gets it as it was when lent.
+ *  3. 1 KiB (below the threshold) and a pool buffer: copied, no request
  *     (ROCL_REQUEST_NULL).
- *  3. 1 MiB again, which rank 1 sees arrive (rocl_probe) and never
+ *  4. 1 MiB again, which rank 1 sees arrive (rocl_probe) and never
  *     receives: it dies (_exit, no rocl_exit). The send completes with
  *     ROCL_EPEER within seconds instead of waiting for ever.
  * Exit 0 on success. */
@@ -24,10 +28,11 @@
 #include "find_rank.h"
 
 #define BIG ((size_t)1 << 20)
+#define MID ((size_t)64 << 10)
 #define SMALL ((size_t)1024)
 #define POOL_BYTES ((size_t)200000)
 
-enum { kReady = 9, kWarm = 8, kGo = 7, kBig = 1, kSmall = 2, kPool = 3, kOrphan = 5 };
+enum { kReady = 9, kWarm = 8, kGo = 7, kBig = 1, kSmall = 2, kPool = 3, kMid = 4, kOrphan = 5 };
 
 /* Tests *req; once complete its status is in *st. */
 static int is_done(rocl_request_t *req, rocl_status_t *st) {
@@ -55,6 +60,18 @@ static void sender(rocl_gid_t me, rocl_gid_t peer) {
     usleep(1000);
   }
   CHECK(rocl_cancel(&req) == ROCL_EALREADY, "rocl_cancel of a lent send");
+  unsigned char *mid = malloc(MID);
+  CHECK(mid != NULL, "malloc");
+  fill_pattern(mid, MID, 4);
+  rocl_request_t mid_req = ROCL_REQUEST_NULL;
+  CHECK(rocl_isendx_lend(me, peer, kMid, 0, 0, mid, MID, &mid_req) == ROCL_OK,
+        "rocl_isendx_lend (64 KiB)");
+  CHECK(mid_req != ROCL_REQUEST_NULL, "a 64 KiB send from plain memory was lent (a request)");
+  CHECK(rocl_wait(&mid_req, &st, 5000) == ROCL_OK,
+        "a lent 64 KiB send completes with no receive posted (shm: copied through the ring "
+        "below ROCL_SHM_LEND_THRESHOLD; tcp: written eagerly)");
+  fill_pattern(mid, MID, 98); /* ours again: rank 1 gets the original */
+  free(mid);
   CHECK(rocl_send(me, peer, kGo, "go", 3) == ROCL_OK, "rocl_send (go)");
   CHECK(rocl_wait(&req, &st, 30000) == ROCL_OK, "rocl_wait (lent 1 MiB)");
   CHECK(st.error == ROCL_OK && st.len == BIG && st.tag == kBig, "status of the lent send");
@@ -100,6 +117,9 @@ static void receiver(rocl_gid_t me, rocl_gid_t peer) {
   CHECK(rocl_recvx(me, peer, kBig, 0, big, BIG, &st, 30000) == ROCL_OK, "recv (lent 1 MiB)");
   CHECK(st.len == BIG && st.tag == kBig, "status of the lent message");
   expect_pattern(big, BIG, 1, "the lent message's content (as it was when lent)");
+  CHECK(rocl_recvx(me, peer, kMid, 0, big, MID, &st, 30000) == ROCL_OK, "recv (lent 64 KiB)");
+  CHECK(st.len == MID && st.tag == kMid, "status of the lent 64 KiB message");
+  expect_pattern(big, MID, 4, "the lent 64 KiB message's content (as it was when lent)");
   unsigned char small[SMALL];
   CHECK(rocl_recvx(me, peer, kSmall, 0, small, SMALL, &st, 30000) == ROCL_OK, "recv (1 KiB)");
   expect_pattern(small, SMALL, 2, "the 1 KiB message's content");
@@ -109,7 +129,8 @@ static void receiver(rocl_gid_t me, rocl_gid_t peer) {
   CHECK(rocl_probe(me, peer, kOrphan, 0, &st, 30000) == ROCL_OK, "rocl_probe (orphan)");
   CHECK(st.len == BIG, "the orphan's length");
   printf(
-      "lent_send: 1 MiB lent and received, small and pool sends copied; the receiver now "
+      "lent_send: 1 MiB lent and received, 64 KiB lent and copied at once, small and pool sends "
+      "copied; the receiver now "
       "dies holding the last one unreceived\n");
   fflush(stdout);
   _exit(0); /* no rocl_exit: as if killed, nothing hands the lent bytes back */

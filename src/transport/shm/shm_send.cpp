@@ -24,8 +24,9 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
   std::unique_lock<ConnMutex> lk(c->mu);
   if (const int rc = ready_locked(peer, peer_address, c, lk); rc != ROCL_OK) return rc;
   // A lent message (the core decided its size) goes by rendezvous if the
-  // receiver reads our memory, else it is copied through the ring now.
-  bool rendezvous = is_lent(msg) ? c->lend_memory
+  // receiver reads our memory and it is not too small for that to pay
+  // (ROCL_SHM_LEND_THRESHOLD), else it is copied through the ring now.
+  bool rendezvous = is_lent(msg) ? c->lend_memory && msg->length >= env_.shm_lend_threshold
                                  : c->rendezvous && env_.rendezvous_threshold != 0 &&
                                        (msg->length >= rendezvous_threshold() || msg->rendezvous) &&
                                        in_pool(msg);
