@@ -95,9 +95,10 @@ const OptionRow kOptions[] = {
      Type::kSize, field_of<&Options::shm_rndv_threshold>},
     {"ROCL_LEND_THRESHOLD", "32K",
      "rocl_isendx_lend (MPI's standard and ready sends of contiguous data) lends the "
-     "application's memory from this many bytes where the transport can send from it (shm: "
-     "the receive copies it once, straight from the sender's memory, with cross-memory "
-     "attach, the waiting sender writing half of it meanwhile; tcp: written into the socket "
+     "application's memory from this many bytes where the transport can send from it (shm, "
+     "from ROCL_SHM_LEND_THRESHOLD: the receive copies it once, straight from the sender's "
+     "memory, with cross-memory attach, the waiting sender writing half of it meanwhile; a "
+     "smaller lent message goes through the ring at once; tcp: written into the socket "
      "from there), and the send completes only then. Smaller ones, pool buffers and shm "
      "peers that cannot read our memory are copied at once as rocl_isendx does. "
      "ROCL_RNDV_THRESHOLD=0 turns this off too (0: never).",
