@@ -60,20 +60,22 @@ void print_goals(std::FILE *out, const Results &results, bool quick) {
                quick ? ", judged on --quick figures (one short repetition: not a verdict)" : "");
   if (const StageRun *p2p = results.find("p2p")) {
     const auto shm = anchors_in(*p2p, "shm");
-    print_verdict(out, "shm latency <= best shared-memory anchor at every size",
-                  judge_sizes(*p2p, "latency", "rocl-shm", shm, 1));
-    print_verdict(out, "shm bandwidth >= best shared-memory anchor at every size",
-                  judge_sizes(*p2p, "bandwidth", "rocl-shm", shm, 1));
-    print_verdict(out, "tcp latency <= Open MPI's tcp path at every size",
-                  judge_sizes(*p2p, "latency", "rocl-tcp", {"ompi-tcp"}, 1));
-    // The same goals for rocl's MPI, measured with the anchors' own program
-    // (mpi_pingpong): judged apart, never merged with the lines above.
-    print_verdict(out, "rocl's MPI: shm latency <= best shared-memory anchor at every size",
-                  judge_sizes(*p2p, "latency", "rocl-mpi-shm", shm, 1));
-    print_verdict(out, "rocl's MPI: shm bandwidth >= best shared-memory anchor at every size",
-                  judge_sizes(*p2p, "bandwidth", "rocl-mpi-shm", shm, 1));
-    print_verdict(out, "rocl's MPI: tcp latency <= Open MPI's tcp path at every size",
-                  judge_sizes(*p2p, "latency", "rocl-mpi-tcp", {"ompi-tcp"}, 1));
+    // rocl-bench's buffer API, then rocl's MPI (the anchors' own program,
+    // mpi_pingpong): each judged on lines of its own, never merged.
+    struct Way {
+      std::string label, shm, tcp;
+    };
+    for (const Way &w :
+         {Way{"", "rocl-shm", "rocl-tcp"}, Way{"rocl's MPI: ", "rocl-mpi-shm", "rocl-mpi-tcp"}}) {
+      print_verdict(out,
+                    (w.label + "shm latency <= best shared-memory anchor at every size").c_str(),
+                    judge_sizes(*p2p, "latency", w.shm, shm, 1));
+      print_verdict(out,
+                    (w.label + "shm bandwidth >= best shared-memory anchor at every size").c_str(),
+                    judge_sizes(*p2p, "bandwidth", w.shm, shm, 1));
+      print_verdict(out, (w.label + "tcp latency <= Open MPI's tcp path at every size").c_str(),
+                    judge_sizes(*p2p, "latency", w.tcp, {"ompi-tcp"}, 1));
+    }
     print_verdict(out, "inproc latency 100x below ZeroMQ inproc at every size",
                   judge_sizes(*p2p, "latency", "rocl-inproc", {"zmq-inproc"}, 100));
   }

@@ -88,7 +88,7 @@ std::vector<Config> p2p_configs(const CompareOptions &o, const Programs &p) {
       p.cpus.size() < 2 ? "needs 2 usable cpus, " + std::to_string(p.cpus.size()) + " here" : "";
   auto rocl = [&](const char *name, const char *cls, const char *transport, const char *about) {
     std::string why = std::string(transport) == "inproc" ? "" : first_missing({&p.roclrun});
-    all.push_back({name, cls, about, why,
+    all.push_back({name, transport, about, why,
                    [name = std::string(name), t = std::string(transport)](const RunRequest &r) {
                      return run_rocl_bench(r, name, t);
                    }});
@@ -100,10 +100,10 @@ std::vector<Config> p2p_configs(const CompareOptions &o, const Programs &p) {
   // rocl's MPI runs the MPI anchors' own program, built against it: the
   // same loops, buffers and windows as Open MPI and MPICH, launched and
   // pinned the way they are (one core per rank).
-  auto rocl_mpi = [&](const char *name, const char *cls, const char *transport) {
+  auto rocl_mpi = [&](const char *name, const char *transport) {  // the class is the transport
     const std::string about = std::string("mpi_pingpong with rocl's MPI: roclrun --bind-to core ") +
                               "-n 2, ROCL_TRANSPORTS=" + transport;
-    all.push_back({name, cls, about, first_missing({&p.roclrun, &p.mpi_pingpong_rocl}),
+    all.push_back({name, transport, about, first_missing({&p.roclrun, &p.mpi_pingpong_rocl}),
                    [name = std::string(name), t = std::string(transport)](const RunRequest &r) {
                      const Programs &ps = r.programs;
                      return run_anchor(r, name,
@@ -112,8 +112,8 @@ std::vector<Config> p2p_configs(const CompareOptions &o, const Programs &p) {
                                        {{"ROCL_TRANSPORTS", t}});
                    }});
   };
-  rocl_mpi("rocl-mpi-shm", "shm", "shm");
-  rocl_mpi("rocl-mpi-tcp", "tcp", "tcp");
+  rocl_mpi("rocl-mpi-shm", "shm");
+  rocl_mpi("rocl-mpi-tcp", "tcp");
 
   auto openmpi = [&](const char *name, const char *cls, const char *mca, const char *about) {
     const std::string why = first_missing({&p.mpirun_openmpi, &p.mpi_pingpong_openmpi});

@@ -137,7 +137,7 @@ void print_scaling(std::FILE *out, const StageRun &run, const char *metric, cons
   std::vector<std::string> names, anchors;
   for (const auto &c : run.configs) {
     names.push_back(c.name);
-    if (c.name.rfind("rocl", 0) != 0) anchors.push_back(c.name);
+    if (!is_rocl(c.name)) anchors.push_back(c.name);
   }
   std::set<int> points;
   for (const auto &s : run.summary) {
