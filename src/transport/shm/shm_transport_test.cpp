@@ -478,9 +478,12 @@ TEST_F(ShmPair, BadHeaderPoisonsOnlyThatSlot) {
   EXPECT_EQ(verdict->load(), 0u);
   seal(0);
   seal(128);
-  // The verdict is published last (after the count and the log line):
-  // waiting for the count alone raced with the log (failed under TSan).
-  for (int i = 0; i < 400 && verdict->load() == 0; ++i) std::this_thread::sleep_for(5ms);
+  // The refusal is published last (after the count and the log line):
+  // waiting for the count alone raced with the log (failed under TSan). Wait
+  // for the refusal (2), not for any verdict: the hello's acceptance (1)
+  // comes first, and stopping there raced with the log too (failed once
+  // under ASan: the count seen, the log line not yet).
+  for (int i = 0; i < 400 && verdict->load() != 2u; ++i) std::this_thread::sleep_for(5ms);
   EXPECT_EQ(b.t->stats().poisoned, 1u);
   EXPECT_TRUE(b.logged("slot 1 (pid 4242)"));
   EXPECT_TRUE(b.logged("flags"));
