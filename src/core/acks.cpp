@@ -13,8 +13,7 @@ namespace rocl::impl {
 
 // `h` is a copy: a message matched in deliver() belongs to its receiver
 // from that moment, who may have freed it already.
-void Context::note_match(rocl_gid_t receiver, const CoreHeader &h, bool may_send_now) noexcept {
-  if ((h.flags() & ROCL_FLAG_ACK) == 0) return;
+void Context::acknowledge(rocl_gid_t receiver, const CoreHeader &h, bool may_send_now) noexcept {
   const Ack ack{receiver, h.source, h.tag, (h.domain & kDomainMask) | ROCL_ACK_DOMAIN};
   if (may_send_now) {
     send(ack.from, ack.to, ack.tag, ack.domain, nullptr, 0);  // a peer gone is not our failure

@@ -85,6 +85,10 @@ class Context final : public MessageSink {
   int prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept;
   void undo_outgoing(Outgoing &out) noexcept;
   Resource *arrival_resource(rocl_gid_t destination) const noexcept;
+  // deliver_pieces past its refusals: r has posted receives.
+  [[gnu::noinline]] bool claim_pieces(Resource *r, rocl_gid_t destination, const CoreHeader &header,
+                                      const ByteRange *pieces, int count,
+                                      std::size_t length) noexcept;
   bool send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
                   int *rc) noexcept;
   int check_send_args(rocl_gid_t ogid, int tag) noexcept;
@@ -107,8 +111,11 @@ class Context final : public MessageSink {
                    RouteCache::Lookup found, Route route) noexcept;
   int resolve(rocl_gid_t dgid, Route *route) noexcept;
   // r: resources_.peek(dgid).
-  bool take_waiting(Resource *r, rocl_gid_t dgid, Envelope &env, void *into, std::size_t cap,
-                    rocl_status_t *status, int *rc) noexcept;
+  bool take_waiting(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
+                    std::size_t cap, rocl_status_t *status, int *rc) noexcept;
+  // r: resources_.peek(dgid); a receive that may wait (timeout != 0).
+  bool take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
+                    std::size_t cap, rocl_status_t *status, int *rc) noexcept;
   int finish_receive(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status) noexcept;
   int check_receive_args(const char *who, int tag, std::uint32_t domain) noexcept;
   int pull_if_rendezvous(Resource *r, Envelope **msg) noexcept;
@@ -127,8 +134,12 @@ class Context final : public MessageSink {
   void free_message(Envelope *msg) noexcept;
   void start_transports();
   // ROCL_FLAG_ACK (acks.cpp): a message matched on `receiver`: queue its
-  // acknowledgement (under a transport's locks) or send it now.
-  void note_match(rocl_gid_t receiver, const CoreHeader &h, bool may_send_now) noexcept;
+  // acknowledgement (under a transport's locks) or send it now. The flag's
+  // test inline: it is on the path of every receive, the ack on few.
+  void note_match(rocl_gid_t receiver, const CoreHeader &h, bool may_send_now) noexcept {
+    if ((h.flags() & ROCL_FLAG_ACK) != 0) acknowledge(receiver, h, may_send_now);
+  }
+  void acknowledge(rocl_gid_t receiver, const CoreHeader &h, bool may_send_now) noexcept;
   void send_acks() noexcept;
   struct Ack {
     rocl_gid_t from, to;

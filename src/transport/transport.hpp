@@ -77,6 +77,13 @@ class MessageSink {
   virtual void progressed() noexcept {}
 };
 
+// True while this thread waits in a receive whose next receives take their
+// messages at an input's front themselves (Transport::take_arrived; set by
+// the core): a caller's progress() then stops at the first whole message
+// instead of also delivering those behind it into the mailbox, where the
+// next receives would have to take them back out under its lock.
+inline thread_local bool t_takes_arrived = false;
+
 // What a transport's log says of a message deliver() refused with rc, before
 // the destination gid: "for unknown resource 0x...".
 inline const char *refusal(int rc) noexcept {
@@ -226,6 +233,28 @@ class Transport {
   // MessageSink::deliver. Called by the transport's thread or by a waiting
   // caller between poll_begin() and poll_end().
   virtual int progress() noexcept = 0;
+
+  // A receive's shortcut past the mailbox (optional; caller progress, as
+  // progress()). If no other thread drives this transport now, and then
+  // ready(arg) holds, the message at the front of one of its inputs, if it
+  // is whole there in one small frame, is for `destination` and matches
+  // `pattern` (CoreHeader ==): taken into a pool block and returned as
+  // deliver() would have got it (block in state kLibrary, msg->data its
+  // payload), not delivered. Otherwise nullptr, nothing changed (a frame
+  // that is bad, or needs a block the pool has not, is left to progress()).
+  // ready() is asked while this transport's input is held, so that nothing
+  // it delivers can slip in between: the core says there that no receive
+  // and no message wait in the destination's mailbox, so the message
+  // overtakes nothing the mailbox would have matched first.
+  using ReadyFn = bool (*)(const void *arg) noexcept;
+  virtual Message *take_arrived(rocl_gid_t destination, const CoreHeader &pattern, ReadyFn ready,
+                                const void *arg) noexcept {
+    (void)destination;
+    (void)pattern;
+    (void)ready;
+    (void)arg;
+    return nullptr;
+  }
 
   // Teardown, first step, while this process's resources are still in the
   // directory: waits until the messages send() accepted that need nothing

@@ -374,6 +374,18 @@ class Communicator {
   // Whether messages wait in the unexpected queue (no lock: a hint, as
   // has_posted_receives).
   bool has_queued_messages() const noexcept { return queued_.load(std::memory_order_relaxed) != 0; }
+  // Whether no receive is posted and no message queued: without the lock
+  // while the two hints say so, else under it, settling a spinning receive
+  // that was handed its message (which the hints count until a locked call
+  // notices; this one refreshes them, so the next call is lock-free again).
+  // For a caller that takes a message past the Communicator and must
+  // overtake nothing it would have matched first.
+  bool nothing_waits() {
+    if (!has_posted_receives() && !has_queued_messages()) return true;
+    std::lock_guard<Lock> guard(lock_);
+    sync_waiter();
+    return waiter_ == nullptr && expected_.size() == 0 && unexpected_.size() == 0;
+  }
 
   // ---- The hand-off to a spinning receive ------------------------------
   // The one-way time between two threads is the cache lines a message
@@ -459,15 +471,18 @@ class Communicator {
   // receive that finds its message waiting takes no reference to its
   // resource): under the lock, if the Communicator is open and still_mine()
   // says it still is the endpoint the caller meant, the earliest queued
-  // message matching recv->header is taken if accepts(const Env &) says
-  // so: unqueued, matched both ways with recv and returned; recv is
-  // neither posted nor signalled (nor reset: the caller has it in hand).
-  // Otherwise nullptr and nothing changed. Never blocks.
+  // message matching `pattern` is taken if accepts(const Env &) says so:
+  // unqueued and returned, its `matched` nullptr (the receive that takes it
+  // has no envelope: it is done once it has the message, so none is made,
+  // posted or signalled). Otherwise nullptr and nothing changed. Never
+  // blocks.
   template <class StillMine, class Accepts>
-  Env *take_queued(Env *recv, StillMine still_mine, Accepts accepts) {
+  Env *take_queued(const H &pattern, StillMine still_mine, Accepts accepts) {
     std::lock_guard<Lock> guard(lock_);
     if (closed_ || !still_mine()) return nullptr;
-    return take_unexpected(recv, accepts);
+    Env *msg = take_unexpected(pattern, accepts);
+    if (msg != nullptr) msg->matched = nullptr;
+    return msg;
   }
 
   // Opens a closed Communicator again for a new owner, as if new (every
@@ -815,13 +830,21 @@ class Communicator {
   // accepts(it), unqueued and matched both ways with recv; else nullptr.
   template <class Accepts>
   Env *take_unexpected(Env *recv, Accepts accepts) {
-    Env *msg = unexpected_.find(recv->header,
-                                [recv](const H &arrived) { return bool(arrived == recv->header); });
+    Env *msg = take_unexpected(recv->header, accepts);
+    if (msg == nullptr) return nullptr;
+    msg->matched = recv;
+    recv->matched = msg;
+    return msg;
+  }
+  // The earliest queued message matching `pattern`, unqueued if
+  // accepts(it) (its `matched` as it was), or nullptr.
+  template <class Accepts>
+  Env *take_unexpected(const H &pattern, Accepts accepts) {
+    Env *msg = unexpected_.find(pattern,
+                                [&pattern](const H &arrived) { return bool(arrived == pattern); });
     if (msg == nullptr || !accepts(static_cast<const Env &>(*msg))) return nullptr;
     unexpected_.remove(msg);
     note_queued();
-    msg->matched = recv;
-    recv->matched = msg;
     return msg;
   }
   Env *take_posted(const H &header) {

@@ -247,6 +247,8 @@ class ShmTransportImpl final : public ShmTransport {
 
   // shm_receive.cpp
   int progress() noexcept override;
+  Message *take_arrived(rocl_gid_t destination, const CoreHeader &pattern, ReadyFn ready,
+                        const void *arg) noexcept override;
   void poll_begin() noexcept override;
   void poll_end(bool will_sleep) noexcept override;
 
@@ -319,6 +321,11 @@ class ShmTransportImpl final : public ShmTransport {
   int poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
   int take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
   int take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at);
+  // Asks for the lines of the short frame at `at` (s's tail) past its first.
+  void prefetch_frame(const RxSlot &s, const std::byte *at) const;
+  // take_arrived's look at slot i's front frame, rx_busy_ held.
+  Message *take_front(std::uint32_t i, RxSlot &s, rocl_gid_t destination,
+                      const CoreHeader &pattern);
   // Out of line: poll_slot, on every message's path, stays small.
   [[gnu::noinline]] bool deliver_whole_in_ring(RxSlot &s, SlotCtl *ctl,
                                                const wire::MessageHeader &first,

@@ -41,6 +41,74 @@ int ShmTransportImpl::progress() noexcept {
   return reaped + poll_locked(false);
 }
 
+// The shortcut of a receive whose message waits at the front of a ring
+// (contract in transport.hpp): a receiver behind a stream finds most of
+// its messages so, and taking one here skips its delivery (the mailbox's
+// lock, its queue, the receive's own lock to take it back out): rocl-bench
+// shm streams, alternated 4 times, 16 B 6.3-7.1 -> 8.4-9.2 M msg/s, 1 B
+// 6.1-8.1 -> 7.0-8.2, 256 B 5.7-7.2 -> 6.4-8.7. Counts as a poll (the
+// lease: senders do not wake the thread while receives keep taking).
+Message *ShmTransportImpl::take_arrived(rocl_gid_t destination, const CoreHeader &pattern,
+                                        ReadyFn ready, const void *arg) noexcept {
+  if (rx_busy_.test(std::memory_order_relaxed) ||
+      rx_busy_.test_and_set(std::memory_order_acquire)) {
+    return nullptr;
+  }
+  polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  Message *m = nullptr;
+  if (ready(arg)) {
+    refresh_active();
+    const std::size_t count = active_.size();
+    for (std::size_t j = 0; j < count && m == nullptr; ++j) {
+      std::size_t at = first_slot_ + j;
+      if (at >= count) at -= count;
+      m = take_front(active_[at], rx_[active_[at]], destination, pattern);
+    }
+  }
+  rx_busy_.clear(std::memory_order_release);
+  return m;
+}
+
+// Only a short frame (one message whole in one frame) of a slot in use,
+// between messages, not paused: anything else is progress()'s, which also
+// says what is wrong with a bad frame.
+Message *ShmTransportImpl::take_front(std::uint32_t i, RxSlot &s, rocl_gid_t destination,
+                                      const CoreHeader &pattern) {
+  if (s.state != RxSlot::kOk || s.paused || s.block != nullptr || env_.pool == nullptr) {
+    return nullptr;
+  }
+  const std::byte *at = s.ring + (s.tail & (cfg_.ring_bytes - 1));
+  if (seal_at(const_cast<std::byte *>(at)).load(std::memory_order_acquire) !=
+          (s.seal_key ^ s.tail) ||
+      static_cast<wire::Kind>(at[kSealBytes + wire::kKindOffset]) != wire::Kind::kShort) {
+    return nullptr;
+  }
+  prefetch_frame(s, at);
+  wire::ShortHeader h;
+  if (wire::decode_short_header(at + kSealBytes, limits_, s.name, &h) != ROCL_OK) return nullptr;
+  const CoreHeader header{h.source, h.tag, h.domain};
+  if (h.destination != destination || !(header == pattern)) return nullptr;
+  BlockHeader *b = env_.pool->allocate(h.length);
+  if (b == nullptr) return nullptr;
+  const std::uint64_t frame = frame_bytes(sizeof h, h.length);
+  if (frame == kFrameAlign) {
+    copy_small(payload_of(b), at + kSealBytes + sizeof h, h.length);
+  } else {
+    copy_out(s, s.tail + kSealBytes + sizeof h, payload_of(b), h.length);
+  }
+  consume(s, slot_ctl(seg_, i), frame);
+  // Found at the first look: the sender is ahead, so ask for the lines of
+  // the next frames now (the next receive's look then finds them here).
+  prefetch_ahead(s, 1, kDrainPrefetchFrames);
+  count(delivered_);
+  Message *m = message_in(b);
+  m->header = header;
+  m->data = payload_of(b);
+  m->length = h.length;
+  b->state.store(BlockState::kLibrary, std::memory_order_release);
+  return m;
+}
+
 void ShmTransportImpl::poll_begin() noexcept {
   ++t_spins;
   if (!raised_.load(std::memory_order_acquire)) raise_pollers();
@@ -208,7 +276,9 @@ void ShmTransportImpl::refresh_active() {
 // sender is ahead, streaming): then the next frames are written already,
 // and the caller drains them too (up to the round's bound), so that the
 // receives after this one find their messages queued instead of each
-// polling, waiting and being signalled for one.
+// polling, waiting and being signalled for one; but not for a rocl_recv
+// (t_takes_arrived), whose next receives take them from the ring
+// themselves, at less cost than through the mailbox (take_arrived).
 // The next poll then starts at the slot after that one, so that a sender
 // that streams does not keep a caller from the others' messages.
 int ShmTransportImpl::poll_once(bool caller) {
@@ -242,7 +312,9 @@ int ShmTransportImpl::poll_once(bool caller) {
       }
       if (caller && r == kMessageDone) {
         took_message = true;
-        if (++s.found_in_row < 2) break;  // not behind a stream: stop at the first
+        // Not behind a stream, or the caller takes its next messages
+        // from the ring itself (t_takes_arrived): stop at the first.
+        if (++s.found_in_row < 2 || t_takes_arrived) break;
       }
     }
     if (took_message) {
@@ -422,7 +494,7 @@ int ShmTransportImpl::take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
 // slower and 10 made no difference, and a fragment's lines (2 KiB and more)
 // stream well without it. The length is read unchecked: a prefetch of a
 // wrong line is only wasted.
-int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at) {
+void ShmTransportImpl::prefetch_frame(const RxSlot &s, const std::byte *at) const {
   constexpr std::uint64_t kPrefetchBytes = 10 * kFrameAlign;
   std::uint32_t claimed;  // ShortHeader::length
   std::memcpy(&claimed, at + kSealBytes + offsetof(wire::ShortHeader, length), sizeof claimed);
@@ -431,6 +503,10 @@ int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const
   for (std::uint64_t off = kFrameAlign; off < end; off += kFrameAlign) {
     __builtin_prefetch(s.ring + ((s.tail + off) & (cfg_.ring_bytes - 1)), 0, 3);
   }
+}
+
+int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at) {
+  prefetch_frame(s, at);
   wire::ShortHeader h;
   if (wire::decode_short_header(at + kSealBytes, limits_, s.name, &h) != ROCL_OK) {
     poison(i, s, ctl, last_error(), false);

@@ -57,6 +57,18 @@ struct ShmPair : ::testing::Test {
   End b{2, &secret};
 };
 
+// a claims its slot in b's segment (one message, delivered by b's thread),
+// then b's caller polls until b's thread leaves the ring to it.
+void claim_and_poll(End &a, End &b) {
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 8, 0, 11, 1)), ROCL_OK);
+  ASSERT_TRUE(b.sink.wait_for(1));  // the slot is claimed
+  b.t->poll_begin();
+  for (auto end = std::chrono::steady_clock::now() + 20ms;
+       std::chrono::steady_clock::now() < end;) {
+    EXPECT_EQ(b.t->progress(), 0);  // the thread leaves the ring to us
+  }
+}
+
 TEST(ShmTransport, IsInTheRegistrationTableAndReachesItsNode) {
   const TransportEntry *entry = find_transport("shm");
   ASSERT_NE(entry, nullptr);
@@ -241,13 +253,7 @@ TEST(ShmTransport, APollingCallerIsNotStarvedByOneBusySender) {
 TEST(ShmTransport, ACallerBehindAStreamingSenderTakesSeveralMessagesAPoll) {
   JobSecret secret = JobSecret::generate();
   End a{1, &secret}, b{2, &secret};
-  ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 8, 0, 11, 1)), ROCL_OK);
-  ASSERT_TRUE(b.sink.wait_for(1));  // the slot is claimed
-  b.t->poll_begin();
-  for (auto end = std::chrono::steady_clock::now() + 20ms;
-       std::chrono::steady_clock::now() < end;) {
-    EXPECT_EQ(b.t->progress(), 0);  // the thread leaves the ring to us
-  }
+  ASSERT_NO_FATAL_FAILURE(claim_and_poll(a, b));
   constexpr int kStream = 48;
   for (int i = 0; i < kStream; ++i) {
     ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 8, i, 11, 1)), ROCL_OK);
@@ -265,6 +271,66 @@ TEST(ShmTransport, ACallerBehindAStreamingSenderTakesSeveralMessagesAPoll) {
   EXPECT_LT(taken.size(), 10u) << "one message per poll: " << taken.size() << " polls";
   const auto got = b.sink.snapshot();
   for (int i = 0; i < kStream; ++i) EXPECT_EQ(got[i + 1].length, 8u);
+}
+
+// take_arrived (transport.hpp): a receive takes the message at the ring's
+// front only if it is for its destination, matches its pattern and the
+// core says nothing waits in the mailbox; a frame it does not take stays
+// where it is, for progress() to deliver, and the order holds.
+TEST(ShmTransport, AReceiveTakesOnlyItsOwnMessageFromTheFrontOfTheRing) {
+  JobSecret secret = JobSecret::generate();
+  End a{1, &secret}, b{2, &secret};
+  ASSERT_NO_FATAL_FAILURE(claim_and_poll(a, b));
+  std::uint64_t sums[3];
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 8, 1, 11, 5, &sums[0])), ROCL_OK);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 22, make_message(a.pool, 9, 2, 11, 5, &sums[1])), ROCL_OK);
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 200, 3, 11, 6, &sums[2])),
+            ROCL_OK);
+  struct Ready {
+    bool answer = true;
+    int asked = 0;
+  } ready;
+  const Transport::ReadyFn ask = [](const void *arg) noexcept {
+    auto *r = const_cast<Ready *>(static_cast<const Ready *>(arg));
+    ++r->asked;
+    return r->answer;
+  };
+  const CoreHeader any_tag{11, ROCL_ANY_TAG, 7};
+  // Wait until the first frame is sealed (the sender wrote it before send
+  // returned, so at once): the core says something waits, so nothing.
+  ready.answer = false;
+  EXPECT_EQ(b.t->take_arrived(21, any_tag, ask, &ready), nullptr);
+  EXPECT_EQ(ready.asked, 1);
+  ready.answer = true;
+  EXPECT_EQ(b.t->take_arrived(22, any_tag, ask, &ready), nullptr) << "the front is 21's";
+  EXPECT_EQ(b.t->take_arrived(21, CoreHeader{11, 6, 7}, ask, &ready), nullptr) << "tag 5 first";
+  EXPECT_EQ(b.t->take_arrived(21, CoreHeader{12, ROCL_ANY_TAG, 7}, ask, &ready), nullptr);
+  EXPECT_EQ(b.t->take_arrived(21, CoreHeader{11, 5, 8}, ask, &ready), nullptr) << "domain";
+  Message *m = b.t->take_arrived(21, any_tag, ask, &ready);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->header.source, 11u);
+  EXPECT_EQ(m->header.tag, 5);
+  EXPECT_EQ(m->length, 8u);
+  EXPECT_EQ(transport_test::checksum(m->data, m->length), sums[0]);
+  EXPECT_EQ(block_of(m)->state.load(), BlockState::kLibrary);
+  b.pool.release(block_of(m), BlockState::kLibrary);
+  // The front is 22's now: 21's next message waits behind it.
+  EXPECT_EQ(b.t->take_arrived(21, any_tag, ask, &ready), nullptr);
+  for (auto end = std::chrono::steady_clock::now() + 2s;
+       b.sink.count() < 2 && std::chrono::steady_clock::now() < end;) {
+    b.t->progress();  // delivers 22's (and stops there: a caller's poll)
+  }
+  ASSERT_EQ(b.sink.count(), 2u);
+  EXPECT_EQ(b.sink.snapshot()[1].destination, 22u);
+  EXPECT_EQ(b.sink.snapshot()[1].sum, sums[1]);
+  m = b.t->take_arrived(21, CoreHeader{11, 6, 7}, ask, &ready);
+  ASSERT_NE(m, nullptr) << "a frame of several lines is taken too";
+  EXPECT_EQ(m->length, 200u);
+  EXPECT_EQ(transport_test::checksum(m->data, m->length), sums[2]);
+  b.pool.release(block_of(m), BlockState::kLibrary);
+  EXPECT_EQ(b.t->take_arrived(21, any_tag, ask, &ready), nullptr) << "nothing left";
+  b.t->poll_end(false);
+  EXPECT_EQ(b.sink.count(), 2u);
 }
 
 // The poll lease (shm_transport.hpp): after a polling caller got its
