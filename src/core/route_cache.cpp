@@ -5,21 +5,16 @@
 
 namespace rocl::impl {
 
+constinit thread_local RouteCache::Last RouteCache::t_last_{};
+
 std::uint64_t RouteCache::next_id() noexcept {
   static std::atomic<std::uint64_t> n{0};
   return n.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-RouteCache::Lookup RouteCache::lookup(rocl_gid_t gid, std::uint64_t epoch, Route *out) const {
-  static thread_local Last last;
-  // Seeing the generation the entry was copied at means no change since:
-  // the lookup then takes effect at this load.
-  if (last.cache == id_ && last.gid == gid &&
-      last.generation == generation_.load(std::memory_order_acquire)) {
-    if (last.miss) return Lookup::kMiss;
-    *out = last.entry.route;
-    return last.entry.epoch == epoch ? Lookup::kHit : Lookup::kStale;
-  }
+RouteCache::Lookup RouteCache::lookup_shared(rocl_gid_t gid, std::uint64_t epoch,
+                                             Route *out) const {
+  Last &last = t_last_;
   std::shared_lock lock(mutex_);
   auto it = routes_.find(gid);
   if (it == routes_.end()) {

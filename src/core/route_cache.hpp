@@ -48,7 +48,20 @@ class RouteCache {
   // The cached route to resource gid, and whether it was stored at removal
   // epoch `epoch` (kHit) or before (kStale: something left the directory
   // since, maybe gid).
-  Lookup lookup(rocl_gid_t gid, std::uint64_t epoch, Route *out) const;
+  // Inline, the thread's last entry (Last): a small message's send looks
+  // its route up every time, and the call cost as much as the look.
+  Lookup lookup(rocl_gid_t gid, std::uint64_t epoch, Route *out) const {
+    const Last &last = t_last_;
+    // Seeing the generation the entry was copied at means no change since:
+    // the lookup then takes effect at this load.
+    if (last.cache == id_ && last.gid == gid &&
+        last.generation == generation_.load(std::memory_order_acquire)) {
+      if (last.miss) return Lookup::kMiss;
+      *out = last.entry.route;
+      return last.entry.epoch == epoch ? Lookup::kHit : Lookup::kStale;
+    }
+    return lookup_shared(gid, epoch, out);
+  }
   // lookup() == kHit.
   bool find(rocl_gid_t gid, std::uint64_t epoch, Route *out) const {
     return lookup(gid, epoch, out) == Lookup::kHit;
@@ -81,6 +94,11 @@ class RouteCache {
     Entry entry;
     bool miss = false;  // gid was not cached (the entry is empty)
   };
+  // Constant-initialised (route_cache.cpp), trivially destroyed: read
+  // without a guard or a wrapper call.
+  static constinit thread_local Last t_last_;
+  // lookup() past the thread's last entry: under the shared lock.
+  Lookup lookup_shared(rocl_gid_t gid, std::uint64_t epoch, Route *out) const;
   static std::uint64_t next_id() noexcept;
   void bump() noexcept { generation_.fetch_add(1, std::memory_order_release); }
 

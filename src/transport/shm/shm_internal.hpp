@@ -222,6 +222,20 @@ struct PeerPool {
 
 // ---- The transport -------------------------------------------------------------
 
+// The connection a thread sent on last, per transport instance
+// (ShmTransportImpl::conn_to): a thread that sends to one peer again and
+// again then takes no shared lock and touches no reference count (the
+// map's mutex and a shared_ptr copy were four locked instructions per send,
+// a fair part of a small message's cost). A plain pointer, so that the
+// thread-local needs no guard: the shared_ptr that keeps the Conn alive
+// meanwhile is kept beside it (shm_send.cpp).
+struct LastConn {
+  std::uint64_t instance = 0;  // ShmTransportImpl::instance_, never 0
+  rocl_gid_t peer = 0;
+  Conn *conn = nullptr;
+};
+inline constinit thread_local LastConn t_last_conn_{};
+
 class ShmTransportImpl final : public ShmTransport {
  public:
   // shm_connect.cpp
@@ -274,13 +288,29 @@ class ShmTransportImpl final : public ShmTransport {
   int connect(Conn &c, std::string_view peer_address);
 
   // ---- Sending (shm_send.cpp) -------------------------------------------------
-  Conn *conn_to(rocl_gid_t peer) noexcept;
+  // The connection to peer, made if need be (nullptr: out of memory).
+  // Inline, the one this thread sent on last (LastConn): no lock, no
+  // reference count, no call.
+  Conn *conn_to(rocl_gid_t peer) noexcept {
+    const LastConn &last = t_last_conn_;
+    if (last.instance == instance_ && last.peer == peer && last.conn != nullptr) return last.conn;
+    return conn_to_shared(peer);
+  }
+  Conn *conn_to_shared(rocl_gid_t peer) noexcept;
   void drop_conn(rocl_gid_t peer, Conn *c) noexcept;
   void put_frame(Conn &c, const void *header, std::uint64_t header_bytes, const std::byte *payload,
                  std::uint64_t len);
   void publish(Conn &c, std::byte *at, std::uint64_t bytes);
   static void wake(SegHeader *h);
-  int wait_space(Conn &c, std::uint64_t need);
+  // Waits until `need` bytes are free in c's ring. ROCL_OK or ROCL_EPEER.
+  // The tail we saw last is a lower bound of the receiver's: if it leaves
+  // room, the receiver's cache line is not touched at all (inline: a small
+  // message's send asks every time).
+  int wait_space(Conn &c, std::uint64_t need) {
+    if (c.ring_bytes - (c.head - c.seen_tail) >= need) return ROCL_OK;
+    return wait_space_slow(c, need);
+  }
+  int wait_space_slow(Conn &c, std::uint64_t need);
   void copy_in(Conn &c, std::uint64_t pos, const std::byte *src, std::uint64_t n);
   static void own_ahead(const Conn &c, std::uint64_t bytes);
   std::uint64_t fragment_bytes(const Conn &c, std::uint64_t total) const;
@@ -305,7 +335,11 @@ class ShmTransportImpl final : public ShmTransport {
   bool lower_pollers_if_idle() noexcept;
   void run();
   static int idle_spins() noexcept;
-  void refresh_active();
+  void refresh_active() {
+    const std::uint32_t claims = hdr_->claims.load(std::memory_order_acquire);
+    if (claims != seen_claims_) rebuild_active(claims);
+  }
+  void rebuild_active(std::uint32_t claims);
   int poll_once(bool caller);
   // Frames a poll handles per slot before it looks at the others (fairness),
   // and how many frames ahead a drain behind a stream asks for the ring's

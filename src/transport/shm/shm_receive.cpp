@@ -255,9 +255,7 @@ void ShmTransportImpl::run() {
 
 // Rebuilds the list of claimed slots when a sender claimed one since we
 // last looked, so that a poll reads only the slots in use.
-void ShmTransportImpl::refresh_active() {
-  const std::uint32_t claims = hdr_->claims.load(std::memory_order_acquire);
-  if (claims == seen_claims_) return;
+void ShmTransportImpl::rebuild_active(std::uint32_t claims) {
   seen_claims_ = claims;
   active_.clear();
   for (std::uint32_t i = 0; i < cfg_.slots; ++i) {

@@ -90,41 +90,30 @@ int ShmTransportImpl::ready_locked(rocl_gid_t peer, std::string_view peer_addres
 }
 
 namespace {
-// The connection this thread sent on last, per transport instance: a thread
-// that sends to one peer again and again then takes no shared lock and
-// touches no reference count (the map's mutex and a shared_ptr copy were
-// four locked instructions per send, a fair part of a small message's
-// cost). Holding the shared_ptr keeps the Conn alive while it is cached.
-struct LastConn {
-  std::uint64_t instance = 0;  // ShmTransportImpl::instance_, never 0
-  rocl_gid_t peer = 0;
-  std::shared_ptr<Conn> conn;
-};
-thread_local LastConn t_last;
+// What keeps t_last_conn_'s Conn alive while it is cached.
+thread_local std::shared_ptr<Conn> t_last_conn_keep;
 }  // namespace
 
-Conn *ShmTransportImpl::conn_to(rocl_gid_t peer) noexcept {
-  if (t_last.instance == instance_ && t_last.peer == peer && t_last.conn) {
-    return t_last.conn.get();
-  }
+Conn *ShmTransportImpl::conn_to_shared(rocl_gid_t peer) noexcept {
   try {
     std::lock_guard<std::mutex> g(peers_mu_);
     auto &slot = peers_[peer];
     if (!slot) slot = std::make_shared<Conn>();
-    t_last = LastConn{instance_, peer, slot};
+    t_last_conn_keep = slot;
+    t_last_conn_ = LastConn{instance_, peer, slot.get()};
   } catch (...) {
     return nullptr;
   }
-  return t_last.conn.get();
+  return t_last_conn_.conn;
 }
 
 // Forgets a dead connection (called without c->mu): later sends to the peer
 // make a new one.
 void ShmTransportImpl::drop_conn(rocl_gid_t peer, Conn *c) noexcept {
   std::shared_ptr<Conn> keep;  // destroyed last, after the map's lock
-  if (t_last.conn.get() == c) {
-    keep = std::move(t_last.conn);
-    t_last = LastConn{};
+  if (t_last_conn_.conn == c) {
+    keep = std::move(t_last_conn_keep);
+    t_last_conn_ = LastConn{};
   }
   std::lock_guard<std::mutex> g(peers_mu_);
   auto it = peers_.find(peer);
@@ -182,11 +171,8 @@ void ShmTransportImpl::wake(SegHeader *h) {
   futex(&h->wake_seq, FUTEX_WAKE, 1, nullptr);
 }
 
-// Waits until `need` bytes are free in c's ring. ROCL_OK or ROCL_EPEER.
-int ShmTransportImpl::wait_space(Conn &c, std::uint64_t need) {
-  // The tail we saw last is a lower bound of the receiver's: if it leaves
-  // room, do not touch the receiver's cache line at all.
-  if (c.ring_bytes - (c.head - c.seen_tail) >= need) return ROCL_OK;
+// wait_space past the room the tail seen last leaves.
+int ShmTransportImpl::wait_space_slow(Conn &c, std::uint64_t need) {
   // Spin first, for ROCL_SPIN_US: a receiver that drains the ring frees a
   // fragment's worth in tens of microseconds, while a sleep lasts 50-80 us
   // on a VM whatever it asks for; sleeping after a few hundred spins
