@@ -85,10 +85,6 @@ class Context final : public MessageSink {
   int prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept;
   void undo_outgoing(Outgoing &out) noexcept;
   Resource *arrival_resource(rocl_gid_t destination) const noexcept;
-  // deliver_pieces past its refusals: r has posted receives.
-  [[gnu::noinline]] bool claim_pieces(Resource *r, rocl_gid_t destination, const CoreHeader &header,
-                                      const ByteRange *pieces, int count,
-                                      std::size_t length) noexcept;
   bool send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
                   int *rc) noexcept;
   int check_send_args(rocl_gid_t ogid, int tag) noexcept;

@@ -433,34 +433,32 @@ bool Context::deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
   // the receive the message meets first is most likely that one, which
   // declines the bytes, and finding that out took the mailbox's lock (on
   // the one-way path of a zero-copy ping-pong, and at the start of every
-  // run a stream's receiver drains). The refusals, the common case of a
-  // stream into pool buffers, stay here, in a function too small to save
-  // registers; the claim and the copy are claim_pieces'.
+  // run a stream's receiver drains).
   if (!may_take_pieces(destination)) return false;
   Resource *r = arrival_resource(destination);
-  if (r == nullptr || !r->mailbox().has_posted_receives()) return false;
-  return claim_pieces(r, destination, header, pieces, count, length);
-}
-
-bool Context::claim_pieces(Resource *r, rocl_gid_t destination, const CoreHeader &header,
-                           const ByteRange *pieces, int count, std::size_t length) noexcept {
-  Envelope *recv = r->mailbox().claim_receive(
-      header, [](const Envelope &e) { return e.data != nullptr; }, still_of(r, destination));
-  if (recv == nullptr) return false;
-  auto *to = static_cast<std::byte *>(recv->data);
-  std::size_t room = recv->length;  // cut to fit
-  for (int k = 0; k < count && room != 0; ++k) {
-    const std::size_t n = std::min(pieces[k].length, room);
-    if (n != 0) std::memcpy(to, pieces[k].bytes, n);
-    to += n;
-    room -= n;
+  if (r == nullptr) return false;
+  auto &mailbox = r->mailbox();
+  Envelope *recv = nullptr;
+  if (mailbox.has_posted_receives()) {
+    recv = mailbox.claim_receive(
+        header, [](const Envelope &e) { return e.data != nullptr; }, still_of(r, destination));
   }
-  recv->arrived = header;
-  recv->length = length;
-  recv->status = ROCL_OK;
-  signal_receive(recv);  // the last touch of recv
-  note_match(destination, header, false);
-  return true;
+  if (recv != nullptr) {
+    auto *to = static_cast<std::byte *>(recv->data);
+    std::size_t room = recv->length;  // cut to fit
+    for (int k = 0; k < count && room != 0; ++k) {
+      const std::size_t n = std::min(pieces[k].length, room);
+      if (n != 0) std::memcpy(to, pieces[k].bytes, n);
+      to += n;
+      room -= n;
+    }
+    recv->arrived = header;
+    recv->length = length;
+    recv->status = ROCL_OK;
+    signal_receive(recv);  // the last touch of recv
+    note_match(destination, header, false);
+  }
+  return recv != nullptr;
 }
 
 // ---- receive ---------------------------------------------------------------

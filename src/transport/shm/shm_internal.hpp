@@ -357,6 +357,9 @@ class ShmTransportImpl final : public ShmTransport {
   int take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at);
   // Asks for the lines of the short frame at `at` (s's tail) past its first.
   void prefetch_frame(const RxSlot &s, const std::byte *at) const;
+  void copy_short(const RxSlot &s, const std::byte *at, const wire::ShortHeader &h,
+                  BlockHeader *b) const;
+  static Message *message_of(BlockHeader *b, const CoreHeader &header, std::uint64_t length);
   // take_arrived's look at slot i's front frame, rx_busy_ held.
   Message *take_front(std::uint32_t i, RxSlot &s, rocl_gid_t destination,
                       const CoreHeader &pattern);

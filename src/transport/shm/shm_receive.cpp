@@ -90,23 +90,13 @@ Message *ShmTransportImpl::take_front(std::uint32_t i, RxSlot &s, rocl_gid_t des
   if (h.destination != destination || !(header == pattern)) return nullptr;
   BlockHeader *b = env_.pool->allocate(h.length);
   if (b == nullptr) return nullptr;
-  const std::uint64_t frame = frame_bytes(sizeof h, h.length);
-  if (frame == kFrameAlign) {
-    copy_small(payload_of(b), at + kSealBytes + sizeof h, h.length);
-  } else {
-    copy_out(s, s.tail + kSealBytes + sizeof h, payload_of(b), h.length);
-  }
-  consume(s, slot_ctl(seg_, i), frame);
+  copy_short(s, at, h, b);
+  consume(s, slot_ctl(seg_, i), frame_bytes(sizeof h, h.length));
   // Found at the first look: the sender is ahead, so ask for the lines of
   // the next frames now (the next receive's look then finds them here).
   prefetch_ahead(s, 1, kDrainPrefetchFrames);
   count(delivered_);
-  Message *m = message_in(b);
-  m->header = header;
-  m->data = payload_of(b);
-  m->length = h.length;
-  b->state.store(BlockState::kLibrary, std::memory_order_release);
-  return m;
+  return message_of(b, header, h.length);
 }
 
 void ShmTransportImpl::poll_begin() noexcept {
@@ -503,6 +493,16 @@ void ShmTransportImpl::prefetch_frame(const RxSlot &s, const std::byte *at) cons
   }
 }
 
+// The payload of the short frame at `at` (s's tail, header h) into b.
+void ShmTransportImpl::copy_short(const RxSlot &s, const std::byte *at, const wire::ShortHeader &h,
+                                  BlockHeader *b) const {
+  if (frame_bytes(sizeof h, h.length) == kFrameAlign) {
+    copy_small(payload_of(b), at + kSealBytes + sizeof h, h.length);
+  } else {
+    copy_out(s, s.tail + kSealBytes + sizeof h, payload_of(b), h.length);
+  }
+}
+
 int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at) {
   prefetch_frame(s, at);
   wire::ShortHeader h;
@@ -522,11 +522,7 @@ int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const
   }
   BlockHeader *b = receive_block(i, s, ctl, h.length);
   if (b == nullptr) return s.paused ? 0 : -1;  // paused: the frame waits in the ring
-  if (frame == kFrameAlign) {
-    copy_small(payload_of(b), at + kSealBytes + sizeof h, h.length);
-  } else {
-    copy_out(s, s.tail + kSealBytes + sizeof h, payload_of(b), h.length);
-  }
+  copy_short(s, at, h, b);
   consume(s, ctl, frame);
   return deliver_block(i, s, b, CoreHeader{h.source, h.tag, h.domain}, h.destination, h.length);
 }
@@ -667,15 +663,23 @@ bool ShmTransportImpl::retry_due() {
   return true;
 }
 
-// Hands a received message (block b) to the sink.
-int ShmTransportImpl::deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b,
-                                    const CoreHeader &header, rocl_gid_t destination,
-                                    std::uint64_t length) {
+// Block b, its payload received, as the message it carries (the block the
+// library's until the receive takes it).
+Message *ShmTransportImpl::message_of(BlockHeader *b, const CoreHeader &header,
+                                      std::uint64_t length) {
   Message *m = message_in(b);
   m->header = header;
   m->data = payload_of(b);
   m->length = length;
   b->state.store(BlockState::kLibrary, std::memory_order_release);
+  return m;
+}
+
+// Hands a received message (block b) to the sink.
+int ShmTransportImpl::deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b,
+                                    const CoreHeader &header, rocl_gid_t destination,
+                                    std::uint64_t length) {
+  Message *m = message_of(b, header, length);
   if (const int rc = env_.sink->deliver(destination, m); rc != ROCL_OK) {
     count(unknown_);
     char line[192];
