@@ -3,6 +3,7 @@
 #include "buffer/buffer_pool.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <new>
 #include <unordered_map>
 
@@ -417,6 +418,17 @@ bool BufferPool::release(BlockHeader *b, BlockState from) noexcept {
                                         std::memory_order_relaxed)) {
     return false;
   }
+  give_back(b);
+  return true;
+}
+
+void BufferPool::release_held(BlockHeader *b) noexcept {
+  assert(b->state.load(std::memory_order_relaxed) == BlockState::kLibrary);
+  b->state.store(BlockState::kFree, std::memory_order_release);
+  give_back(b);
+}
+
+void BufferPool::give_back(BlockHeader *b) noexcept {
   const unsigned order = b->order;
   ThreadCache *tc = local_cache();
   if (tc != nullptr) [[likely]] {
@@ -430,7 +442,7 @@ bool BufferPool::release(BlockHeader *b, BlockState from) noexcept {
         if (++cls.count > cls.max) [[unlikely]] {
           flush_class(tc, order - kMinBlockOrder, cls.batch);
         }
-        return true;
+        return;
       }
     }
   } else {
@@ -438,7 +450,6 @@ bool BufferPool::release(BlockHeader *b, BlockState from) noexcept {
     retired_bytes_.fetch_sub(block_bytes(order), std::memory_order_relaxed);
   }
   release_uncached(b, order);
-  return true;
 }
 
 void BufferPool::release_uncached(BlockHeader *b, unsigned order) noexcept {

@@ -93,6 +93,11 @@ class BufferPool {
   // Returns a block to the pool if its state is `from` (CAS from -> kFree);
   // false (nothing changed) otherwise, or if block is not a block of this pool.
   bool release(BlockHeader *block, BlockState from) noexcept;
+  // Returns a block of this pool that the caller holds alone in state
+  // kLibrary (a send claimed it by CAS from kUser, and only the holder moves
+  // it on from there): stored kFree without a locked instruction, which a
+  // small message's send would otherwise pay once more after its claim.
+  void release_held(BlockHeader *block) noexcept;
 
   // The block whose PAYLOAD starts exactly at p and that is not free, or
   // nullptr. Never faults whatever p is.
@@ -156,6 +161,8 @@ class BufferPool {
   BlockHeader *allocate_uncached(unsigned order, std::size_t len, detail::ThreadCache *tc) noexcept;
   BlockHeader *fail_allocate(unsigned order, std::size_t len) noexcept;
   void release_uncached(BlockHeader *b, unsigned order) noexcept;
+  // release's and release_held's rest, once b is kFree.
+  void give_back(BlockHeader *b) noexcept;
   void push_chain(unsigned order, BlockHeader *head, BlockHeader *tail, std::uint32_t n) noexcept;
   BlockHeader *pop_chains(unsigned order, std::uint32_t want, std::uint32_t max,
                           std::uint32_t *got) noexcept;

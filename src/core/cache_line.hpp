@@ -6,6 +6,8 @@
 // two transfers where asking for both at once costs about one.
 #pragma once
 
+#include <atomic>
+
 namespace rocl::impl {
 
 // Asks for the line at p in exclusive state (x86: PREFETCHW, a no-op on
@@ -18,6 +20,19 @@ inline void prefetch_for_write(const void *p) noexcept {
   asm volatile("prefetchw %0" ::"m"(*static_cast<const char *>(p)));
 #else
   __builtin_prefetch(p, 1);
+#endif
+}
+
+// After a locked read-modify-write (a lock's exchange, a CAS): orders the
+// stores before it against the loads after it, as a Dekker handshake needs
+// (the Linux kernel's smp_mb__after_atomic). x86 has that from every locked
+// instruction, so there it only keeps the compiler from moving accesses
+// across; a separate MFENCE per small message was a fair part of its send.
+inline void fence_after_locked_rmw() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
 }
 

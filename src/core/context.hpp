@@ -85,8 +85,13 @@ class Context final : public MessageSink {
   int prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept;
   void undo_outgoing(Outgoing &out) noexcept;
   Resource *arrival_resource(rocl_gid_t destination) const noexcept;
+  [[gnu::noinline]] int recv_posted(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
+                                    void *into, std::size_t cap, rocl_status_t *status,
+                                    int timeout) noexcept;
   bool send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
                   int *rc) noexcept;
+  BlockHeader *claim_small(void *ptr, std::size_t len) noexcept;
+  void finish_small(BlockHeader *b, bool ok) noexcept;
   int check_send_args(rocl_gid_t ogid, int tag) noexcept;
   int isend_lend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
                  std::size_t len, rocl_request **req) noexcept;

@@ -212,23 +212,63 @@ int Context::route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous,
   return route.transport->send(route.context, route.address, dgid, msg);
 }
 
-// A small message from caller memory to a resource of another context
-// whose route is cached: the transport copies it from the caller's memory
-// (Transport::send_bytes), no pool block is taken and given back. True if
-// it was sent (*rc = ROCL_OK) or failed for good; false: take the usual
-// path (pool buffers, local or unknown destinations, or a failure there,
-// which the usual path meets again and words, with the directory asked).
+// A small message to a resource of another context whose route is cached:
+// the transport copies it from where it is (Transport::send_bytes), from
+// caller memory or from a pool buffer, and no pool block is taken for it.
+// A buffer marked rocl_bftoret is claimed for the copy (as the usual path
+// claims it: a second send of it meanwhile is refused) and goes back to the
+// pool after it; a kept one's rocl_bfstat says sent. (A pool buffer's
+// usual path cost a stream of 16 B messages a fifth of its sender's
+// instructions: the message's fill, the route's second look, the generic
+// send's choices and the block's finish.) True if it was sent (*rc =
+// ROCL_OK); false: take the usual path (large, local or unknown
+// destinations, a buffer the usual path refuses, or a failure here, which
+// the usual path meets again and words, with the directory asked).
 bool Context::send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
                          int *rc) noexcept {
-  if ((ptr == nullptr && len != 0) || pool_->contains(ptr)) return false;
+  if (ptr == nullptr && len != 0) return false;
   const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
   Route route;
-  if (routes_.lookup(dgid, epoch, &route) != RouteCache::Lookup::kHit || route.context == gid_ ||
-      len > route.transport->bytes_send_limit()) {
+  if (routes_.lookup(dgid, epoch, &route) != RouteCache::Lookup::kHit || route.context == gid_) {
     return false;
   }
+  const bool from_pool = pool_->contains(ptr);
+  const std::size_t limit =
+      from_pool ? route.transport->pool_bytes_send_limit() : route.transport->bytes_send_limit();
+  if (limit == 0 || len > limit) return false;
+  BlockHeader *b = nullptr;  // ptr's pool buffer
+  if (from_pool && (b = claim_small(ptr, len)) == nullptr) return false;
   *rc = route.transport->send_bytes(route.context, route.address, dgid, header, ptr, len);
+  if (b != nullptr) finish_small(b, *rc == ROCL_OK);
   return *rc == ROCL_OK;
+}
+
+// send_small's pool buffer at ptr, if it may be copied from there (len
+// bytes fit, it is not being sent): marked rocl_bftoret, it is claimed as
+// the usual path claims it (a second send of it meanwhile is refused).
+// nullptr leaves all as it was, for the usual path to send it or say why
+// not.
+BlockHeader *Context::claim_small(void *ptr, std::size_t len) noexcept {
+  BlockHeader *b = pool_->find(ptr);
+  if (b == nullptr || len > payload_capacity(b)) return nullptr;
+  if (!b->return_after_send) {
+    return b->send_status.load(std::memory_order_acquire) == SendStatus::kPending ? nullptr : b;
+  }
+  BlockState expected = BlockState::kUser;
+  return b->state.compare_exchange_strong(expected, BlockState::kLibrary) ? b : nullptr;
+}
+
+// After send_small's copy of b's payload (sent: ok): a claimed buffer goes
+// back to the pool, or to its owner if it failed (as the usual path's
+// undo_outgoing does); a kept one says sent.
+void Context::finish_small(BlockHeader *b, bool ok) noexcept {
+  if (!b->return_after_send) {
+    if (ok) b->send_status.store(SendStatus::kSent, std::memory_order_release);
+  } else if (ok) {
+    pool_->release_held(b);
+  } else {
+    b->state.store(BlockState::kUser, std::memory_order_release);
+  }
 }
 
 int Context::check_send_args(rocl_gid_t ogid, int tag) noexcept {
@@ -703,6 +743,15 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domai
       r != nullptr && timeout != 0 && take_arrived(r, dgid, pattern, into, cap, status, &rc)) {
     return rc;
   }
+  return recv_posted(r, dgid, pattern, into, cap, status, timeout);
+}
+
+// The rest of recv, apart: its envelope, on a line of its own, made recv's
+// frame align the stack, and its many calls save registers; a receive that
+// takes a message waiting or arrived pays neither.
+int Context::recv_posted(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
+                         std::size_t cap, rocl_status_t *status, int timeout) noexcept {
+  const rocl_gid_t ogid = pattern.source;
   if (r == nullptr || !r->acquire(dgid)) {
     return fail(ROCL_EBADGID, "rocl_recv: gid %#llx is not a resource of this context", ull(dgid));
   }

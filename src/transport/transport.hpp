@@ -191,13 +191,17 @@ class Transport {
 
   // The largest message send_bytes() takes (0: it takes none).
   virtual std::size_t bytes_send_limit() const noexcept { return 0; }
-  // Like send(), for a message (length <= bytes_send_limit()) that is not
-  // in a pool block: the transport copies `length` bytes from `data`
-  // before it returns, so the caller needs no block for it (the send then
-  // takes none from the pool and gives none back, and copies its payload
-  // once). Same results as send(); on failure the message was not
-  // delivered (a connection that failed part-way is dropped, and the
-  // receiver discards what it had of the message).
+  // The largest message in a pool block that send_bytes() takes as well
+  // (0: none): below the size from which send() does better with the block
+  // itself (shm: rendezvous, from ROCL_SHM_RNDV_THRESHOLD).
+  virtual std::size_t pool_bytes_send_limit() const noexcept { return 0; }
+  // Like send(), for a message (length <= bytes_send_limit(), or <=
+  // pool_bytes_send_limit() if `data` is a pool block's payload) that needs
+  // no block: the transport copies `length` bytes from `data` before it
+  // returns (the send then takes none from the pool and gives none back,
+  // and copies its payload once). Same results as send(); on failure the
+  // message was not delivered (a connection that failed part-way is
+  // dropped, and the receiver discards what it had of the message).
   virtual int send_bytes(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
                          const CoreHeader &header, const void *data, std::size_t length) noexcept {
     (void)peer, (void)peer_address, (void)destination, (void)header, (void)data, (void)length;
@@ -336,7 +340,7 @@ class Transport {
 inline void finish_sent_block(const TransportEnv &env, BlockHeader *block, bool ok) noexcept {
   if (block->return_after_send && env.pool != nullptr) {
     end_message(block);
-    env.pool->release(block, BlockState::kLibrary);
+    env.pool->release_held(block);  // the send's claim made it ours alone
   } else {
     block->send_status.store(ok ? SendStatus::kSent : SendStatus::kFailed,
                              std::memory_order_release);

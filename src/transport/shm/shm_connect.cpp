@@ -63,6 +63,9 @@ int ShmTransportImpl::init() {
     return fail(ROCL_EINVAL, "shm: bad configuration (%u slots of %" PRIu64 " bytes)", cfg_.slots,
                 cfg_.ring_bytes);
   }
+  pool_send_limit_ = env_.rendezvous_threshold == 0
+                         ? kBytesSendLimit
+                         : std::min(kBytesSendLimit, rendezvous_threshold() - 1);
   const std::uint64_t hb = header_bytes_for(cfg_.slots);
   seg_bytes_ = hb + std::uint64_t{cfg_.slots} * cfg_.ring_bytes;
   fd_ = static_cast<int>(

@@ -255,6 +255,8 @@ class ShmTransportImpl final : public ShmTransport {
   int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
            Message *msg) noexcept override;
   std::size_t bytes_send_limit() const noexcept override { return kBytesSendLimit; }
+  // Below the pool blocks send() would send by rendezvous (set by init).
+  std::size_t pool_bytes_send_limit() const noexcept override { return pool_send_limit_; }
   bool takes_lent_memory() const noexcept override { return cross_memory_; }
   int send_bytes(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
                  const CoreHeader &header, const void *data, std::size_t length) noexcept override;
@@ -301,6 +303,15 @@ class ShmTransportImpl final : public ShmTransport {
   void put_frame(Conn &c, const void *header, std::uint64_t header_bytes, const std::byte *payload,
                  std::uint64_t len);
   void publish(Conn &c, std::byte *at, std::uint64_t bytes);
+  // publish() without its fence and wake check: the caller unlocks c->mu
+  // and then calls wake_if_asleep (send_unlock).
+  static void seal_frame(Conn &c, std::byte *at, std::uint64_t bytes);
+  // Wakes c's receiver if it sleeps and none of its callers polls; after
+  // a full fence between the seals' stores and this.
+  static void wake_if_asleep(const Conn &c);
+  // Unlocks c (lk) after a write, then wakes the receiver if it must: the
+  // unlock's exchange is the fence a one-line frame's seal_frame left out.
+  static void send_unlock(Conn &c, std::unique_lock<ConnMutex> &lk);
   static void wake(SegHeader *h);
   // Waits until `need` bytes are free in c's ring. ROCL_OK or ROCL_EPEER.
   // The tail we saw last is a lower bound of the receiver's: if it leaves
@@ -323,6 +334,8 @@ class ShmTransportImpl final : public ShmTransport {
   int ready_locked(rocl_gid_t peer, std::string_view peer_address, Conn *c,
                    std::unique_lock<ConnMutex> &lk);
   int abandon(rocl_gid_t peer, Conn *c, std::unique_lock<ConnMutex> &lk, int rc);
+  // Writes a message as frames into c (locked). A one-line frame is sealed
+  // without publish()'s fence: the caller unlocks with send_unlock.
   int write_message(Conn &c, rocl_gid_t destination, const CoreHeader &header,
                     const std::byte *data, std::uint64_t total);
 
@@ -446,6 +459,7 @@ class ShmTransportImpl final : public ShmTransport {
   // of that slot exists), read by pull() on any thread, unmapped at the end.
   std::vector<PeerPool> pools_;
   std::uint32_t seen_claims_ = 0;
+  std::size_t pool_send_limit_ = 0;  // pool_bytes_send_limit()
   // Slots paused for want of a pool block (written by the holder of
   // rx_busy_, read by anyone), and when poll_once retries them next.
   std::atomic<std::uint32_t> paused_slots_{0};

@@ -38,7 +38,7 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
                             : write_message(*c, destination, msg->header,
                                             static_cast<const std::byte *>(msg->data), msg->length);
   if (rc != ROCL_OK) return abandon(peer, c, lk, rc);
-  lk.unlock();
+  send_unlock(*c, lk);
   // A rendezvous block stays ours until the receiver has copied it.
   if (!rendezvous) finish_sent_block(env_, block_of(msg), true);
   return ROCL_OK;
@@ -57,7 +57,9 @@ int ShmTransportImpl::send_bytes(rocl_gid_t peer, std::string_view peer_address,
   if (const int rc = ready_locked(peer, peer_address, c, lk); rc != ROCL_OK) return rc;
   const int rc =
       write_message(*c, destination, header, static_cast<const std::byte *>(data), length);
-  return rc == ROCL_OK ? rc : abandon(peer, c, lk, rc);
+  if (rc != ROCL_OK) return abandon(peer, c, lk, rc);
+  send_unlock(*c, lk);
+  return ROCL_OK;
 }
 
 // A write to c (locked by lk) failed with rc: the peer died or broke the
@@ -152,6 +154,12 @@ void ShmTransportImpl::put_frame(Conn &c, const void *header, std::uint64_t head
 // Seals the frame of `bytes` bytes written at c.head (its place in the ring
 // is `at`) and wakes the receiver if it must (put_frame).
 void ShmTransportImpl::publish(Conn &c, std::byte *at, std::uint64_t bytes) {
+  seal_frame(c, at, bytes);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  wake_if_asleep(c);
+}
+
+void ShmTransportImpl::seal_frame(Conn &c, std::byte *at, std::uint64_t bytes) {
   seal_at(at).store(c.seal_key ^ c.head, std::memory_order_release);
   c.head += bytes;
   // The next frame's first line, taken now (while the receiver reads this
@@ -159,11 +167,21 @@ void ShmTransportImpl::publish(Conn &c, std::byte *at, std::uint64_t bytes) {
   // publish's fence waited for that line to come from the receiver's cache
   // (8-byte stream: +8-12 % messages/s).
   prefetch_for_write(c.ring + (c.head & (c.ring_bytes - 1)));
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void ShmTransportImpl::wake_if_asleep(const Conn &c) {
   if (c.hdr->sleeping.load(std::memory_order_relaxed) != 0 &&
       c.hdr->pollers.load(std::memory_order_relaxed) == 0) {
     wake(c.hdr);
   }
+}
+
+// c stays mapped after the unlock: this thread's t_last_conn_keep (or the
+// caller's reference) holds it, and a Conn unmaps only when destroyed.
+void ShmTransportImpl::send_unlock(Conn &c, std::unique_lock<ConnMutex> &lk) {
+  lk.unlock();
+  fence_after_locked_rmw();
+  wake_if_asleep(c);
 }
 
 void ShmTransportImpl::wake(SegHeader *h) {
@@ -264,8 +282,10 @@ std::uint64_t ShmTransportImpl::fragment_bytes(const Conn &c, std::uint64_t tota
 
 int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, const CoreHeader &header,
                                     const std::byte *data, std::uint64_t total) {
-  const std::uint64_t chunk = fragment_bytes(c, total);
-  if (total <= chunk) {  // one frame: a short header (one cache line up to 24 bytes)
+  // One frame (a short header): one cache line up to 24 bytes, asked
+  // first, before the fragment size, which such a message does not need.
+  const std::uint64_t bytes = frame_bytes(sizeof(wire::ShortHeader), total);
+  if (bytes == kFrameAlign || total <= fragment_bytes(c, total)) {
     wire::ShortHeader h;
     h.magic = wire::kMagic;
     h.version = wire::kVersion;
@@ -275,7 +295,6 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, const CoreH
     h.destination = destination;
     h.tag = header.tag;
     h.domain = header.domain;
-    const std::uint64_t bytes = frame_bytes(sizeof h, total);
     if (const int rc = wait_space(c, bytes); rc != ROCL_OK) return rc;
     if (bytes != kFrameAlign) {
       put_frame(c, &h, sizeof h, data, total);
@@ -286,9 +305,10 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, const CoreH
     std::byte *at = c.ring + (c.head & (c.ring_bytes - 1));
     std::memcpy(at + kSealBytes, &h, sizeof h);
     copy_small(at + kSealBytes + sizeof h, data, total);
-    publish(c, at, bytes);
+    seal_frame(c, at, bytes);  // the caller's send_unlock fences and wakes
     return ROCL_OK;
   }
+  const std::uint64_t chunk = fragment_bytes(c, total);
   wire::MessageHeader h{};
   h.magic = wire::kMagic;
   h.version = wire::kVersion;

@@ -605,6 +605,15 @@ TEST_F(ShmRendezvous, LargeMessagesArePulledOnceWithChecksums) {
   EXPECT_TRUE(sender_blocks_back(baseline)) << "the sender never got its buffers back";
 }
 
+// The core copies a pool buffer through send_bytes only below the size
+// from which send() would lend it by rendezvous.
+TEST_F(ShmRendezvous, PoolBuffersAreCopiedFromTheBlockOnlyBelowTheRendezvousThreshold) {
+  EXPECT_EQ(a.t->pool_bytes_send_limit(), 32u * 1024 - 1);
+  End no_rendezvous{3, &secret};
+  EXPECT_EQ(no_rendezvous.t->pool_bytes_send_limit(), no_rendezvous.t->bytes_send_limit());
+  EXPECT_EQ(no_rendezvous.t->bytes_send_limit(), 65536u);
+}
+
 TEST_F(ShmRendezvous, DiscardedStubGivesTheSenderItsBufferBack) {
   b.sink.keep_stubs = true;
   a.pool.flush_thread_cache();
