@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# ab-builds.sh - two builds of rocl alternated, run by run, on one benchmark.
+#
+# Usage: scripts/ab-builds.sh [--latency] [--transport shm|tcp] [--rounds N]
+#                             [--sizes LIST] OLD_BUILD NEW_BUILD
+#
+# On this kind of VM a timing moves by 20-50 % between minutes, so two
+# builds measured one after the other say little. This runs `rocl-bench
+# bandwidth` (or `latency` with --latency) of OLD_BUILD, then of
+# NEW_BUILD, ROUNDS times (default 12), each run 3 repetitions of 0.1 s
+# per size (default sizes 1,16,64,256), and prints per size the median of
+# each build's runs, their ratio (NEW / OLD) and in how many of the pairs
+# NEW was better (more messages per second; a shorter one-way time). A
+# build is a build directory (tools/rocl-bench/rocl-bench and
+# tools/roclrun/roclrun under it), e.g. a Release build of an older commit:
+#   git worktree add /tmp/old HEAD~1 && scripts/build.sh ... (or cmake -B)
+# Exits 1 for a bad command line or a missing binary.
+set -euo pipefail
+
+mode=bandwidth
+transport=shm
+rounds=12
+sizes=1,16,64,256
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --latency) mode=latency; shift ;;
+    --transport) transport="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --sizes) sizes="$2"; shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -*) echo "ab-builds.sh: unknown option $1" >&2; exit 1 ;;
+    *) break ;;
+  esac
+done
+if [[ $# -ne 2 ]]; then
+  echo "ab-builds.sh: need OLD_BUILD and NEW_BUILD (see --help)" >&2
+  exit 1
+fi
+builds=("$1" "$2")
+for b in "${builds[@]}"; do
+  for tool in tools/rocl-bench/rocl-bench tools/roclrun/roclrun; do
+    if [[ ! -x "$b/$tool" ]]; then
+      echo "ab-builds.sh: $b/$tool is missing (build it first)" >&2
+      exit 1
+    fi
+  done
+done
+
+csv=$(mktemp)
+rows=$(mktemp)
+trap 'rm -f "$csv" "$rows"' EXIT
+for ((i = 1; i <= rounds; ++i)); do
+  for k in 0 1; do
+    b=${builds[$k]}
+    args=(--sizes "$sizes" --transport "$transport" --roclrun "$b/tools/roclrun/roclrun"
+          --reps 3 --time 0.1 --csv "$csv")
+    [[ $mode == bandwidth ]] && args+=(--bandwidth-sizes "$sizes")
+    if ! "$b/tools/rocl-bench/rocl-bench" "$mode" "${args[@]}" > /dev/null 2>&1; then
+      echo "ab-builds.sh: round $i: rocl-bench of $b failed" >&2
+      exit 1
+    fi
+    # bandwidth rows: one MB/s and one msg/s per size; keep msg/s.
+    awk -F, -v k="$k" -v m="$mode" 'NR > 1 && (m == "latency" || $7 == "msg/s") {print k, $2, $4}' \
+      "$csv" >> "$rows"
+  done
+  echo "round $i/$rounds done" >&2
+done
+
+python3 - "$mode" "$rows" "${builds[@]}" <<'EOF'
+import collections, statistics, sys
+mode, rows, old, new = sys.argv[1:5]
+runs = collections.defaultdict(lambda: ([], []))
+for line in open(rows):
+    k, size, value = line.split()
+    runs[int(size)][int(k)].append(float(value))
+unit = "us one-way" if mode == "latency" else "M msg/s"
+scale = 1.0 if mode == "latency" else 1e-6
+print(f"{mode}, {unit}: OLD {old}, NEW {new}")
+print(f"{'size':>8} {'OLD median':>11} {'NEW median':>11} {'NEW/OLD':>8}  NEW better")
+for size in sorted(runs):
+    a, b = runs[size]
+    if mode == "latency":
+        better = sum(1 for x, y in zip(a, b) if y < x)
+    else:
+        better = sum(1 for x, y in zip(a, b) if y > x)
+    ma, mb = statistics.median(a), statistics.median(b)
+    print(f"{size:>8} {ma * scale:>11.3f} {mb * scale:>11.3f} {mb / ma:>8.3f}  {better}/{min(len(a), len(b))}")
+EOF
