@@ -286,6 +286,29 @@ TEST(BufferPool, ReleaseWithWrongStateChangesNothing) {
   EXPECT_TRUE(other.release(foreign, BlockState::kUser));
 }
 
+// A send that claimed a block (kUser -> kLibrary) gives it back with a
+// plain store: afterwards it is free (find refuses it, a release fails),
+// counted back, and handed out again, once.
+TEST(BufferPool, AHeldBlockGoesBackWithoutACas) {
+  BufferPool pool(config(4 * kMiB));
+  BlockHeader *b = pool.allocate(100);
+  ASSERT_NE(b, nullptr);
+  BlockState expected = BlockState::kUser;
+  ASSERT_TRUE(b->state.compare_exchange_strong(expected, BlockState::kLibrary));
+  pool.release_held(b);
+  EXPECT_EQ(b->state.load(), BlockState::kFree);
+  EXPECT_EQ(pool.find(payload_of(b)), nullptr);
+  EXPECT_FALSE(pool.release(b, BlockState::kLibrary));
+  EXPECT_EQ(pool.stats().in_use_buffers, 0u);
+  EXPECT_EQ(pool.stats().in_use_bytes, 0u);
+  BlockHeader *x = pool.allocate(100);
+  BlockHeader *y = pool.allocate(100);
+  EXPECT_TRUE(x == b || y == b);  // this thread's cache hands it out next
+  EXPECT_NE(x, y);
+  EXPECT_TRUE(pool.release(x, BlockState::kUser));
+  EXPECT_TRUE(pool.release(y, BlockState::kUser));
+}
+
 TEST(BufferPool, DoubleReleaseIsDetected) {
   BufferPool pool(config(4 * kMiB));
   BlockHeader *b = pool.allocate(5000);
