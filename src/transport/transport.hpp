@@ -340,7 +340,7 @@ class Transport {
 inline void finish_sent_block(const TransportEnv &env, BlockHeader *block, bool ok) noexcept {
   if (block->return_after_send && env.pool != nullptr) {
     end_message(block);
-    env.pool->release_held(block);  // the send's claim made it ours alone
+    env.pool->release(block, BlockState::kLibrary);
   } else {
     block->send_status.store(ok ? SendStatus::kSent : SendStatus::kFailed,
                              std::memory_order_release);
