@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -909,35 +910,55 @@ TEST(TcpTransport, APauseSeenByAPollingCallerIsRetriedByTheThreadLater) {
 // Teardown's first step (transport.hpp: flush) waits while bytes are queued
 // for a receiver that does not read, until its deadline; once the receiver
 // drains, it returns.
+//
+// The sender sends until one of its sends had to wait, not a fixed count:
+// loopback's receive buffer grows up to net.ipv4.tcp_rmem's maximum (32 MiB
+// on Debian 12), and a fixed 32 MiB sometimes all fit in the two sockets
+// with the queue never full (CI under TSan: "no backlog").
 TEST(TcpTransport, FlushWaitsWhileBytesAreQueued) {
   const JobSecret secret = JobSecret::generate();
   Node a(1, &secret, tcp::Options{std::size_t{3} << 20});
   SlowNode b(2, &secret, std::size_t{4} << 20);
-  constexpr std::uint32_t kN = 32;
+  constexpr std::uint32_t kMax = 256;  // 256 MiB: more than any socket buffers hold
+  std::atomic<std::uint32_t> sent{0};
+  std::atomic<bool> sender_done{false};
   std::thread sender([&] {
-    for (std::uint32_t i = 0; i < kN; ++i) {
-      ASSERT_EQ(a.t->send(2, b.t->address(), 5, a.make(std::size_t{1} << 20, i)), ROCL_OK);
+    // A send that waited returns only once the drainer below makes room.
+    while (sent.load() < kMax && a.t->stats().send_waits == 0) {
+      ASSERT_EQ(a.t->send(2, b.t->address(), 5, a.make(std::size_t{1} << 20, sent.load())),
+                ROCL_OK);
+      sent.fetch_add(1);
     }
+    sender_done.store(true);
   });
-  const auto end = std::chrono::steady_clock::now() + 10s;
+  const auto end = std::chrono::steady_clock::now() + 30s;
   while (a.t->stats().send_waits == 0 && std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(1ms);
   }
-  ASSERT_GT(a.t->stats().send_waits, 0u) << "no backlog";
+  ASSERT_GT(a.t->stats().send_waits, 0u) << "no backlog after " << sent.load() << " MiB sent";
   // Let the socket buffers settle (they may still grow and take the queue
-  // for a moment); then the sender, with messages left, waits on a queue
-  // that cannot drain: 32 MiB is more than the queue and both sockets hold.
+  // for a moment); then the sender waits on a queue that cannot drain.
   std::this_thread::sleep_for(200ms);
   auto t0 = std::chrono::steady_clock::now();
   a.t->flush(t0 + 200ms);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 190ms) << "returned with bytes queued";
-  std::thread drainer([&] { EXPECT_TRUE(b.sink.drain(kN, 0ms, 60000ms)); });
+  std::thread drainer([&] {  // until every message sent was released
+    const auto limit = std::chrono::steady_clock::now() + 60s;
+    std::size_t released = 0;
+    while (!sender_done.load() || released < sent.load()) {
+      if (std::chrono::steady_clock::now() > limit) {
+        ADD_FAILURE() << released << " of " << sent.load() << " messages arrived in 60 s";
+        return;
+      }
+      released += b.sink.drain(1, 0ms, 100ms) ? 1 : 0;  // re-checks sender_done
+    }
+  });
   sender.join();
   t0 = std::chrono::steady_clock::now();
   a.t->flush(t0 + 60s);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s) << "did not return once drained";
   drainer.join();
-  EXPECT_EQ(b.sink.count(), kN);
+  EXPECT_EQ(b.sink.count(), sent.load());
 }
 
 TEST(TcpTransport, SendWaitingForRoomGetsEpeerWhenThePeerDies) {
