@@ -663,6 +663,20 @@ void *recv_checked(rocl_gid_t on, rocl_gid_t from, int tag, const SizeDesc &d, c
         static_cast<unsigned long long>(sum), static_cast<unsigned long long>(d.sum));
   return p;
 }
+// Waits (at most kLongMs) until this process has at most `before`'s pool
+// buffers in use: buffers of finished sends may come back a moment after
+// the peer copied them.
+void wait_for_pool_use(const rocl_pool_stats_t &before, const char *when) {
+  rocl_pool_stats_t now{};
+  const double t0 = now_ms();
+  do {
+    CHECK_RC(rocl_pool_stats(&now), ROCL_OK);
+    if (now.in_use_buffers <= before.in_use_buffers) return;
+    usleep(1000);
+  } while (now_ms() - t0 < kLongMs);
+  CHECK(now.in_use_buffers <= before.in_use_buffers, "%zu pool buffers in use %s, %zu before",
+        now.in_use_buffers, when, before.in_use_buffers);
+}
 }  // namespace
 
 void case_sizes(Rank &r) {
@@ -724,16 +738,22 @@ void case_sizes(Rank &r) {
   // send ended (small ones at once, copied into the frame; rendezvous ones
   // once the peer copied them, which this process may notice a moment
   // later), the received ones when returned.
-  rocl_pool_stats_t after{};
-  const double t_pool = now_ms();
-  do {
-    CHECK_RC(rocl_pool_stats(&after), ROCL_OK);
-    if (after.in_use_buffers <= before.in_use_buffers) break;
-    usleep(1000);
-  } while (now_ms() - t_pool < kLongMs);
-  CHECK(after.in_use_buffers <= before.in_use_buffers,
-        "%zu pool buffers in use after the echoes, %zu before", after.in_use_buffers,
-        before.in_use_buffers);
+  //
+  // One rank at a time: a control message from the peer (the harness's
+  // next step) holds a pool buffer here until it is received, so a rank
+  // still waiting for its last rendezvous buffer when it arrived waited
+  // forever (both ranks timed out; seen under load, where the buffer
+  // comes back a few milliseconds late). Rank 1 waits for rank 0's turn
+  // to end; rank 0 sends nothing until rank 1's turn ends.
+  constexpr int kTurnTag = 2;
+  if (r.rank == 1) (void)ctl_recv_value<int>(kTurnTag);
+  wait_for_pool_use(before, "after the echoes");
+  if (r.rank == 0) {
+    ctl_send_value(kTurnTag, 1);
+    (void)ctl_recv_value<int>(kTurnTag);
+  } else {
+    ctl_send_value(kTurnTag, 1);
+  }
   note("%zu sizes x 3 ways echoed; a 64 MiB round trip took up to %.0f ms", std::size(kSizes),
        biggest_ms);
 }
