@@ -14,6 +14,7 @@
 #include <chrono>
 
 #include "core/context.hpp"
+#include "core/waiting.hpp"
 
 namespace rocl::impl {
 namespace {
@@ -107,7 +108,9 @@ bool Context::spin_until_sent(const BlockHeader *block, int timeout_ms,
 template <class Done>
 bool Context::spin_until(Done done, int timeout_ms, std::chrono::microseconds spin) noexcept {
   using Clock = std::chrono::steady_clock;
+  t_done_at_first_look = true;
   if (done()) return true;
+  t_done_at_first_look = false;
   if (polled_.empty() || timeout_ms == 0) {
     if (timeout_ms == 0) progress_transports();
     return done();
@@ -149,6 +152,7 @@ bool Context::spin_until(Done done, int timeout_ms, std::chrono::microseconds sp
     }
     const int handled = progress_round(i);
     if (handled != 0 && done()) {  // the common end: no clock read
+      t_done_at_first_look = i == 1;
       ok = true;
       break;
     }

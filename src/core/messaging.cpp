@@ -386,6 +386,7 @@ int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domai
 }
 
 constinit thread_local Waiting t_waiting;
+constinit thread_local bool t_done_at_first_look = false;
 
 namespace {
 // For the mailbox's calls made without a reference to r (deliveries, a
@@ -694,6 +695,12 @@ bool Context::take_waiting(Resource *r, rocl_gid_t dgid, const CoreHeader &patte
   return true;
 }
 
+namespace {
+// Receives of this thread that do not look at the transports' inputs
+// first (Context::take_arrived, reset by recv_posted).
+constinit thread_local unsigned t_take_skip = 0;
+}  // namespace
+
 // A receive whose message waits at the front of a transport's input takes
 // it from there (Transport::take_arrived), without a reference to its
 // resource, as take_waiting, once the transport holds its input and
@@ -701,13 +708,13 @@ bool Context::take_waiting(Resource *r, rocl_gid_t dgid, const CoreHeader &patte
 // message queued that it should take first), and the resource is still
 // dgid's. A miss costs a look at every polled transport's inputs, which a
 // ping-pong's receive makes for nothing (its message is not there yet):
-// after one, the next kSkipAfterMiss receives of the thread do not look.
+// after one, the next kSkipAfterMiss receives of the thread do not look,
+// unless one of them finds its message at its first poll (recv_posted).
 bool Context::take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
                            std::size_t cap, rocl_status_t *status, int *rc) noexcept {
   constexpr unsigned kSkipAfterMiss = 16;
-  static thread_local unsigned t_skip = 0;
-  if (t_skip != 0) {
-    --t_skip;
+  if (t_take_skip != 0) {
+    --t_take_skip;
     return false;
   }
   struct Check {
@@ -726,7 +733,7 @@ bool Context::take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &patte
       return true;
     }
   }
-  t_skip = kSkipAfterMiss;
+  t_take_skip = kSkipAfterMiss;
   return false;
 }
 
@@ -782,9 +789,15 @@ int Context::recv_posted(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern
   if (msg == nullptr) {
     const WaitingOn waiting(this, dgid, r, into != nullptr, &env);
     t_takes_arrived = true;
+    t_done_at_first_look = false;  // set by this wait's spin_until only
     rc = ticket != 0 ? await_hand_off(r, env, ticket, timeout, &msg)
                      : await_receive(r, env, timeout, &msg);
     t_takes_arrived = false;
+    // Its message was there at the first poll: the sender is ahead (a
+    // stream whose receiver caught up once, at the start of a window), and
+    // the next receives take theirs from the ring again rather than post
+    // and poll for each (the skip after a miss is for ping-pongs).
+    if (t_done_at_first_look) t_take_skip = 0;
   }
   if (msg != nullptr) {
     // The lines this receive (and a send of the same buffer) writes next:

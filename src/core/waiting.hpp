@@ -26,6 +26,11 @@ struct Waiting {
 };
 extern constinit thread_local Waiting t_waiting;
 
+// Whether this thread's last spin_until (caller_progress.cpp) ended at its
+// first look: what it waited for was there already (a receive behind a
+// streaming sender finds its message so; a ping-pong's receive does not).
+extern constinit thread_local bool t_done_at_first_look;
+
 // Sets t_waiting for its lifetime (and restores what was there).
 class WaitingOn {
  public:
