@@ -108,9 +108,8 @@ bool Context::spin_until_sent(const BlockHeader *block, int timeout_ms,
 template <class Done>
 bool Context::spin_until(Done done, int timeout_ms, std::chrono::microseconds spin) noexcept {
   using Clock = std::chrono::steady_clock;
-  t_done_at_first_look = true;
-  if (done()) return true;
-  t_done_at_first_look = false;
+  t_done_at_first_look = done();
+  if (t_done_at_first_look) return true;
   if (polled_.empty() || timeout_ms == 0) {
     if (timeout_ms == 0) progress_transports();
     return done();

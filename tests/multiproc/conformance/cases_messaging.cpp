@@ -748,12 +748,8 @@ void case_sizes(Rank &r) {
   constexpr int kTurnTag = 2;
   if (r.rank == 1) (void)ctl_recv_value<int>(kTurnTag);
   wait_for_pool_use(before, "after the echoes");
-  if (r.rank == 0) {
-    ctl_send_value(kTurnTag, 1);
-    (void)ctl_recv_value<int>(kTurnTag);
-  } else {
-    ctl_send_value(kTurnTag, 1);
-  }
+  ctl_send_value(kTurnTag, 1);
+  if (r.rank == 0) (void)ctl_recv_value<int>(kTurnTag);
   note("%zu sizes x 3 ways echoed; a 64 MiB round trip took up to %.0f ms", std::size(kSizes),
        biggest_ms);
 }
