@@ -911,20 +911,21 @@ TEST(TcpTransport, APauseSeenByAPollingCallerIsRetriedByTheThreadLater) {
 // for a receiver that does not read, until its deadline; once the receiver
 // drains, it returns.
 //
-// The sender sends until one of its sends had to wait, not a fixed count:
-// loopback's receive buffer grows up to net.ipv4.tcp_rmem's maximum (32 MiB
-// on Debian 12), and a fixed 32 MiB sometimes all fit in the two sockets
-// with the queue never full (CI under TSan: "no backlog").
+// The sender sends until the drainer starts, not a fixed count: loopback's
+// receive buffer grows up to net.ipv4.tcp_rmem's maximum (32 MiB on Debian
+// 12), and a fixed 32 MiB sometimes all fit in the two sockets with the
+// queue never full (CI under TSan: "no backlog"); stopping at the first
+// wait instead let the growing buffers take the queue before the flush.
 TEST(TcpTransport, FlushWaitsWhileBytesAreQueued) {
   const JobSecret secret = JobSecret::generate();
   Node a(1, &secret, tcp::Options{std::size_t{3} << 20});
   SlowNode b(2, &secret, std::size_t{4} << 20);
   constexpr std::uint32_t kMax = 256;  // 256 MiB: more than any socket buffers hold
   std::atomic<std::uint32_t> sent{0};
-  std::atomic<bool> sender_done{false};
+  std::atomic<bool> sender_done{false}, draining{false};
   std::thread sender([&] {
-    // A send that waited returns only once the drainer below makes room.
-    while (sent.load() < kMax && a.t->stats().send_waits == 0) {
+    // A send that waits returns only once the drainer below makes room.
+    while (sent.load() < kMax && !draining.load()) {
       ASSERT_EQ(a.t->send(2, b.t->address(), 5, a.make(std::size_t{1} << 20, sent.load())),
                 ROCL_OK);
       sent.fetch_add(1);
@@ -937,11 +938,13 @@ TEST(TcpTransport, FlushWaitsWhileBytesAreQueued) {
   }
   ASSERT_GT(a.t->stats().send_waits, 0u) << "no backlog after " << sent.load() << " MiB sent";
   // Let the socket buffers settle (they may still grow and take the queue
-  // for a moment); then the sender waits on a queue that cannot drain.
+  // for a moment, which the sender refills); then the sender waits on a
+  // queue that cannot drain.
   std::this_thread::sleep_for(200ms);
   auto t0 = std::chrono::steady_clock::now();
   a.t->flush(t0 + 200ms);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 190ms) << "returned with bytes queued";
+  draining.store(true);
   std::thread drainer([&] {  // until every message sent was released
     const auto limit = std::chrono::steady_clock::now() + 60s;
     std::size_t released = 0;
