@@ -80,6 +80,20 @@ inline void copy_small(std::byte *dst, const std::byte *src, std::size_t n) noex
   }
 }
 
+// Copies n <= 64 bytes with at most two fixed-size moves of 16 or 32 bytes
+// (overlapping), or copy_small's below 16.
+inline void copy_upto64(std::byte *dst, const std::byte *src, std::size_t n) noexcept {
+  if (n >= 32) {
+    std::memcpy(dst, src, 32);
+    std::memcpy(dst + n - 32, src + n - 32, 32);
+  } else if (n >= 16) {
+    std::memcpy(dst, src, 16);
+    std::memcpy(dst + n - 16, src + n - 16, 16);
+  } else {
+    copy_small(dst, src, n);
+  }
+}
+
 // The lock of a connection's senders: uncontended, lock and unlock are one
 // atomic instruction each, inline (std::mutex: two calls into libc, ~60
 // instructions on the path of every small message). Contended, it spins
@@ -300,6 +314,8 @@ class ShmTransportImpl final : public ShmTransport {
   }
   Conn *conn_to_shared(rocl_gid_t peer) noexcept;
   void drop_conn(rocl_gid_t peer, Conn *c) noexcept;
+  static bool put_two_lines(Conn &c, const wire::ShortHeader &h, const std::byte *payload,
+                            std::uint64_t len);
   void put_frame(Conn &c, const void *header, std::uint64_t header_bytes, const std::byte *payload,
                  std::uint64_t len);
   void publish(Conn &c, std::byte *at, std::uint64_t bytes);

@@ -496,8 +496,17 @@ void ShmTransportImpl::prefetch_frame(const RxSlot &s, const std::byte *at) cons
 // The payload of the short frame at `at` (s's tail, header h) into b.
 void ShmTransportImpl::copy_short(const RxSlot &s, const std::byte *at, const wire::ShortHeader &h,
                                   BlockHeader *b) const {
-  if (frame_bytes(sizeof h, h.length) == kFrameAlign) {
-    copy_small(payload_of(b), at + kSealBytes + sizeof h, h.length);
+  const std::uint64_t frame = frame_bytes(sizeof h, h.length);
+  const std::byte *payload = at + kSealBytes + sizeof h;
+  if (frame == kFrameAlign) {
+    copy_small(payload_of(b), payload, h.length);
+  } else if (frame == 2 * kFrameAlign &&
+             (s.tail & (cfg_.ring_bytes - 1)) + frame <= cfg_.ring_bytes) {
+    // 25-88 bytes, not wrapped: fixed-size moves (copy_out calls memcpy).
+    constexpr std::uint64_t kFirstPayload = kFrameAlign - kSealBytes - sizeof h;
+    std::memcpy(payload_of(b), payload, kFirstPayload);
+    copy_upto64(payload_of(b) + kFirstPayload, payload + kFirstPayload,
+                h.length - kFirstPayload);
   } else {
     copy_out(s, s.tail + kSealBytes + sizeof h, payload_of(b), h.length);
   }

@@ -151,6 +151,25 @@ void ShmTransportImpl::put_frame(Conn &c, const void *header, std::uint64_t head
   publish(c, at, frame_bytes(header_bytes, len));
 }
 
+// put_frame for a short frame of two lines (25-88 payload bytes) that does
+// not wrap, with fixed-size moves: put_frame's copies of variable length
+// took about 130 instructions of a 64-byte message's ~600 on the sending
+// side, which is a stream's slower one. Its second line first, as
+// put_frame does. The caller's send_unlock fences and wakes. False (nothing
+// written) if the frame would wrap.
+bool ShmTransportImpl::put_two_lines(Conn &c, const wire::ShortHeader &h, const std::byte *payload,
+                                     std::uint64_t len) {
+  constexpr std::uint64_t kFirstPayload = kFrameAlign - kSealBytes - sizeof h;  // 24
+  const std::uint64_t off = c.head & (c.ring_bytes - 1);
+  if (off + 2 * kFrameAlign > c.ring_bytes) return false;
+  std::byte *at = c.ring + off;
+  copy_upto64(at + kFrameAlign, payload + kFirstPayload, len - kFirstPayload);
+  std::memcpy(at + kSealBytes, &h, sizeof h);
+  std::memcpy(at + kSealBytes + sizeof h, payload, kFirstPayload);
+  seal_frame(c, at, 2 * kFrameAlign);
+  return true;
+}
+
 // Seals the frame of `bytes` bytes written at c.head (its place in the ring
 // is `at`) and wakes the receiver if it must (put_frame).
 void ShmTransportImpl::publish(Conn &c, std::byte *at, std::uint64_t bytes) {
@@ -297,7 +316,9 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, const CoreH
     h.domain = header.domain;
     if (const int rc = wait_space(c, bytes); rc != ROCL_OK) return rc;
     if (bytes != kFrameAlign) {
-      put_frame(c, &h, sizeof h, data, total);
+      if (bytes != 2 * kFrameAlign || !put_two_lines(c, h, data, total)) {
+        put_frame(c, &h, sizeof h, data, total);
+      }
       own_ahead(c, bytes);
       return ROCL_OK;
     }

@@ -181,8 +181,8 @@ TEST(ShmTransport, SmallAndShortFramesWrapTheRingIntact) {
   End b{2, &secret, small};
   std::vector<std::size_t> sizes;
   for (int lap = 0; lap < 6; ++lap) {
-    for (std::size_t n = 0; n <= 40; ++n) sizes.push_back(n);
-    for (std::size_t n : {63, 64, 65, 100, 200, 511, 1000, 1023, 1024, 1025, 3000}) {
+    for (std::size_t n = 0; n <= 90; ++n) sizes.push_back(n);  // one line; two up to 88
+    for (std::size_t n : {100, 200, 511, 1000, 1023, 1024, 1025, 3000}) {
       sizes.push_back(n);
     }
   }
@@ -331,6 +331,40 @@ TEST(ShmTransport, AReceiveTakesOnlyItsOwnMessageFromTheFrontOfTheRing) {
   EXPECT_EQ(b.t->take_arrived(21, any_tag, ask, &ready), nullptr) << "nothing left";
   b.t->poll_end(false);
   EXPECT_EQ(b.sink.count(), 2u);
+}
+
+// send_bytes and take_arrived copy a short frame of one or two lines with
+// fixed-size moves unless it wraps around the ring's end: every size from
+// 0 to 100 bytes, three laps of a small ring, so that each of them meets
+// the end at some offset, arrives whole and in place.
+TEST(ShmTransport, ShortFramesOfEverySizeAreTakenIntactWhereverTheyLie) {
+  JobSecret secret = JobSecret::generate();
+  shm::Config small;
+  small.ring_bytes = 4096;
+  End a{1, &secret, small}, b{2, &secret, small};
+  ASSERT_NO_FATAL_FAILURE(claim_and_poll(a, b));
+  const Transport::ReadyFn yes = [](const void *) noexcept { return true; };
+  std::uint8_t data[100];
+  for (int lap = 0; lap < 3; ++lap) {
+    for (std::size_t n = 0; n <= sizeof data; ++n) {
+      for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<std::uint8_t>(lap * 7 + n + i * 13);
+      const CoreHeader header{11, static_cast<int>(n), 7};
+      ASSERT_EQ(a.t->send_bytes(2, b.t->address(), 21, header, data, n), ROCL_OK) << n;
+      Message *m = nullptr;
+      for (auto end = std::chrono::steady_clock::now() + 2s;
+           m == nullptr && std::chrono::steady_clock::now() < end;) {
+        m = b.t->take_arrived(21, CoreHeader{11, ROCL_ANY_TAG, 7}, yes, nullptr);
+      }
+      ASSERT_NE(m, nullptr) << "lap " << lap << ", " << n << " bytes";
+      EXPECT_EQ(m->header.tag, static_cast<int>(n));
+      ASSERT_EQ(m->length, n);
+      EXPECT_EQ(transport_test::checksum(m->data, n), transport_test::checksum(data, n))
+          << "lap " << lap << ", " << n << " bytes";
+      b.pool.release(block_of(m), BlockState::kLibrary);
+    }
+  }
+  b.t->poll_end(false);
+  EXPECT_EQ(b.t->stats().poisoned, 0u);
 }
 
 // The poll lease (shm_transport.hpp): after a polling caller got its
