@@ -505,8 +505,7 @@ void ShmTransportImpl::copy_short(const RxSlot &s, const std::byte *at, const wi
     // 25-88 bytes, not wrapped: fixed-size moves (copy_out calls memcpy).
     constexpr std::uint64_t kFirstPayload = kFrameAlign - kSealBytes - sizeof h;
     std::memcpy(payload_of(b), payload, kFirstPayload);
-    copy_upto64(payload_of(b) + kFirstPayload, payload + kFirstPayload,
-                h.length - kFirstPayload);
+    copy_upto64(payload_of(b) + kFirstPayload, payload + kFirstPayload, h.length - kFirstPayload);
   } else {
     copy_out(s, s.tail + kSealBytes + sizeof h, payload_of(b), h.length);
   }
