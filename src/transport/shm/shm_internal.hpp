@@ -80,6 +80,11 @@ inline void copy_small(std::byte *dst, const std::byte *src, std::size_t n) noex
   }
 }
 
+// Payload bytes a short frame's first line holds after the seal and the
+// header (24): a message up to this size is one line, one up to 88 two.
+inline constexpr std::uint64_t kFirstLinePayload =
+    kFrameAlign - kSealBytes - sizeof(wire::ShortHeader);
+
 // Copies n <= 64 bytes with at most two fixed-size moves of 16 or 32 bytes
 // (overlapping), or copy_small's below 16.
 inline void copy_upto64(std::byte *dst, const std::byte *src, std::size_t n) noexcept {

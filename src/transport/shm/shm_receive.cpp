@@ -503,9 +503,9 @@ void ShmTransportImpl::copy_short(const RxSlot &s, const std::byte *at, const wi
   } else if (frame == 2 * kFrameAlign &&
              (s.tail & (cfg_.ring_bytes - 1)) + frame <= cfg_.ring_bytes) {
     // 25-88 bytes, not wrapped: fixed-size moves (copy_out calls memcpy).
-    constexpr std::uint64_t kFirstPayload = kFrameAlign - kSealBytes - sizeof h;
-    std::memcpy(payload_of(b), payload, kFirstPayload);
-    copy_upto64(payload_of(b) + kFirstPayload, payload + kFirstPayload, h.length - kFirstPayload);
+    std::memcpy(payload_of(b), payload, kFirstLinePayload);
+    copy_upto64(payload_of(b) + kFirstLinePayload, payload + kFirstLinePayload,
+                h.length - kFirstLinePayload);
   } else {
     copy_out(s, s.tail + kSealBytes + sizeof h, payload_of(b), h.length);
   }

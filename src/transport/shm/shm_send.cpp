@@ -159,13 +159,12 @@ void ShmTransportImpl::put_frame(Conn &c, const void *header, std::uint64_t head
 // written) if the frame would wrap.
 bool ShmTransportImpl::put_two_lines(Conn &c, const wire::ShortHeader &h, const std::byte *payload,
                                      std::uint64_t len) {
-  constexpr std::uint64_t kFirstPayload = kFrameAlign - kSealBytes - sizeof h;  // 24
   const std::uint64_t off = c.head & (c.ring_bytes - 1);
   if (off + 2 * kFrameAlign > c.ring_bytes) return false;
   std::byte *at = c.ring + off;
-  copy_upto64(at + kFrameAlign, payload + kFirstPayload, len - kFirstPayload);
+  copy_upto64(at + kFrameAlign, payload + kFirstLinePayload, len - kFirstLinePayload);
   std::memcpy(at + kSealBytes, &h, sizeof h);
-  std::memcpy(at + kSealBytes + sizeof h, payload, kFirstPayload);
+  std::memcpy(at + kSealBytes + sizeof h, payload, kFirstLinePayload);
   seal_frame(c, at, 2 * kFrameAlign);
   return true;
 }
