@@ -101,8 +101,7 @@ class EnvelopeQueue {
     // so only the bin's front and the patterns queued before it compete.
     E *best = nullptr;
     if (size_ != patterns_size_) {  // some concrete envelopes are queued
-      const auto it = bins_.find(key);
-      if (it != bins_.end()) best = it->second.head;
+      if (const List *bin = bin_of(key)) best = bin->head;
     }
     for (E *p = patterns_.head; p != nullptr; p = p->sub_next_) {
       if (best != nullptr && p->order_ > best->order_) break;
@@ -146,6 +145,7 @@ class EnvelopeQueue {
       if (empty_bins_ < kMaxEmptyBins) {
         ++empty_bins_;
       } else {
+        if (list == hint_list_) hint_list_ = nullptr;
         bins_.erase(e->header);
       }
     }
@@ -171,6 +171,7 @@ class EnvelopeQueue {
     all_ = List{};
     patterns_ = List{};
     bins_.swap(graveyard);
+    hint_list_ = nullptr;
     size_ = patterns_size_ = empty_bins_ = 0;
     return head;
   }
@@ -191,10 +192,14 @@ class EnvelopeQueue {
     List *list = &patterns_;
     if (e->header.is_pattern()) {
       ++patterns_size_;
+    } else if (hint_list_ != nullptr && bool(e->header == *hint_key_)) {
+      list = hint_list_;
+      if (list->head == nullptr) --empty_bins_;
     } else {
       const auto [it, inserted] = bins_.try_emplace(e->header);
       list = &it->second;
       if (!inserted && list->head == nullptr) --empty_bins_;
+      remember(it);
     }
     e->queue_ = kind_;
     e->sub_list_ = list;
@@ -254,6 +259,23 @@ class EnvelopeQueue {
     e->sub_list_ = nullptr;
   }
 
+  // The bin of a concrete key: the one used last if the key is its header
+  // (a stream over one header, as an MPI receiver posting a window of
+  // receives has, skips the tree walk: about 60 instructions a push and 30
+  // a find; rocl's MPI stream, alternated 8 times, 1-64 B +2.8-4.9 %),
+  // else the index's.
+  const List *bin_of(const H &key) const {
+    if (hint_list_ != nullptr && bool(key == *hint_key_)) return hint_list_;
+    const auto it = bins_.find(key);
+    if (it == bins_.end()) return nullptr;
+    remember(it);
+    return &it->second;
+  }
+  void remember(typename Bins::const_iterator it) const noexcept {
+    hint_key_ = &it->first;
+    hint_list_ = const_cast<List *>(&it->second);
+  }
+
   QueueKind kind_;
   std::size_t size_ = 0;
   std::size_t patterns_size_ = 0;
@@ -261,6 +283,10 @@ class EnvelopeQueue {
   List all_;
   List patterns_;
   Bins bins_;
+  // The bin found last and its key (a node of bins_: it never moves);
+  // forgotten when that bin is erased. Mutable: find() is const.
+  mutable const H *hint_key_ = nullptr;
+  mutable List *hint_list_ = nullptr;
 };
 
 }  // namespace detail

