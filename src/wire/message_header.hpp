@@ -18,6 +18,7 @@ enum class Kind : std::uint8_t {
   kRendezvousRequest = 3,
   kRendezvousReply = 4,
   kShort = 5,  // only in a ShortHeader: a whole message in one frame
+  kWrap = 6,   // only in a ShortHeader, shm only: the ring's lap ends here
 };
 
 // A rendezvous request carries, after its header, a body of this many bytes

@@ -73,6 +73,8 @@ const char *kind_name(Kind k) noexcept {
       return "rendezvous reply";
     case Kind::kShort:
       return "short";
+    case Kind::kWrap:
+      return "wrap";
   }
   return "unknown";
 }
@@ -191,6 +193,25 @@ int reject_short_header(const ShortHeader &h, const Limits &limits, std::string_
     return fail(ROCL_EPEER,
                 "frame from %.*s: length %" PRIu32 " of a short frame exceeds the limit %" PRIu64,
                 pl, p, h.length, limit);
+  }
+  return ROCL_OK;
+}
+
+int check_wrap_header(const std::byte *bytes, std::string_view peer) {
+  ShortHeader h;
+  std::memcpy(&h, bytes, sizeof h);
+  const int pl = peer_len(peer);
+  const char *p = peer_ptr(peer);
+  if (const int rc = check_magic_version(h.magic, h.version, pl, p); rc != ROCL_OK) return rc;
+  if (h.kind != Kind::kWrap) {
+    return fail(ROCL_EPEER, "frame from %.*s: kind %u is not 6 (wrap)", pl, p,
+                unsigned{static_cast<std::uint8_t>(h.kind)});
+  }
+  if (h.length != 0 || h.source != 0 || h.destination != 0 || h.tag != 0 || h.domain != 0) {
+    return fail(ROCL_EPEER,
+                "frame from %.*s: a wrap frame with length %" PRIu32 ", source %#" PRIx64
+                ", destination %#" PRIx64 ", tag %" PRId32 ", domain %#" PRIx32 " (all must be 0)",
+                pl, p, h.length, h.source, h.destination, h.tag, h.domain);
   }
   return ROCL_OK;
 }

@@ -68,6 +68,12 @@ inline int decode_short_header(const std::byte *bytes, const Limits &limits, std
 int decode_frame_header(std::span<const std::byte> bytes, const Limits &limits,
                         std::string_view peer, MessageHeader *out, std::size_t *header_bytes);
 
+// Checks the 32 untrusted bytes of a wrap frame's header (shm: the
+// sender's lap of the ring ends there, docs/protocol.md "Wrap frames"):
+// magic, version, kind kWrap, and every other field 0. ROCL_OK, or
+// ROCL_EPEER with the rule it breaks.
+int check_wrap_header(const std::byte *bytes, std::string_view peer);
+
 // Name of a kind for messages ("eager", ...), "unknown" for others.
 const char *kind_name(Kind k) noexcept;
 

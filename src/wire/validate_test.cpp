@@ -422,6 +422,38 @@ TEST(DecodeFrameHeader, ShortHeaderRules) {
             "");
 }
 
+// A wrap frame (shm): magic, version, kind 6 and nothing else; each rule
+// broken is named.
+TEST(CheckWrapHeader, AcceptsOnlyAnEmptyWrapHeader) {
+  ShortHeader w{};
+  w.magic = kMagic;
+  w.version = kVersion;
+  w.kind = Kind::kWrap;
+  auto why = [](const ShortHeader &h) {
+    std::byte bytes[sizeof h];
+    std::memcpy(bytes, &h, sizeof h);
+    return check_wrap_header(bytes, "shm slot 3") == ROCL_OK ? std::string()
+                                                             : std::string(impl::last_error());
+  };
+  EXPECT_EQ(why(w), "");
+  EXPECT_STREQ(kind_name(Kind::kWrap), "wrap");
+  ShortHeader h = w;
+  h.magic = 0x1234;
+  EXPECT_NE(why(h).find("frame from shm slot 3: magic 0x1234 is not 0x524c"), std::string::npos);
+  h = w;
+  h.kind = Kind::kShort;
+  EXPECT_NE(why(h).find("kind 5 is not 6 (wrap)"), std::string::npos) << why(h);
+  h = w;
+  h.length = 8;
+  EXPECT_NE(why(h).find("a wrap frame with length 8"), std::string::npos) << why(h);
+  h = w;
+  h.source = 7;
+  EXPECT_NE(why(h).find("source 0x7"), std::string::npos) << why(h);
+  h = w;
+  h.tag = 1;
+  EXPECT_NE(why(h).find("(all must be 0)"), std::string::npos) << why(h);
+}
+
 TEST(DecodeFrameHeader, TooFewBytesForEitherHeader) {
   const ShortHeader s = short_eager(8);
   std::vector<std::byte> bytes(sizeof s);

@@ -156,9 +156,10 @@ struct alignas(64) Conn {
   SlotCtl *ctl = nullptr;
   std::byte *ring = nullptr;
   std::uint64_t ring_bytes = 0;
-  std::uint64_t head = 0;       // where our next frame starts (ring position)
-  std::uint64_t seen_tail = 0;  // the receiver's tail when we last read it
-  std::uint64_t seal_key = 0;   // the slot's (shm_layout.hpp: SlotCtl)
+  std::uint64_t head = 0;          // where our next frame starts (ring position)
+  std::uint64_t seen_tail = 0;     // the receiver's tail when we last read it
+  std::uint64_t wrap_look_at = 0;  // head from which wrap_early reads the tail again
+  std::uint64_t seal_key = 0;      // the slot's (shm_layout.hpp: SlotCtl)
   std::uint32_t slot = 0;
   pid_t pid = 0;
   std::uint64_t start_time = 0;
@@ -343,6 +344,18 @@ class ShmTransportImpl final : public ShmTransport {
     return wait_space_slow(c, need);
   }
   int wait_space_slow(Conn &c, std::uint64_t need);
+  // Before a message of one frame of `need` bytes: ends the lap early with
+  // a wrap frame if the head is cfg_.hot_bytes or more into the ring, need
+  // at most a quarter of that, and the receiver at most half the lap behind
+  // (Config::hot_bytes). Inline: a small message's send asks every time.
+  void wrap_early(Conn &c, std::uint64_t need) {
+    if (c.head < c.wrap_look_at || (c.head & (c.ring_bytes - 1)) < cfg_.hot_bytes ||
+        cfg_.hot_bytes == 0 || cfg_.hot_bytes > c.ring_bytes / 4 || need > cfg_.hot_bytes / 4) {
+      return;
+    }
+    wrap_early_slow(c, need);
+  }
+  void wrap_early_slow(Conn &c, std::uint64_t need);
   void copy_in(Conn &c, std::uint64_t pos, const std::byte *src, std::uint64_t n);
   static void own_ahead(const Conn &c, std::uint64_t bytes);
   std::uint64_t fragment_bytes(const Conn &c, std::uint64_t total) const;
@@ -386,6 +399,12 @@ class ShmTransportImpl final : public ShmTransport {
   void copy_out(const RxSlot &s, std::uint64_t pos, std::byte *dst, std::uint64_t n) const;
   void consume(RxSlot &s, SlotCtl *ctl, std::uint64_t bytes);
   static constexpr int kMessageDone = 2;  // poll_slot: a frame ended a message
+  bool take_wrap(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at);
+  // Whether the frame at `at`, s's tail, is there (its seal: shm_layout.hpp).
+  static bool sealed_at(const RxSlot &s, const std::byte *at) {
+    return seal_at(const_cast<std::byte *>(at)).load(std::memory_order_acquire) ==
+           (s.seal_key ^ s.tail);
+  }
   int poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
   int take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl);
   int take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at);
@@ -522,7 +541,7 @@ class ShmTransportImpl final : public ShmTransport {
   bool cross_memory_ = false;
 
   std::atomic<std::uint64_t> refused_{0}, poisoned_{0}, unknown_{0}, delivered_{0};
-  std::atomic<std::uint64_t> lend_refused_{0}, paused_reads_{0};
+  std::atomic<std::uint64_t> lend_refused_{0}, paused_reads_{0}, early_wraps_{0};
   std::atomic<std::uint64_t> parts_copied_for_receivers_{0}, parts_copied_by_senders_{0};
   std::atomic<std::uint64_t> first_parts_copied_by_senders_{0}, parts_copied_into_mapped_pools_{0};
   std::atomic<std::uint64_t> offers_finished_{0};  // run_offers -> reap (shm_copy_offer.cpp)

@@ -19,7 +19,7 @@ inline constexpr std::uint64_t kHelloMagic = 0x6f6c6c65486d6853ull;  // "ShmHell
 // headers; 5: the Hello's memory probe
 // 6: copy offers (SlotCtl::offers); 7: the receiver's pool in the header
 // (SegHeader::pool_fd), offers name a place in it (CopyOffer::pool_offset)
-inline constexpr std::uint32_t kSegVersion = 7;
+inline constexpr std::uint32_t kSegVersion = 8;  // 8: wrap frames (kind 6)
 // Frames start at multiples of 64 bytes, so that a small message (a short
 // header and up to 24 payload bytes after the seal) is one cache line: the
 // sender takes it once and the receiver reads it once.

@@ -78,8 +78,15 @@ Message *ShmTransportImpl::take_front(std::uint32_t i, RxSlot &s, rocl_gid_t des
     return nullptr;
   }
   const std::byte *at = s.ring + (s.tail & (cfg_.ring_bytes - 1));
-  if (seal_at(const_cast<std::byte *>(at)).load(std::memory_order_acquire) !=
-          (s.seal_key ^ s.tail) ||
+  if (sealed_at(s, at) &&
+      static_cast<wire::Kind>(at[kSealBytes + wire::kKindOffset]) == wire::Kind::kWrap) {
+    // The lap ends here: past it, as poll_slot goes (which says what is
+    // wrong with a bad one).
+    if (wire::check_wrap_header(at + kSealBytes, s.name) != ROCL_OK) return nullptr;
+    consume(s, slot_ctl(seg_, i), cfg_.ring_bytes - (s.tail & (cfg_.ring_bytes - 1)));
+    at = s.ring + (s.tail & (cfg_.ring_bytes - 1));
+  }
+  if (!sealed_at(s, at) ||
       static_cast<wire::Kind>(at[kSealBytes + wire::kKindOffset]) != wire::Kind::kShort) {
     return nullptr;
   }
@@ -355,6 +362,25 @@ void ShmTransportImpl::consume(RxSlot &s, SlotCtl *ctl, std::uint64_t bytes) {
   ctl->tail.store(s.tail, std::memory_order_release);
 }
 
+// The sender's lap ends at the tail (a wrap frame, Config::hot_bytes): the
+// rest of the ring is skipped, the next frame is at its beginning. Only
+// between messages. False: the slot is poisoned, saying why.
+bool ShmTransportImpl::take_wrap(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at) {
+  if (wire::check_wrap_header(at + kSealBytes, s.name) != ROCL_OK) {
+    poison(i, s, ctl, last_error(), false);
+    return false;
+  }
+  if (s.block != nullptr) {
+    poison(i, s, ctl,
+           "a wrap frame inside message " + std::to_string(s.first.message_id) + " at offset " +
+               std::to_string(s.done),
+           false);
+    return false;
+  }
+  consume(s, ctl, cfg_.ring_bytes - (s.tail & (cfg_.ring_bytes - 1)));
+  return true;
+}
+
 // kMessageDone: handled a frame that ended a message (delivered or
 // dropped), 1: handled another frame, 0: nothing there, -1: slot poisoned.
 int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
@@ -366,10 +392,9 @@ int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
     return 0;
   }
   if (s.state == RxSlot::kNew) return take_hello(i, s, ctl);
-  if (static_cast<wire::Kind>(at[kSealBytes + wire::kKindOffset]) == wire::Kind::kShort &&
-      s.block == nullptr) {
-    return take_short(i, s, ctl, at);
-  }
+  const auto kind = static_cast<wire::Kind>(at[kSealBytes + wire::kKindOffset]);
+  if (kind == wire::Kind::kShort && s.block == nullptr) return take_short(i, s, ctl, at);
+  if (kind == wire::Kind::kWrap) return take_wrap(i, s, ctl, at) ? 1 : -1;
   // The header's first 32 bytes, and the rest only if it is not a short
   // one: reading past a short frame would take the line the sender is
   // writing next from it.

@@ -269,6 +269,7 @@ int ShmTransportImpl::write_rendezvous(Conn &c, rocl_gid_t destination, Message 
                            ? static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(data))
                            : static_cast<std::uint64_t>(data - base);
   const wire::RendezvousBody body{address, static_cast<std::uint64_t>(cookie)};
+  wrap_early(c, frame_bytes(sizeof h, sizeof body));
   if (const int rc = wait_space(c, frame_bytes(sizeof h, sizeof body)); rc != ROCL_OK) {
     return rc;
   }

@@ -256,6 +256,40 @@ int ShmTransportImpl::wait_space_slow(Conn &c, std::uint64_t need) {
   }
 }
 
+// The lap ends early (Config::hot_bytes): a one-line wrap frame at the
+// head says so, and the head moves on to the ring's beginning. Only before
+// a message of one frame of at most a quarter of the hot window (fragmented
+// messages want the whole ring to run ahead in), and only if the receiver
+// has read all but at most half the lap, so that what the lap skips (the
+// rest of the ring) and the message after it are free at once; the tail is read here, once per hot
+// window's worth of frames, and after a look that says no, not again for another window (a receiver
+// far behind a stream of larger messages is not asked at every send). The wrap frame is sealed like
+// a one-line message, fenced and announced with the message after it (send_unlock). Measured
+// (rocl-bench shm stream, a 16 KiB ring against 1 MiB, alternated 6 rounds): 16 B +22 %, 256 B +26
+// %, 1 KiB +26 %, 4 KiB +24 %; the lines stay in the two cpus' caches.
+void ShmTransportImpl::wrap_early_slow(Conn &c, std::uint64_t need) {
+  c.wrap_look_at = c.head + cfg_.hot_bytes;
+  const std::uint64_t off = c.head & (c.ring_bytes - 1);
+  const std::uint64_t rest = c.ring_bytes - off;
+  const std::uint64_t tail = c.ctl->tail.load(std::memory_order_acquire);
+  if (tail > c.head || c.head - tail > c.ring_bytes) return;  // wait_space says what is wrong
+  c.seen_tail = tail;
+  // What the lap leaves free after the wrap is off - lag: at least half the
+  // lap, so that the sender does not wait for the receiver at the next
+  // messages (a 16 KiB MPI stream with the receiver a message behind
+  // waited for each: 0.44x).
+  if (c.head - tail > off / 2 || c.ring_bytes - (c.head - tail) < rest + need) return;
+  wire::ShortHeader h{};
+  h.magic = wire::kMagic;
+  h.version = wire::kVersion;
+  h.kind = wire::Kind::kWrap;
+  std::byte *at = c.ring + off;  // a frame's first line never wraps
+  std::memcpy(at + kSealBytes, &h, sizeof h);
+  seal_frame(c, at, rest);
+  c.wrap_look_at = c.head + cfg_.hot_bytes;
+  count(early_wraps_);
+}
+
 void ShmTransportImpl::copy_in(Conn &c, std::uint64_t pos, const std::byte *src, std::uint64_t n) {
   const std::uint64_t off = pos & (c.ring_bytes - 1);
   const std::uint64_t first = std::min(n, c.ring_bytes - off);
@@ -313,6 +347,7 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, const CoreH
     h.destination = destination;
     h.tag = header.tag;
     h.domain = header.domain;
+    wrap_early(c, bytes);
     if (const int rc = wait_space(c, bytes); rc != ROCL_OK) return rc;
     if (bytes != kFrameAlign) {
       if (bytes != 2 * kFrameAlign || !put_two_lines(c, h, data, total)) {

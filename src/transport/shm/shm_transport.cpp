@@ -16,6 +16,7 @@ shm::Stats ShmTransportImpl::stats() const noexcept {
   s.delivered = delivered_.load();
   s.lend_refused = lend_refused_.load();
   s.paused_reads = paused_reads_.load();
+  s.early_wraps = early_wraps_.load();
   s.parts_copied_for_receivers = parts_copied_for_receivers_.load();
   s.first_parts_copied_by_senders = first_parts_copied_by_senders_.load();
   s.parts_copied_into_mapped_pools = parts_copied_into_mapped_pools_.load();

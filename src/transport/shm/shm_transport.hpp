@@ -140,6 +140,14 @@ inline constexpr int kRetryMs = 1;
 struct Config {
   std::uint32_t slots = 64;                           // sending end-points per inbox (<= 1024)
   std::uint64_t ring_bytes = std::uint64_t{1} << 20;  // per slot, power of two >= 4096
+  // A sender whose next message (one frame, at most a quarter of this)
+  // would start this far into the ring or further, with its receiver at
+  // most half the lap behind, ends the lap there (a wrap frame) and starts
+  // over at the ring's beginning: a stream of small messages then keeps
+  // reusing the same lines, which stay in the two cpus' caches, instead of
+  // sweeping the whole ring. Only if at most a quarter of the ring; 0:
+  // never.
+  std::uint64_t hot_bytes = 16384;
 };
 
 struct Stats {
@@ -149,6 +157,7 @@ struct Stats {
   std::uint64_t delivered = 0;            // messages handed to the sink
   std::uint64_t lend_refused = 0;         // large sends copied eagerly: enough lent already
   std::uint64_t paused_reads = 0;         // times a slot was paused: no pool block (pool full)
+  std::uint64_t early_wraps = 0;          // laps our senders ended early (Config::hot_bytes)
   // Copy offers (shm_copy_offer.cpp): parts of lent messages this process
   // wrote into its receivers' memory, and parts its senders wrote into ours.
   std::uint64_t parts_copied_for_receivers = 0;

@@ -205,6 +205,62 @@ TEST(ShmTransport, SmallAndShortFramesWrapTheRingIntact) {
   EXPECT_EQ(b.t->stats().poisoned, 0u);
 }
 
+// A sender whose receiver keeps up ends its laps early (Config::hot_bytes)
+// and starts over at the ring's beginning: messages of every kind of frame
+// (one line, several, fragments) before and after the wrap frames arrive
+// intact and in order, and the sender counts the wraps. The receiver is
+// caught up after each batch, so the first look of the next batch past the
+// hot window finds room for a wrap.
+TEST(ShmTransport, SmallMessageStreamsEndTheirLapsEarlyAndArriveIntact) {
+  JobSecret secret = JobSecret::generate();
+  shm::Config cfg;
+  cfg.ring_bytes = 65536;
+  cfg.hot_bytes = 4096;
+  End a{1, &secret, cfg};
+  End b{2, &secret, cfg};
+  const std::size_t kinds[] = {0, 8, 24, 25, 64, 88, 100, 700, 3000, 20000};
+  std::vector<std::size_t> sizes;
+  std::vector<std::uint64_t> sums;
+  for (int batch = 0; batch < 60; ++batch) {
+    for (int k = 0; k < 25; ++k) {
+      const std::size_t n = kinds[(batch + k) % std::size(kinds)];
+      const int tag = static_cast<int>(sizes.size());
+      std::uint64_t sum = 0;
+      Message *m = make_message(a.pool, n, sizes.size() + 1, 11, tag, &sum);
+      ASSERT_EQ(a.t->send(2, b.t->address(), 21, m), ROCL_OK) << tag << ": " << last_error();
+      sizes.push_back(n);
+      sums.push_back(sum);
+    }
+    ASSERT_TRUE(b.sink.wait_for(sizes.size()));
+  }
+  const auto got = b.sink.snapshot();
+  ASSERT_EQ(got.size(), sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    EXPECT_EQ(got[i].tag, static_cast<int>(i));
+    EXPECT_EQ(got[i].length, sizes[i]) << i;
+    EXPECT_EQ(got[i].sum, sums[i]) << i;
+  }
+  EXPECT_GE(a.t->stats().early_wraps, 10u);
+  EXPECT_EQ(b.t->stats().poisoned, 0u);
+  EXPECT_FALSE(b.t->holds_unread_input());
+}
+
+// Without a hot window (0) the laps run the whole ring, as before.
+TEST(ShmTransport, NoHotWindowNoEarlyWraps) {
+  JobSecret secret = JobSecret::generate();
+  shm::Config cfg;
+  cfg.ring_bytes = 65536;
+  cfg.hot_bytes = 0;
+  End a{1, &secret, cfg};
+  End b{2, &secret, cfg};
+  for (int i = 0; i < 3000; ++i) {
+    ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 40, i, 11, i)), ROCL_OK);
+  }
+  ASSERT_TRUE(b.sink.wait_for(3000));
+  EXPECT_EQ(a.t->stats().early_wraps, 0u);
+  EXPECT_EQ(b.t->stats().poisoned, 0u);
+}
+
 // A polling caller stops at each whole message (progress() returns); the
 // next poll starts at the next slot, so a sender with a full ring cannot
 // keep a caller from another sender's message.
