@@ -400,6 +400,10 @@ class ShmTransportImpl final : public ShmTransport {
   void consume(RxSlot &s, SlotCtl *ctl, std::uint64_t bytes);
   static constexpr int kMessageDone = 2;  // poll_slot: a frame ended a message
   bool take_wrap(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at);
+  // Past a wrap frame at the tail: the rest of the lap is consumed.
+  void skip_to_lap_end(RxSlot &s, SlotCtl *ctl) {
+    consume(s, ctl, cfg_.ring_bytes - (s.tail & (cfg_.ring_bytes - 1)));
+  }
   // Whether the frame at `at`, s's tail, is there (its seal: shm_layout.hpp).
   static bool sealed_at(const RxSlot &s, const std::byte *at) {
     return seal_at(const_cast<std::byte *>(at)).load(std::memory_order_acquire) ==

@@ -83,8 +83,8 @@ Message *ShmTransportImpl::take_front(std::uint32_t i, RxSlot &s, rocl_gid_t des
     // The lap ends here: past it, as poll_slot goes (which says what is
     // wrong with a bad one).
     if (wire::check_wrap_header(at + kSealBytes, s.name) != ROCL_OK) return nullptr;
-    consume(s, slot_ctl(seg_, i), cfg_.ring_bytes - (s.tail & (cfg_.ring_bytes - 1)));
-    at = s.ring + (s.tail & (cfg_.ring_bytes - 1));
+    skip_to_lap_end(s, slot_ctl(seg_, i));
+    at = s.ring;
   }
   if (!sealed_at(s, at) ||
       static_cast<wire::Kind>(at[kSealBytes + wire::kKindOffset]) != wire::Kind::kShort) {
@@ -377,7 +377,7 @@ bool ShmTransportImpl::take_wrap(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const
            false);
     return false;
   }
-  consume(s, ctl, cfg_.ring_bytes - (s.tail & (cfg_.ring_bytes - 1)));
+  skip_to_lap_end(s, ctl);
   return true;
 }
 
@@ -387,10 +387,7 @@ int ShmTransportImpl::poll_slot(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
   // The seal (shm_layout.hpp): the frame at the tail is there once its
   // first word is the slot's key ^ the tail.
   const std::byte *at = s.ring + (s.tail & (cfg_.ring_bytes - 1));
-  if (seal_at(const_cast<std::byte *>(at)).load(std::memory_order_acquire) !=
-      (s.seal_key ^ s.tail)) {
-    return 0;
-  }
+  if (!sealed_at(s, at)) return 0;
   if (s.state == RxSlot::kNew) return take_hello(i, s, ctl);
   const auto kind = static_cast<wire::Kind>(at[kSealBytes + wire::kKindOffset]);
   if (kind == wire::Kind::kShort && s.block == nullptr) return take_short(i, s, ctl, at);

@@ -260,13 +260,13 @@ int ShmTransportImpl::wait_space_slow(Conn &c, std::uint64_t need) {
 // head says so, and the head moves on to the ring's beginning. Only before
 // a message of one frame of at most a quarter of the hot window (fragmented
 // messages want the whole ring to run ahead in), and only if the receiver
-// has read all but at most half the lap, so that what the lap skips (the
-// rest of the ring) and the message after it are free at once; the tail is read here, once per hot
-// window's worth of frames, and after a look that says no, not again for another window (a receiver
-// far behind a stream of larger messages is not asked at every send). The wrap frame is sealed like
-// a one-line message, fenced and announced with the message after it (send_unlock). Measured
-// (rocl-bench shm stream, a 16 KiB ring against 1 MiB, alternated 6 rounds): 16 B +22 %, 256 B +26
-// %, 1 KiB +26 %, 4 KiB +24 %; the lines stay in the two cpus' caches.
+// has read all but at most half the lap, so that what the lap skips and the
+// message after it are free at once. The tail is read here once per hot
+// window's worth of frames, and after a look that says no not again for
+// another window. The wrap frame is sealed like a one-line message, fenced
+// and announced with the message after it (send_unlock). rocl-bench shm
+// stream, alternated 8 rounds with the build before: 1-64 B +3-4 %, 256 B
+// +13 %, 1 KiB +26 %, 16-64 KiB even.
 void ShmTransportImpl::wrap_early_slow(Conn &c, std::uint64_t need) {
   c.wrap_look_at = c.head + cfg_.hot_bytes;
   const std::uint64_t off = c.head & (c.ring_bytes - 1);
