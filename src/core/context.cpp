@@ -135,6 +135,7 @@ void Context::start_transports() {
   env.rendezvous_threshold = options_.rndv_threshold;
   env.tcp_rendezvous_threshold = options_.tcp_rndv_threshold;
   env.shm_rendezvous_threshold = options_.shm_rndv_threshold;
+  env.shm_stream_rendezvous_threshold = options_.shm_stream_rndv_threshold;
   env.shm_lend_threshold = options_.shm_lend_threshold;
   env.tcp_congestion = split_list(options_.tcp_congestion);
   env.linger_ms = options_.linger_ms;

@@ -233,8 +233,8 @@ bool Context::send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, s
     return false;
   }
   const bool from_pool = pool_->contains(ptr);
-  const std::size_t limit =
-      from_pool ? route.transport->pool_bytes_send_limit() : route.transport->bytes_send_limit();
+  const std::size_t limit = from_pool ? route.transport->pool_bytes_send_limit(route.context, len)
+                                      : route.transport->bytes_send_limit();
   if (limit == 0 || len > limit) return false;
   BlockHeader *b = nullptr;  // ptr's pool buffer
   if (from_pool && (b = claim_small(ptr, len)) == nullptr) return false;

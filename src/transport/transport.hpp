@@ -117,6 +117,11 @@ struct TransportEnv {
   std::size_t tcp_rendezvous_threshold = 0;
   // shm: the same for pool buffers (ROCL_SHM_RNDV_THRESHOLD).
   std::size_t shm_rendezvous_threshold = 0;
+  // shm: pool buffers of at least this many bytes (below the thresholds
+  // above) go by rendezvous too while they stream to a process, i.e. when
+  // nothing arrived over shm since the sender's last such message to it
+  // (ROCL_SHM_STREAM_RNDV_THRESHOLD). 0: never.
+  std::size_t shm_stream_rendezvous_threshold = 0;
   // shm: lent messages (the core's ROCL_LEND_THRESHOLD chose them) below
   // this many bytes are copied through the ring instead of read from the
   // sender's memory (ROCL_SHM_LEND_THRESHOLD). 0: every lent message is read.
@@ -191,12 +196,17 @@ class Transport {
 
   // The largest message send_bytes() takes (0: it takes none).
   virtual std::size_t bytes_send_limit() const noexcept { return 0; }
-  // The largest message in a pool block that send_bytes() takes as well
-  // (0: none): below the size from which send() does better with the block
-  // itself (shm: rendezvous, from ROCL_SHM_RNDV_THRESHOLD).
-  virtual std::size_t pool_bytes_send_limit() const noexcept { return 0; }
+  // The largest message in a pool block that send_bytes() takes as well,
+  // asked before sending one of `length` bytes to `peer` (0: none): below
+  // the size from which send() does better with the block itself (shm:
+  // rendezvous, from ROCL_SHM_RNDV_THRESHOLD, or while a stream of such
+  // blocks to `peer` goes on, from ROCL_SHM_STREAM_RNDV_THRESHOLD).
+  virtual std::size_t pool_bytes_send_limit(rocl_gid_t peer, std::size_t length) noexcept {
+    (void)peer, (void)length;
+    return 0;
+  }
   // Like send(), for a message (length <= bytes_send_limit(), or <=
-  // pool_bytes_send_limit() if `data` is a pool block's payload) that needs
+  // pool_bytes_send_limit(peer, length) if `data` is a pool block's payload) that needs
   // no block: the transport copies `length` bytes from `data` before it
   // returns (the send then takes none from the pool and gives none back,
   // and copies its payload once). Same results as send(); on failure the

@@ -159,7 +159,12 @@ struct alignas(64) Conn {
   std::uint64_t head = 0;          // where our next frame starts (ring position)
   std::uint64_t seen_tail = 0;     // the receiver's tail when we last read it
   std::uint64_t wrap_look_at = 0;  // head from which wrap_early reads the tail again
-  std::uint64_t seal_key = 0;      // the slot's (shm_layout.hpp: SlotCtl)
+  // Our arrivals_ count at our last send of a streaming-size pool buffer
+  // to this peer (ShmTransportImpl::streams): unchanged at the next one,
+  // nothing came back in between.
+  // (Atomic: pool_bytes_send_limit reads it without the lock.)
+  std::atomic<std::uint64_t> arrivals_at_stream_send{~std::uint64_t{0}};
+  std::uint64_t seal_key = 0;  // the slot's (shm_layout.hpp: SlotCtl)
   std::uint32_t slot = 0;
   pid_t pid = 0;
   std::uint64_t start_time = 0;
@@ -275,8 +280,13 @@ class ShmTransportImpl final : public ShmTransport {
   int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
            Message *msg) noexcept override;
   std::size_t bytes_send_limit() const noexcept override { return kBytesSendLimit; }
-  // Below the pool blocks send() would send by rendezvous (set by init).
-  std::size_t pool_bytes_send_limit() const noexcept override { return pool_send_limit_; }
+  // Below the pool blocks send() would send by rendezvous (set by init),
+  // or 0 while they stream to `peer` (streams()).
+  std::size_t pool_bytes_send_limit(rocl_gid_t peer, std::size_t length) noexcept override {
+    if (length < stream_from() || length > pool_send_limit_) return pool_send_limit_;
+    const Conn *c = conn_to(peer);
+    return c != nullptr && streaming(*c) ? 0 : pool_send_limit_;
+  }
   bool takes_lent_memory() const noexcept override { return cross_memory_; }
   int send_bytes(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
                  const CoreHeader &header, const void *data, std::size_t length) noexcept override;
@@ -457,6 +467,29 @@ class ShmTransportImpl final : public ShmTransport {
   int write_rendezvous(Conn &c, rocl_gid_t destination, Message *msg);
   // Pool buffers from this size go by rendezvous (ROCL_SHM_RNDV_THRESHOLD,
   // or ROCL_RNDV_THRESHOLD if lower; nonzero: the caller checked that).
+  // Whether a pool buffer of `length` bytes to c streams, and so goes by
+  // rendezvous from env_.shm_stream_rendezvous_threshold
+  // (ROCL_SHM_STREAM_RNDV_THRESHOLD): nothing arrived over shm since our
+  // last message of such a size to c. A ping-pong's reply arrives in
+  // between; its messages stay in the ring, whose copy answers sooner.
+  // Remembers the count for the next one (c locked).
+  bool streams(Conn &c, std::uint64_t length) noexcept {
+    if (length < stream_from()) return false;
+    const std::uint64_t now = arrivals_.load(std::memory_order_relaxed);
+    const bool same = c.arrivals_at_stream_send.load(std::memory_order_relaxed) == now;
+    c.arrivals_at_stream_send.store(now, std::memory_order_relaxed);
+    return same;
+  }
+  // What streams() would say, without remembering anything.
+  bool streaming(const Conn &c) const noexcept {
+    return arrivals_.load(std::memory_order_relaxed) ==
+           c.arrivals_at_stream_send.load(std::memory_order_relaxed);
+  }
+  // The smallest pool buffer streams() may send by rendezvous (no limit: never).
+  std::size_t stream_from() const noexcept {
+    const std::size_t from = env_.shm_stream_rendezvous_threshold;
+    return from == 0 ? ~std::size_t{0} : from;
+  }
   std::size_t rendezvous_threshold() const noexcept {
     return env_.shm_rendezvous_threshold != 0
                ? std::min(env_.rendezvous_threshold, env_.shm_rendezvous_threshold)
@@ -545,6 +578,10 @@ class ShmTransportImpl final : public ShmTransport {
   bool cross_memory_ = false;
 
   std::atomic<std::uint64_t> refused_{0}, poisoned_{0}, unknown_{0}, delivered_{0};
+  // Messages handed (or about to be handed) to the sink or to a receive,
+  // counted before the hand-over so that a reply is counted before its
+  // receiver can answer it (streams()).
+  std::atomic<std::uint64_t> arrivals_{0};
   std::atomic<std::uint64_t> lend_refused_{0}, paused_reads_{0}, early_wraps_{0};
   std::atomic<std::uint64_t> parts_copied_for_receivers_{0}, parts_copied_by_senders_{0};
   std::atomic<std::uint64_t> first_parts_copied_by_senders_{0}, parts_copied_into_mapped_pools_{0};

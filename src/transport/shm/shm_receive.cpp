@@ -102,6 +102,7 @@ Message *ShmTransportImpl::take_front(std::uint32_t i, RxSlot &s, rocl_gid_t des
   // Found at the first look: the sender is ahead, so ask for the lines of
   // the next frames now (the next receive's look then finds them here).
   prefetch_ahead(s, 1, kDrainPrefetchFrames);
+  count(arrivals_);
   count(delivered_);
   return message_of(b, header, h.length);
 }
@@ -543,12 +544,14 @@ int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const
   const std::uint64_t frame = frame_bytes(sizeof h, h.length);
   // A receive waiting with memory of its own takes the payload straight
   // from the ring (no block), when it does not wrap around the ring's end.
-  if ((s.tail & (cfg_.ring_bytes - 1)) + frame <= cfg_.ring_bytes &&
-      env_.sink->deliver_bytes(h.destination, CoreHeader{h.source, h.tag, h.domain},
-                               at + kSealBytes + sizeof h, h.length)) {
-    consume(s, ctl, frame);
-    count(delivered_);
-    return kMessageDone;
+  if ((s.tail & (cfg_.ring_bytes - 1)) + frame <= cfg_.ring_bytes) {
+    count(arrivals_);  // before the hand-over (streams()); again by deliver_block if refused
+    if (env_.sink->deliver_bytes(h.destination, CoreHeader{h.source, h.tag, h.domain},
+                                 at + kSealBytes + sizeof h, h.length)) {
+      consume(s, ctl, frame);
+      count(delivered_);
+      return kMessageDone;
+    }
   }
   BlockHeader *b = receive_block(i, s, ctl, h.length);
   if (b == nullptr) return s.paused ? 0 : -1;  // paused: the frame waits in the ring
@@ -609,6 +612,7 @@ bool ShmTransportImpl::deliver_whole_in_ring(RxSlot &s, SlotCtl *ctl,
     pieces[np++] = {s.ring + from, before_end};
     if (len > before_end) pieces[np++] = {s.ring, len - before_end};
   }
+  count(arrivals_);
   if (!env_.sink->deliver_pieces(first.destination,
                                  CoreHeader{first.source, first.tag, first.domain}, pieces, np,
                                  total)) {
@@ -710,6 +714,7 @@ int ShmTransportImpl::deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b,
                                     const CoreHeader &header, rocl_gid_t destination,
                                     std::uint64_t length) {
   Message *m = message_of(b, header, length);
+  count(arrivals_);
   if (const int rc = env_.sink->deliver(destination, m); rc != ROCL_OK) {
     count(unknown_);
     char line[192];

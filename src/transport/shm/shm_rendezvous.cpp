@@ -315,6 +315,7 @@ int ShmTransportImpl::take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
   m->length = h.total_length;
   m->rendezvous = true;
   b->state.store(BlockState::kLibrary, std::memory_order_release);
+  count(arrivals_);
   if (const int rc = env_.sink->deliver(h.destination, m); rc != ROCL_OK) {
     count(unknown_);
     char line[192];

@@ -26,9 +26,12 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
   // A lent message (the core decided its size) goes by rendezvous if the
   // receiver reads our memory and it is not too small for that to pay
   // (ROCL_SHM_LEND_THRESHOLD), else it is copied through the ring now.
+  // A pool buffer goes by rendezvous from ROCL_SHM_RNDV_THRESHOLD, or
+  // from ROCL_SHM_STREAM_RNDV_THRESHOLD while it streams (streams()).
   bool rendezvous = is_lent(msg) ? c->lend_memory && msg->length >= env_.shm_lend_threshold
                                  : c->rendezvous && env_.rendezvous_threshold != 0 &&
-                                       (msg->length >= rendezvous_threshold() || msg->rendezvous) &&
+                                       (msg->length >= rendezvous_threshold() || msg->rendezvous ||
+                                        streams(*c, msg->length)) &&
                                        in_pool(msg);
   if (rendezvous && !can_lend(*c, *msg)) {
     rendezvous = false;  // lent enough to this receiver: copy it through the ring
@@ -55,6 +58,7 @@ int ShmTransportImpl::send_bytes(rocl_gid_t peer, std::string_view peer_address,
   if (c == nullptr) return fail(ROCL_ENOMEM, "shm: out of memory");
   std::unique_lock<ConnMutex> lk(c->mu);
   if (const int rc = ready_locked(peer, peer_address, c, lk); rc != ROCL_OK) return rc;
+  streams(*c, length);  // a stream's first message: the next ones see whether it goes on
   const int rc =
       write_message(*c, destination, header, static_cast<const std::byte *>(data), length);
   if (rc != ROCL_OK) return abandon(peer, c, lk, rc);

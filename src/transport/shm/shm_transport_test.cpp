@@ -28,11 +28,13 @@ using transport_test::RecordingSink;
 
 struct End {
   explicit End(std::uint64_t instance, const JobSecret *secret, shm::Config cfg = {},
-               std::size_t rendezvous_threshold = 0, std::size_t pool_cap = std::size_t{1} << 30)
+               std::size_t rendezvous_threshold = 0, std::size_t pool_cap = std::size_t{1} << 30,
+               std::size_t stream_rendezvous_threshold = 0)
       : pool(PoolConfig{pool_cap, std::size_t{2} << 20}) {
     sink.pool = &pool;
     TransportEnv env{&sink, instance, &pool, secret};
     env.rendezvous_threshold = rendezvous_threshold;
+    env.shm_stream_rendezvous_threshold = stream_rendezvous_threshold;
     t = make_shm_transport_with(env, cfg, [this](const std::string &s) {
       std::lock_guard<std::mutex> g(log_mu);
       logs.push_back(s);
@@ -698,10 +700,65 @@ TEST_F(ShmRendezvous, LargeMessagesArePulledOnceWithChecksums) {
 // The core copies a pool buffer through send_bytes only below the size
 // from which send() would lend it by rendezvous.
 TEST_F(ShmRendezvous, PoolBuffersAreCopiedFromTheBlockOnlyBelowTheRendezvousThreshold) {
-  EXPECT_EQ(a.t->pool_bytes_send_limit(), 32u * 1024 - 1);
+  EXPECT_EQ(a.t->pool_bytes_send_limit(2, 64), 32u * 1024 - 1);
   End no_rendezvous{3, &secret};
-  EXPECT_EQ(no_rendezvous.t->pool_bytes_send_limit(), no_rendezvous.t->bytes_send_limit());
+  EXPECT_EQ(no_rendezvous.t->pool_bytes_send_limit(2, 64), no_rendezvous.t->bytes_send_limit());
   EXPECT_EQ(no_rendezvous.t->bytes_send_limit(), 65536u);
+}
+
+// Sends a pool buffer of n bytes from `from` (instance 1) to resource 21
+// of `to` (instance 2) as the core does: copied by send_bytes below
+// pool_bytes_send_limit, else sent with its block by send(). Its checksum
+// goes to *sum.
+void send_pool_buffer_as_core(End &from, End &to, std::size_t n, int tag, std::uint64_t *sum) {
+  Message *m = make_message(from.pool, n, 1000 + tag, 11, tag, sum);
+  ASSERT_NE(m, nullptr);
+  if (n <= from.t->pool_bytes_send_limit(2, n)) {
+    ASSERT_EQ(from.t->send_bytes(2, to.t->address(), 21, m->header, m->data, n), ROCL_OK)
+        << last_error();
+    from.pool.release(block_of(m), BlockState::kLibrary);
+  } else {
+    ASSERT_EQ(from.t->send(2, to.t->address(), 21, m), ROCL_OK) << last_error();
+  }
+}
+
+// From the stream threshold (ROCL_SHM_STREAM_RNDV_THRESHOLD), below the
+// rendezvous threshold: a stream of pool buffers goes by rendezvous after
+// its first message (nothing arrived in between), while a ping-pong's
+// messages, each after a reply, go through the ring.
+TEST(ShmStream, PoolBufferStreamsGoByRendezvousAndPingPongsThroughTheRing) {
+  const JobSecret secret = JobSecret::generate();
+  End a{1, &secret, {}, 32 * 1024, std::size_t{1} << 30, 4096};
+  End b{2, &secret, {}, 32 * 1024, std::size_t{1} << 30, 4096};
+  std::vector<std::uint64_t> sums(40);
+  for (int i = 0; i < 20; ++i) {  // ping-pong: b answers each
+    send_pool_buffer_as_core(a, b, 4096, i, &sums[i]);
+    ASSERT_TRUE(b.sink.wait_for(i + 1));
+    ASSERT_EQ(b.t->send(1, a.t->address(), 11, make_message(b.pool, 8, i, 21, 1)), ROCL_OK);
+    ASSERT_TRUE(a.sink.wait_for(i + 1));
+  }
+  EXPECT_EQ(b.sink.stubs_seen.load(), 0) << "a ping-pong's message went by rendezvous";
+  for (int i = 20; i < 40; ++i)
+    send_pool_buffer_as_core(a, b, i % 2 == 0 ? 4096 : 6000, i, &sums[i]);
+  ASSERT_TRUE(b.sink.wait_for(40));
+  EXPECT_EQ(b.sink.stubs_seen.load(), 19) << "a stream goes by rendezvous after its first message";
+  send_pool_buffer_as_core(a, b, 4095, 40, nullptr);  // under the threshold: the ring
+  ASSERT_TRUE(b.sink.wait_for(41));
+  EXPECT_EQ(b.sink.stubs_seen.load(), 19);
+  const auto got = b.sink.snapshot();
+  for (int i = 0; i < 40; ++i) {
+    EXPECT_EQ(got[i].tag, i);
+    EXPECT_EQ(got[i].sum, sums[i]) << i;
+  }
+}
+
+TEST(ShmStream, NoStreamThresholdNoStreamRendezvous) {
+  const JobSecret secret = JobSecret::generate();
+  End a{1, &secret, {}, 32 * 1024};
+  End b{2, &secret, {}, 32 * 1024};
+  for (int i = 0; i < 10; ++i) send_pool_buffer_as_core(a, b, 4096, i, nullptr);
+  ASSERT_TRUE(b.sink.wait_for(10));
+  EXPECT_EQ(b.sink.stubs_seen.load(), 0);
 }
 
 TEST_F(ShmRendezvous, DiscardedStubGivesTheSenderItsBufferBack) {
