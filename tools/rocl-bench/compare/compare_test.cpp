@@ -195,10 +195,25 @@ TEST(Stats, SummaryIsTheMedianOfRoundsWithTheExtremesOfAll) {
   EXPECT_DOUBLE_EQ(all[0].min, 0.9);
   EXPECT_DOUBLE_EQ(all[0].max, 9.0);
   EXPECT_EQ(all[0].rounds, 3);
+  EXPECT_DOUBLE_EQ(all[0].best_round, 1.0);  // the lowest of the rounds' medians
   EXPECT_EQ(best_of(all, "latency", {"a", "b", "missing"}, 8, 1)->system, "b");
   EXPECT_EQ(best_of(all, "latency", {"a"}, 8, 1)->system, "a");
   EXPECT_EQ(best_of(all, "latency", {"missing"}, 8, 1), nullptr);
   EXPECT_EQ(best_of(all, "latency", {"a", "b"}, 16, 1), nullptr);
+}
+
+TEST(Stats, BestRoundIsTheHighestMedianForBandwidth) {
+  const std::vector<Sample> samples = {
+      {"bandwidth", "a", 64, 1, 1, 5.0, 4.0, 6.0, "GB/s"},
+      {"bandwidth", "a", 64, 1, 2, 9.0, 8.0, 9.5, "GB/s"},
+      {"bandwidth", "a", 64, 1, 3, 2.0, 1.0, 3.0, "GB/s"},
+  };
+  const auto all = summarize_rounds(samples);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_DOUBLE_EQ(all[0].median, 5.0);
+  EXPECT_DOUBLE_EQ(all[0].best_round, 9.0);
+  EXPECT_DOUBLE_EQ(figure_of(all[0], Figure::kBestRound), 9.0);
+  EXPECT_DOUBLE_EQ(figure_of(all[0], Figure::kMedian), 5.0);
 }
 
 TEST(Stats, BestOfHigherIsBetterForBandwidth) {
@@ -306,6 +321,52 @@ TEST(Results, EachOfRoclsSystemsHasItsRatioAndItsGoal) {
   const std::string goals = printed([&](std::FILE *f) { print_goals(f, results, false); });
   EXPECT_NE(goals.find("MISS  shm latency <= best"), std::string::npos) << goals;
   EXPECT_NE(goals.find("ok    rocl's MPI: shm latency <= best"), std::string::npos) << goals;
+}
+
+// Five rounds of one shm point: rocl-shm's median is behind ompi-vader's
+// (slow phases hit three of its rounds), its best round ahead of the best
+// round of every anchor; ucx-shm's best round is the anchors' best.
+TEST(Results, GoalsAreJudgedOnMediansAndOnEachSystemsBestRound) {
+  StageRun run;
+  run.stage = "p2p";
+  for (const char *name : {"rocl-shm", "ompi-vader", "ucx-shm"}) {
+    run.configs.push_back(Config{name, "shm", "", "", nullptr, 0});
+  }
+  auto add = [&](const char *system, std::vector<double> rounds_us) {
+    for (std::size_t r = 0; r < rounds_us.size(); ++r) {
+      const double us = rounds_us[r];
+      run.result.samples.push_back({"latency", system, 8, 1, int(r) + 1, us, us, us, "us"});
+    }
+  };
+  add("rocl-shm", {0.15, 0.6, 0.6, 0.6, 0.16});   // median 0.6, best 0.15
+  add("ompi-vader", {0.2, 0.2, 0.25, 0.2, 0.2});  // median 0.2, best 0.2
+  add("ucx-shm", {0.9, 0.9, 0.18, 0.9, 0.9});     // median 0.9, best 0.18
+  run.summary = summarize_rounds(run.result.samples);
+  Results results;
+  results.stages.push_back(run);
+  const std::string goals = printed([&](std::FILE *f) { print_goals(f, results, false); });
+  const auto medians = goals.find("on the medians of the rounds (the tables' figures):");
+  const auto best = goals.find("on each system's best round (its fastest of the 5):");
+  ASSERT_NE(medians, std::string::npos) << goals;
+  ASSERT_NE(best, std::string::npos) << goals;
+  ASSERT_LT(medians, best) << goals;
+  const std::string on_medians = goals.substr(medians, best - medians);
+  const std::string on_best = goals.substr(best);
+  EXPECT_NE(on_medians.find("MISS  shm latency <= best shared-memory anchor at every size (0 of 1 "
+                            "point(s); worst: 8 rocl 0.600 vs ompi-vader 0.200)"),
+            std::string::npos)
+      << goals;
+  EXPECT_NE(on_best.find("ok    shm latency <= best shared-memory anchor at every size (1 of 1 "
+                         "point(s); worst: 8 rocl 0.150 vs ucx-shm 0.180)"),
+            std::string::npos)
+      << goals;
+}
+
+TEST(Results, OneRoundIsJudgedOnce) {
+  Results results;
+  results.stages.push_back(shm_run_with_rocl_mpi());  // summaries of one round
+  const std::string goals = printed([&](std::FILE *f) { print_goals(f, results, false); });
+  EXPECT_EQ(goals.find("best round"), std::string::npos) << goals;
 }
 
 std::string temp_path(const char *name) {

@@ -28,7 +28,7 @@ void print_verdict(std::FILE *out, const char *goal, const Verdict &v) {
 // rocl's figure against `factor` x the best of `anchors`, at every size of
 // the p2p metric. Lower is better for latency: rocl x factor <= best.
 Verdict judge_sizes(const StageRun &run, const std::string &metric, const std::string &subject,
-                    const std::vector<std::string> &anchors, double factor) {
+                    const std::vector<std::string> &anchors, double factor, Figure f) {
   Verdict v;
   std::set<std::size_t> sizes;
   for (const auto &s : run.summary) {
@@ -37,47 +37,71 @@ Verdict judge_sizes(const StageRun &run, const std::string &metric, const std::s
   double worst = -1;
   for (std::size_t size : sizes) {
     const Summary *mine = run.find(metric, subject, size);
-    const Summary *best = best_of(run.summary, metric, anchors, size, 1);
-    if (mine == nullptr || best == nullptr) continue;
+    const Summary *best = best_of(run.summary, metric, anchors, size, 1, f);
+    if (mine == nullptr || best == nullptr || !is_sane(figure_of(*mine, f))) continue;
     ++v.points;
+    const double m = figure_of(*mine, f), b = figure_of(*best, f);
     // how far rocl is from the goal: > 1 misses
-    const double gap = lower_is_better(metric) ? mine->median * factor / best->median
-                                               : best->median * factor / mine->median;
+    const double gap = lower_is_better(metric) ? m * factor / b : b * factor / m;
     if (gap <= 1) ++v.met;
     if (gap > worst) {
       worst = gap;
-      v.worst = format_size(size) + " rocl " + format_figure(mine->median) + " vs " + best->system +
-                " " + format_figure(best->median);
+      v.worst = format_size(size) + " rocl " + format_figure(m) + " vs " + best->system + " " +
+                format_figure(b);
     }
   }
   return v;
 }
 
+// The most rounds a point of `run` was measured in.
+int rounds_of(const StageRun &run) {
+  int n = 0;
+  for (const auto &s : run.summary) n = std::max(n, s.rounds);
+  return n;
+}
+
+// The p2p goals, judged on figure `f` of rocl's systems and the anchors.
+void print_p2p_goals(std::FILE *out, const StageRun &p2p, Figure f) {
+  const auto shm = anchors_in(p2p, "shm");
+  // rocl-bench's buffer API, then rocl's MPI (the anchors' own program,
+  // mpi_pingpong): each judged on lines of its own, never merged.
+  struct Way {
+    std::string label, shm, tcp;
+  };
+  for (const Way &w :
+       {Way{"", "rocl-shm", "rocl-tcp"}, Way{"rocl's MPI: ", "rocl-mpi-shm", "rocl-mpi-tcp"}}) {
+    print_verdict(out, (w.label + "shm latency <= best shared-memory anchor at every size").c_str(),
+                  judge_sizes(p2p, "latency", w.shm, shm, 1, f));
+    print_verdict(out,
+                  (w.label + "shm bandwidth >= best shared-memory anchor at every size").c_str(),
+                  judge_sizes(p2p, "bandwidth", w.shm, shm, 1, f));
+    print_verdict(out, (w.label + "tcp latency <= Open MPI's tcp path at every size").c_str(),
+                  judge_sizes(p2p, "latency", w.tcp, {"ompi-tcp"}, 1, f));
+  }
+  print_verdict(out, "inproc latency 100x below ZeroMQ inproc at every size",
+                judge_sizes(p2p, "latency", "rocl-inproc", {"zmq-inproc"}, 100, f));
+}
+
 }  // namespace
 
+// The p2p goals are judged twice when there was more than one round: on
+// the medians of the rounds (the tables' figures), then on each system's
+// best round, rocl's and the anchors' alike. On a VM whose slow phases
+// (2-5x, seconds long) hit some rounds of some systems only, the medians
+// say which system the phases hit most; the best rounds compare each
+// system at its fastest.
 void print_goals(std::FILE *out, const Results &results, bool quick) {
   std::fprintf(out, "\ngoals (issue 5)%s:\n",
                quick ? ", judged on --quick figures (one short repetition: not a verdict)" : "");
   if (const StageRun *p2p = results.find("p2p")) {
-    const auto shm = anchors_in(*p2p, "shm");
-    // rocl-bench's buffer API, then rocl's MPI (the anchors' own program,
-    // mpi_pingpong): each judged on lines of its own, never merged.
-    struct Way {
-      std::string label, shm, tcp;
-    };
-    for (const Way &w :
-         {Way{"", "rocl-shm", "rocl-tcp"}, Way{"rocl's MPI: ", "rocl-mpi-shm", "rocl-mpi-tcp"}}) {
-      print_verdict(out,
-                    (w.label + "shm latency <= best shared-memory anchor at every size").c_str(),
-                    judge_sizes(*p2p, "latency", w.shm, shm, 1));
-      print_verdict(out,
-                    (w.label + "shm bandwidth >= best shared-memory anchor at every size").c_str(),
-                    judge_sizes(*p2p, "bandwidth", w.shm, shm, 1));
-      print_verdict(out, (w.label + "tcp latency <= Open MPI's tcp path at every size").c_str(),
-                    judge_sizes(*p2p, "latency", w.tcp, {"ompi-tcp"}, 1));
+    const int rounds = rounds_of(*p2p);
+    if (rounds > 1) std::fprintf(out, "  on the medians of the rounds (the tables' figures):\n");
+    print_p2p_goals(out, *p2p, Figure::kMedian);
+    if (rounds > 1) {
+      std::fprintf(out, "  on each system's best round (its fastest of the %d):\n", rounds);
+      print_p2p_goals(out, *p2p, Figure::kBestRound);
+      std::fprintf(out, "  on the medians of the rounds:\n");
     }
-    print_verdict(out, "inproc latency 100x below ZeroMQ inproc at every size",
-                  judge_sizes(*p2p, "latency", "rocl-inproc", {"zmq-inproc"}, 100));
   }
   if (const StageRun *threads = results.find("threads")) {
     Verdict v;

@@ -63,8 +63,10 @@ std::vector<Sustainability> sustainability(const StageRun &run);
 // the goals of issue 5 (ok / MISS) and what was not measured and why.
 void print_tables(std::FILE *out, const Results &results, const CompareOptions &o);
 
-// The goals of issue 5, each ok or MISS (goals.cpp); `quick` says that the
-// figures are --quick ones.
+// The goals of issue 5, each ok or MISS (goals.cpp); with more than one
+// round the point-to-point goals twice, on the medians of the rounds and
+// on each system's best round. `quick` says that the figures are --quick
+// ones.
 void print_goals(std::FILE *out, const Results &results, bool quick);
 
 // compare.csv: every run's samples, then the summaries and ratios. False

@@ -54,8 +54,16 @@ std::vector<Summary> summarize_rounds(const std::vector<Sample> &samples) {
     it->max = std::max(it->max, s.max);
     ++it->rounds;
   }
-  for (std::size_t k = 0; k < out.size(); ++k) out[k].median = median_of(medians[k]);
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    out[k].median = median_of(medians[k]);
+    const auto [lowest, highest] = std::minmax_element(medians[k].begin(), medians[k].end());
+    out[k].best_round = lower_is_better(out[k].metric) ? *lowest : *highest;
+  }
   return out;
+}
+
+double figure_of(const Summary &s, Figure f) {
+  return f == Figure::kBestRound ? s.best_round : s.median;
 }
 
 const Summary *find_summary(const std::vector<Summary> &all, std::string_view metric,
@@ -67,15 +75,14 @@ const Summary *find_summary(const std::vector<Summary> &all, std::string_view me
 }
 
 const Summary *best_of(const std::vector<Summary> &all, std::string_view metric,
-                       const std::vector<std::string> &systems, std::size_t size, int pairs) {
+                       const std::vector<std::string> &systems, std::size_t size, int pairs,
+                       Figure f) {
   const Summary *best = nullptr;
   for (const auto &name : systems) {
     const Summary *s = find_summary(all, metric, name, size, pairs);
-    if (s == nullptr || !is_sane(s->median)) continue;
-    if (best == nullptr ||
-        (lower_is_better(metric) ? s->median < best->median : s->median > best->median)) {
-      best = s;
-    }
+    if (s == nullptr || !is_sane(figure_of(*s, f))) continue;
+    const double v = figure_of(*s, f), b = best != nullptr ? figure_of(*best, f) : 0;
+    if (best == nullptr || (lower_is_better(metric) ? v < b : v > b)) best = s;
   }
   return best;
 }

@@ -23,7 +23,11 @@ struct Sample {
 };
 
 // One point over all rounds: the median of the rounds' medians, the min
-// and max over every repetition of every round.
+// and max over every repetition of every round, and the best of the
+// rounds' medians (lowest for latency, highest otherwise): the figure of
+// the system's fastest round, which a slow phase of the machine that hit
+// some rounds only leaves out (on the AMD EPYC VM every cross-cpu figure
+// moves 2-5x with the placement of its cpus, for seconds at a time).
 struct Summary {
   std::string metric, system;
   std::size_t size = 0;
@@ -31,7 +35,12 @@ struct Summary {
   double median = 0, min = 0, max = 0;
   int rounds = 0;
   std::string unit;
+  double best_round = 0;
 };
+
+// Which figure of a Summary a comparison uses.
+enum class Figure { kMedian, kBestRound };
+double figure_of(const Summary &s, Figure f);
 
 double median_of(std::vector<double> values);  // 0 for none
 
@@ -53,9 +62,10 @@ std::vector<Summary> summarize_rounds(const std::vector<Sample> &samples);
 const Summary *find_summary(const std::vector<Summary> &all, std::string_view metric,
                             std::string_view system, std::size_t size, int pairs);
 
-// The best of `systems` at a point (lowest for latency, highest otherwise),
-// or nullptr when none of them has the point.
+// The best of `systems` at a point (lowest for latency, highest otherwise)
+// by figure `f`, or nullptr when none of them has the point.
 const Summary *best_of(const std::vector<Summary> &all, std::string_view metric,
-                       const std::vector<std::string> &systems, std::size_t size, int pairs);
+                       const std::vector<std::string> &systems, std::size_t size, int pairs,
+                       Figure f = Figure::kMedian);
 
 }  // namespace rocl_bench::compare
