@@ -88,7 +88,7 @@ std::vector<Config> p2p_configs(const CompareOptions &o, const Programs &p) {
       p.cpus.size() < 2 ? "needs 2 usable cpus, " + std::to_string(p.cpus.size()) + " here" : "";
   auto rocl = [&](const char *name, const char *cls, const char *transport, const char *about) {
     std::string why = std::string(transport) == "inproc" ? "" : first_missing({&p.roclrun});
-    all.push_back({name, transport, about, why,
+    all.push_back({name, cls, about, why,
                    [name = std::string(name), t = std::string(transport)](const RunRequest &r) {
                      return run_rocl_bench(r, name, t);
                    }});
