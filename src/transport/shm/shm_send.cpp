@@ -310,8 +310,16 @@ void ShmTransportImpl::copy_in(Conn &c, std::uint64_t pos, const std::byte *src,
 // message's path, while now they come while we wait for the reply. 4 KiB
 // one-way 0.70 -> 0.65 us (alternated, 14 of 15 rounds faster); 256 B to
 // 64 KiB and streams unchanged.
+// Not after a frame of 10 to 17 lines (a message of 513 B to 1 KiB): its
+// receiver is reading that frame's lines from our cache right now, and our
+// requests for the next frame's lines slowed those reads down (1 KiB
+// one-way 0.30 -> 0.28 us and streams +7 % without them). After smaller
+// frames they pay in streams (64 B and 256 B streams were 10 % slower
+// without them), after larger ones in both (4 KiB above). 2026-11-28,
+// alternated in one build, cpus on one die.
 void ShmTransportImpl::own_ahead(const Conn &c, std::uint64_t bytes) {
   constexpr std::uint64_t kMost = 32768;
+  if (bytes > kOwnAheadSkipFrom && bytes <= kOwnAheadSkipTo) return;
   const std::uint64_t free = c.ring_bytes - (c.head - c.seen_tail);
   const std::uint64_t n = std::min({bytes, kMost, free});
   for (std::uint64_t off = kFrameAlign; off < n; off += kFrameAlign) {
