@@ -313,10 +313,11 @@ void ShmTransportImpl::copy_in(Conn &c, std::uint64_t pos, const std::byte *src,
 // Not after a frame of 10 to 17 lines (a message of 513 B to 1 KiB): its
 // receiver is reading that frame's lines from our cache right now, and our
 // requests for the next frame's lines slowed those reads down (1 KiB
-// one-way 0.30 -> 0.28 us and streams +7 % without them). After smaller
-// frames they pay in streams (64 B and 256 B streams were 10 % slower
-// without them), after larger ones in both (4 KiB above). 2026-11-28,
-// alternated in one build, cpus on one die.
+// one-way 0.30 -> 0.28 us and streams +7-11 % without them, with
+// prefetch_frame()'s whole frame). After smaller frames they pay in
+// streams (64 B and 256 B streams were 10 % slower without them), after
+// larger ones in both (4 KiB above). 2026-11-28, builds alternated, cpus
+// on one die.
 void ShmTransportImpl::own_ahead(const Conn &c, std::uint64_t bytes) {
   constexpr std::uint64_t kMost = 32768;
   if (bytes > kOwnAheadSkipFrom && bytes <= kOwnAheadSkipTo) return;
