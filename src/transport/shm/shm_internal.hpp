@@ -403,10 +403,13 @@ class ShmTransportImpl final : public ShmTransport {
   // lines (2 or 4 measured the same, 8 slightly slower, none slower).
   static constexpr int kDrainFrames = 16;
   static constexpr int kDrainPrefetchFrames = 4;
-  // own_ahead() skips frames of more than kOwnAheadSkipFrom bytes up to
-  // kOwnAheadSkipTo (10-17 lines: messages of 513 B to 1 KiB).
+  // The most of a short frame prefetch_frame() asks for at once: the whole
+  // frame of a 1 KiB message. own_ahead() skips frames of more than
+  // kOwnAheadSkipFrom bytes up to this (10-17 lines: 513 B to 1 KiB), whose
+  // receiver asks for all their lines while the sender would ask for the
+  // next frame's.
+  static constexpr std::uint64_t kPrefetchFrameBytes = 17 * kFrameAlign;
   static constexpr std::uint64_t kOwnAheadSkipFrom = 9 * kFrameAlign;
-  static constexpr std::uint64_t kOwnAheadSkipTo = 17 * kFrameAlign;
   void prefetch_ahead(const RxSlot &s, int from, int to) const;
   void poison(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::string &why, bool refusal);
   void drop_partial(RxSlot &s);

@@ -509,11 +509,10 @@ int ShmTransportImpl::take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
 // before and this one alternated, cpus on one die). The length is read
 // unchecked: a prefetch of a wrong line is only wasted.
 void ShmTransportImpl::prefetch_frame(const RxSlot &s, const std::byte *at) const {
-  constexpr std::uint64_t kPrefetchBytes = 17 * kFrameAlign;
   std::uint32_t claimed;  // ShortHeader::length
   std::memcpy(&claimed, at + kSealBytes + offsetof(wire::ShortHeader, length), sizeof claimed);
   const std::uint64_t end =
-      std::min(frame_bytes(sizeof(wire::ShortHeader), claimed), kPrefetchBytes);
+      std::min(frame_bytes(sizeof(wire::ShortHeader), claimed), kPrefetchFrameBytes);
   for (std::uint64_t off = kFrameAlign; off < end; off += kFrameAlign) {
     __builtin_prefetch(s.ring + ((s.tail + off) & (cfg_.ring_bytes - 1)), 0, 3);
   }

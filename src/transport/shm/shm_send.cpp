@@ -320,7 +320,7 @@ void ShmTransportImpl::copy_in(Conn &c, std::uint64_t pos, const std::byte *src,
 // on one die.
 void ShmTransportImpl::own_ahead(const Conn &c, std::uint64_t bytes) {
   constexpr std::uint64_t kMost = 32768;
-  if (bytes > kOwnAheadSkipFrom && bytes <= kOwnAheadSkipTo) return;
+  if (bytes > kOwnAheadSkipFrom && bytes <= kPrefetchFrameBytes) return;
   const std::uint64_t free = c.ring_bytes - (c.head - c.seen_tail);
   const std::uint64_t n = std::min({bytes, kMost, free});
   for (std::uint64_t off = kFrameAlign; off < n; off += kFrameAlign) {

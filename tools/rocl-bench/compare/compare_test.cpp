@@ -359,7 +359,8 @@ TEST(Results, GoalsAreJudgedOnMediansAndOnEachSystemsBestRound) {
   EXPECT_NE(on_best.find("ok    shm latency <= best shared-memory anchor at every size (1 of 1 "
                          "point(s); worst: 8 rocl 0.150 vs ucx-shm 0.180)"),
             std::string::npos)
-      << goals;  // No stage after p2p: no header for goals that are not there.
+      << goals;
+  // No stage after p2p: no header for goals that are not there.
   EXPECT_EQ(goals.find("on the medians of the rounds:\n"), std::string::npos) << goals;
 }
 

@@ -80,8 +80,10 @@ const Summary *best_of(const std::vector<Summary> &all, std::string_view metric,
   const Summary *best = nullptr;
   for (const auto &name : systems) {
     const Summary *s = find_summary(all, metric, name, size, pairs);
-    if (s == nullptr || !is_sane(figure_of(*s, f))) continue;
-    const double v = figure_of(*s, f), b = best != nullptr ? figure_of(*best, f) : 0;
+    if (s == nullptr) continue;
+    const double v = figure_of(*s, f);
+    if (!is_sane(v)) continue;
+    const double b = best != nullptr ? figure_of(*best, f) : 0;
     if (best == nullptr || (lower_is_better(metric) ? v < b : v > b)) best = s;
   }
   return best;
