@@ -479,35 +479,7 @@ void BufferPool::release_uncached(BlockHeader *b, unsigned order) noexcept {
   buddy_.free_chain(b);
 }
 
-// ---- lookup and statistics ------------------------------------------------------------
-
-BlockHeader *BufferPool::find_any_state(const void *p) const noexcept {
-  const auto addr = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t offset = addr - base_;
-  if (offset >= size_ || offset < kControlBytes) return nullptr;
-  const std::uintptr_t block_offset = offset - kControlBytes;
-  if ((block_offset & (block_bytes(kMinBlockOrder) - 1)) != 0) return nullptr;
-  // Every 256-byte aligned address of the region is mapped, so these reads
-  // cannot fault; magic and order are written with atomic_ref by the buddy
-  // allocator.
-  auto *b = reinterpret_cast<BlockHeader *>(addr - kControlBytes);
-  if (std::atomic_ref<std::uint64_t>(b->magic).load(std::memory_order_relaxed) !=
-      (kBlockMagic ^ reinterpret_cast<std::uintptr_t>(b))) {
-    return nullptr;
-  }
-  const unsigned order = std::atomic_ref<std::uint8_t>(b->order).load(std::memory_order_relaxed);
-  if (order < kMinBlockOrder || order > top_order_ ||
-      (block_offset & (block_bytes(order) - 1)) != 0) {
-    return nullptr;
-  }
-  return b;
-}
-
-BlockHeader *BufferPool::find(const void *p) const noexcept {
-  BlockHeader *b = find_any_state(p);
-  if (b == nullptr || b->state.load(std::memory_order_acquire) == BlockState::kFree) return nullptr;
-  return b;
-}
+// ---- statistics -----------------------------------------------------------------------
 
 PoolStats BufferPool::stats() const noexcept {
   std::uint64_t buffers;

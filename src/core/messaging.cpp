@@ -161,6 +161,7 @@ int Context::resolve(rocl_gid_t dgid, Route *route) noexcept {
       if (!t->reaches(address)) continue;
       route->transport = t.get();
       route->address = routes_.intern(std::move(address));
+      route->bytes_send_limit = t->bytes_send_limit();
       routes_.store(dgid, *route, epoch);
       return ROCL_OK;
     }
@@ -222,23 +223,22 @@ int Context::route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous,
 // instructions: the message's fill, the route's second look, the generic
 // send's choices and the block's finish.) True if it was sent (*rc =
 // ROCL_OK); false: take the usual path (large, local or unknown
-// destinations, a buffer the usual path refuses, or a failure here, which
+// destinations, a buffer the usual path refuses, a pool buffer the
+// transport would rather send with its block, or a failure here, which
 // the usual path meets again and words, with the directory asked).
 bool Context::send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
                          int *rc) noexcept {
   if (ptr == nullptr && len != 0) return false;
   const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
   Route route;
-  if (routes_.lookup(dgid, epoch, &route) != RouteCache::Lookup::kHit || route.context == gid_) {
+  if (routes_.lookup(dgid, epoch, &route) != RouteCache::Lookup::kHit || route.context == gid_ ||
+      len > route.bytes_send_limit || route.bytes_send_limit == 0) {
     return false;
   }
-  const bool from_pool = pool_->contains(ptr);
-  const std::size_t limit = from_pool ? route.transport->pool_bytes_send_limit(route.context, len)
-                                      : route.transport->bytes_send_limit();
-  if (limit == 0 || len > limit) return false;
   BlockHeader *b = nullptr;  // ptr's pool buffer
-  if (from_pool && (b = claim_small(ptr, len)) == nullptr) return false;
-  *rc = route.transport->send_bytes(route.context, route.address, dgid, header, ptr, len);
+  if (pool_->contains(ptr) && (b = claim_small(ptr, len)) == nullptr) return false;
+  *rc = route.transport->send_bytes(route.context, route.address, dgid, header, ptr, len,
+                                    b != nullptr);
   if (b != nullptr) finish_small(b, *rc == ROCL_OK);
   return *rc == ROCL_OK;
 }

@@ -30,6 +30,9 @@ struct Route {
   rocl_gid_t context = ROCL_NULL_GID;
   Transport *transport = nullptr;
   std::string_view address;  // interned by the cache: valid as long as it
+  // transport->bytes_send_limit(), asked once when the route is resolved:
+  // a small message's send checks it without an indirect call.
+  std::size_t bytes_send_limit = 0;
 };
 
 class RouteCache {

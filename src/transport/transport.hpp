@@ -194,28 +194,32 @@ class Transport {
   // too many lent at once); one that says no gets a copy in a pool block.
   virtual bool takes_lent_memory() const noexcept { return false; }
 
-  // The largest message send_bytes() takes (0: it takes none).
+  // The largest message send_bytes() takes (0: it takes none); the core
+  // keeps it with a cached route and asks send_bytes() only below it.
   virtual std::size_t bytes_send_limit() const noexcept { return 0; }
-  // The largest message in a pool block that send_bytes() takes as well,
-  // asked before sending one of `length` bytes to `peer` (0: none): below
-  // the size from which send() does better with the block itself (shm:
-  // rendezvous, from ROCL_SHM_RNDV_THRESHOLD, or while a stream of such
-  // blocks to `peer` goes on, from ROCL_SHM_STREAM_RNDV_THRESHOLD).
-  virtual std::size_t pool_bytes_send_limit(rocl_gid_t peer, std::size_t length) noexcept {
-    (void)peer, (void)length;
-    return 0;
-  }
-  // Like send(), for a message (length <= bytes_send_limit(), or <=
-  // pool_bytes_send_limit(peer, length) if `data` is a pool block's payload) that needs
-  // no block: the transport copies `length` bytes from `data` before it
+  // What send_bytes() returns for a message it does not take: nothing was
+  // sent and nothing changed; send() it instead.
+  static constexpr int kNotTaken = 1;
+  // Like send(), for a message (length <= bytes_send_limit()) that needs no
+  // block: the transport copies `length` bytes from `data` before it
   // returns (the send then takes none from the pool and gives none back,
-  // and copies its payload once). Same results as send(); on failure the
-  // message was not delivered (a connection that failed part-way is
-  // dropped, and the receiver discards what it had of the message).
+  // and copies its payload once). `in_pool`: `data` is a pool block's
+  // payload, which the transport may prefer to send with its block:
+  // kNotTaken from the size at which send() does better with the block
+  // itself (shm: rendezvous, from ROCL_SHM_RNDV_THRESHOLD, or while a
+  // stream of such blocks to `peer` goes on, from
+  // ROCL_SHM_STREAM_RNDV_THRESHOLD). (One call that may decline, rather
+  // than a question about the limit before it: the question was a second
+  // indirect call and a second look for the connection on every small
+  // message.) Otherwise the same results as send(); on failure the message
+  // was not delivered (a connection that failed part-way is dropped, and
+  // the receiver discards what it had of the message).
   virtual int send_bytes(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
-                         const CoreHeader &header, const void *data, std::size_t length) noexcept {
+                         const CoreHeader &header, const void *data, std::size_t length,
+                         bool in_pool) noexcept {
     (void)peer, (void)peer_address, (void)destination, (void)header, (void)data, (void)length;
-    return ROCL_EINTERNAL;
+    (void)in_pool;
+    return kNotTaken;
   }
 
   // Caller progress. Every transport with a progress thread also lets a

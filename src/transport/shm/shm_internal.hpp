@@ -161,9 +161,8 @@ struct alignas(64) Conn {
   std::uint64_t wrap_look_at = 0;  // head from which wrap_early reads the tail again
   // Our arrivals_ count at our last send of a streaming-size pool buffer
   // to this peer (ShmTransportImpl::streams): unchanged at the next one,
-  // nothing came back in between.
-  // (Atomic: pool_bytes_send_limit reads it without the lock.)
-  std::atomic<std::uint64_t> arrivals_at_stream_send{~std::uint64_t{0}};
+  // nothing came back in between. (Under mu.)
+  std::uint64_t arrivals_at_stream_send = ~std::uint64_t{0};
   std::uint64_t seal_key = 0;  // the slot's (shm_layout.hpp: SlotCtl)
   std::uint32_t slot = 0;
   pid_t pid = 0;
@@ -280,16 +279,13 @@ class ShmTransportImpl final : public ShmTransport {
   int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
            Message *msg) noexcept override;
   std::size_t bytes_send_limit() const noexcept override { return kBytesSendLimit; }
-  // Below the pool blocks send() would send by rendezvous (set by init),
-  // or 0 while they stream to `peer` (streams()).
-  std::size_t pool_bytes_send_limit(rocl_gid_t peer, std::size_t length) noexcept override {
-    if (length < stream_from() || length > pool_send_limit_) return pool_send_limit_;
-    const Conn *c = conn_to(peer);
-    return c != nullptr && streaming(*c) ? 0 : pool_send_limit_;
-  }
   bool takes_lent_memory() const noexcept override { return cross_memory_; }
+  // Declines a pool buffer from the size send() would send by rendezvous
+  // (set by init), or from stream_from() while such buffers stream to
+  // `peer` (streams()).
   int send_bytes(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
-                 const CoreHeader &header, const void *data, std::size_t length) noexcept override;
+                 const CoreHeader &header, const void *data, std::size_t length,
+                 bool in_pool) noexcept override;
 
   // shm_receive.cpp
   int progress() noexcept override;
@@ -483,14 +479,13 @@ class ShmTransportImpl final : public ShmTransport {
   bool streams(Conn &c, std::uint64_t length) noexcept {
     if (length < stream_from()) return false;
     const std::uint64_t now = arrivals_.load(std::memory_order_relaxed);
-    const bool same = c.arrivals_at_stream_send.load(std::memory_order_relaxed) == now;
-    c.arrivals_at_stream_send.store(now, std::memory_order_relaxed);
+    const bool same = c.arrivals_at_stream_send == now;
+    c.arrivals_at_stream_send = now;
     return same;
   }
   // What streams() would say, without remembering anything.
   bool streaming(const Conn &c) const noexcept {
-    return arrivals_.load(std::memory_order_relaxed) ==
-           c.arrivals_at_stream_send.load(std::memory_order_relaxed);
+    return arrivals_.load(std::memory_order_relaxed) == c.arrivals_at_stream_send;
   }
   // The smallest pool buffer streams() may send by rendezvous (no limit: never).
   std::size_t stream_from() const noexcept {
@@ -543,7 +538,7 @@ class ShmTransportImpl final : public ShmTransport {
   // of that slot exists), read by pull() on any thread, unmapped at the end.
   std::vector<PeerPool> pools_;
   std::uint32_t seen_claims_ = 0;
-  std::size_t pool_send_limit_ = 0;  // pool_bytes_send_limit()
+  std::size_t pool_send_limit_ = 0;  // the largest pool buffer send_bytes() takes
   // Slots paused for want of a pool block (written by the holder of
   // rx_busy_, read by anyone), and when poll_once retries them next.
   std::atomic<std::uint32_t> paused_slots_{0};

@@ -49,16 +49,16 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
 
 int ShmTransportImpl::send_bytes(rocl_gid_t peer, std::string_view peer_address,
                                  rocl_gid_t destination, const CoreHeader &header, const void *data,
-                                 std::size_t length) noexcept {
-  if (length > kBytesSendLimit) {
-    return fail(ROCL_EINTERNAL, "shm: send_bytes of %zu bytes (at most %zu)", length,
-                kBytesSendLimit);
-  }
+                                 std::size_t length, bool in_pool) noexcept {
+  if (length > (in_pool ? pool_send_limit_ : kBytesSendLimit)) return kNotTaken;
   Conn *c = conn_to(peer);
   if (c == nullptr) return fail(ROCL_ENOMEM, "shm: out of memory");
   std::unique_lock<ConnMutex> lk(c->mu);
   if (const int rc = ready_locked(peer, peer_address, c, lk); rc != ROCL_OK) return rc;
-  streams(*c, length);  // a stream's first message: the next ones see whether it goes on
+  if (length >= stream_from()) {
+    if (in_pool && streaming(*c)) return kNotTaken;  // send() sends it by rendezvous
+    streams(*c, length);  // a stream's first message: the next ones see whether it goes on
+  }
   const int rc =
       write_message(*c, destination, header, static_cast<const std::byte *>(data), length);
   if (rc != ROCL_OK) return abandon(peer, c, lk, rc);

@@ -407,7 +407,7 @@ TEST(ShmTransport, ShortFramesOfEverySizeAreTakenIntactWhereverTheyLie) {
     for (std::size_t n = 0; n <= sizeof data; ++n) {
       for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<std::uint8_t>(lap * 7 + n + i * 13);
       const CoreHeader header{11, static_cast<int>(n), 7};
-      ASSERT_EQ(a.t->send_bytes(2, b.t->address(), 21, header, data, n), ROCL_OK) << n;
+      ASSERT_EQ(a.t->send_bytes(2, b.t->address(), 21, header, data, n, false), ROCL_OK) << n;
       Message *m = nullptr;
       for (auto end = std::chrono::steady_clock::now() + 2s;
            m == nullptr && std::chrono::steady_clock::now() < end;) {
@@ -697,27 +697,48 @@ TEST_F(ShmRendezvous, LargeMessagesArePulledOnceWithChecksums) {
   EXPECT_TRUE(sender_blocks_back(baseline)) << "the sender never got its buffers back";
 }
 
-// The core copies a pool buffer through send_bytes only below the size
-// from which send() would lend it by rendezvous.
-TEST_F(ShmRendezvous, PoolBuffersAreCopiedFromTheBlockOnlyBelowTheRendezvousThreshold) {
-  EXPECT_EQ(a.t->pool_bytes_send_limit(2, 64), 32u * 1024 - 1);
+// send_bytes copies a pool buffer only below the size from which send()
+// would lend it by rendezvous, caller memory up to bytes_send_limit(), and
+// declines (kNotTaken, nothing sent) above: what it took arrives intact.
+TEST_F(ShmRendezvous, SendBytesTakesPoolBuffersOnlyBelowTheRendezvousThreshold) {
+  const std::size_t limit = a.t->bytes_send_limit();
+  ASSERT_EQ(limit, 65536u);
+  std::vector<std::byte> data(limit + 1);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>(i * 7);
+  const CoreHeader header{11, 1, 0};
+  const std::size_t below = 32 * 1024 - 1;
+  EXPECT_EQ(a.t->send_bytes(2, b.t->address(), 21, header, data.data(), below + 1, true),
+            Transport::kNotTaken);
+  EXPECT_EQ(a.t->send_bytes(2, b.t->address(), 21, header, data.data(), limit + 1, false),
+            Transport::kNotTaken);
+  ASSERT_EQ(a.t->send_bytes(2, b.t->address(), 21, header, data.data(), below, true), ROCL_OK)
+      << last_error();
+  ASSERT_EQ(a.t->send_bytes(2, b.t->address(), 21, header, data.data(), limit, false), ROCL_OK)
+      << last_error();
+  ASSERT_TRUE(b.sink.wait_for(2)) << "what send_bytes took arrives";
+  const auto got = b.sink.snapshot();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].length, below) << "a declined message was sent (it would have come first)";
+  EXPECT_EQ(got[1].length, limit);
+  EXPECT_EQ(got[1].sum, transport_test::checksum(data.data(), limit));
   End no_rendezvous{3, &secret};
-  EXPECT_EQ(no_rendezvous.t->pool_bytes_send_limit(2, 64), no_rendezvous.t->bytes_send_limit());
-  EXPECT_EQ(no_rendezvous.t->bytes_send_limit(), 65536u);
+  EXPECT_EQ(no_rendezvous.t->bytes_send_limit(), limit);
+  EXPECT_EQ(no_rendezvous.t->send_bytes(2, b.t->address(), 21, header, data.data(), limit, true),
+            ROCL_OK)
+      << "without rendezvous a pool buffer up to the limit is copied";
 }
 
 // Sends a pool buffer of n bytes from `from` (instance 1) to resource 21
-// of `to` (instance 2) as the core does: copied by send_bytes below
-// pool_bytes_send_limit, else sent with its block by send(). Its checksum
-// goes to *sum.
+// of `to` (instance 2) as the core does: copied by send_bytes if it takes
+// it, else sent with its block by send(). Its checksum goes to *sum.
 void send_pool_buffer_as_core(End &from, End &to, std::size_t n, int tag, std::uint64_t *sum) {
   Message *m = make_message(from.pool, n, 1000 + tag, 11, tag, sum);
   ASSERT_NE(m, nullptr);
-  if (n <= from.t->pool_bytes_send_limit(2, n)) {
-    ASSERT_EQ(from.t->send_bytes(2, to.t->address(), 21, m->header, m->data, n), ROCL_OK)
-        << last_error();
+  const int rc = from.t->send_bytes(2, to.t->address(), 21, m->header, m->data, n, true);
+  if (rc == ROCL_OK) {
     from.pool.release(block_of(m), BlockState::kLibrary);
   } else {
+    ASSERT_EQ(rc, Transport::kNotTaken) << last_error();
     ASSERT_EQ(from.t->send(2, to.t->address(), 21, m), ROCL_OK) << last_error();
   }
 }
