@@ -13,26 +13,7 @@ namespace rocl::impl {
 
 namespace detail {
 
-// What one thread keeps for one pool. Only its thread touches the lists;
-// stats() reads the counters (under the pool's caches_mu_).
-struct ThreadCache {
-  struct Class {
-    BlockHeader *head = nullptr;  // LIFO, linked by free_next
-    std::uint32_t count = 0;
-    std::uint32_t max = 0;  // 0: this class is not cached
-    std::uint32_t batch = 0;
-  };
-  std::uint64_t pool_id = 0;
-  BufferPool *pool = nullptr;  // dereferenced only while pool_id is registered
-  Class cls[BufferPool::kCachedClasses];
-  // Blocks (bytes) handed out minus blocks (bytes) released by this thread,
-  // modulo 2^64. Written by the owning thread only, with load + store.
-  std::atomic<std::uint64_t> net_buffers{0};
-  std::atomic<std::uint64_t> net_bytes{0};
-  ThreadCache *thread_next = nullptr;  // this thread's caches
-  ThreadCache *pool_prev = nullptr;    // the pool's caches (under caches_mu_)
-  ThreadCache *pool_next = nullptr;
-};
+constinit thread_local ThreadCache *t_last_cache = nullptr;
 
 // All caches of one thread; its destructor runs at thread exit.
 struct ThreadCaches {
@@ -58,9 +39,9 @@ Registry &registry() {
 }
 std::atomic<std::uint64_t> g_next_pool_id{1};
 
-// The fast path only touches these two trivially destructible variables.
-thread_local ThreadCache *t_last = nullptr;  // the cache used last by this thread
-thread_local bool t_exiting = false;         // t_caches is destroyed or being destroyed
+// The fast path (buffer_pool.hpp) only touches detail::t_last_cache, and
+// the slow path this one too; both trivially destructible.
+thread_local bool t_exiting = false;  // t_caches is destroyed or being destroyed
 thread_local detail::ThreadCaches t_caches;
 
 struct ChainInfo {  // in the owner area of a chain's first block
@@ -72,10 +53,6 @@ inline ChainInfo *chain_info(BlockHeader *b) noexcept {
   return static_cast<ChainInfo *>(owner_area_of(b));
 }
 
-inline void add_owned(std::atomic<std::uint64_t> &a, std::uint64_t d) noexcept {
-  a.store(a.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
-}
-
 inline std::size_t block_bytes(unsigned order) noexcept {
   return std::size_t{1} << order;
 }
@@ -85,14 +62,6 @@ unsigned region_order(std::size_t cap) noexcept {
   if (cap <= floor) return static_cast<unsigned>(std::countr_zero(floor));
   if (cap > (std::size_t{1} << 62)) return 63;  // cannot be mapped: the constructor throws
   return static_cast<unsigned>(std::bit_width(cap - 1));
-}
-
-inline void hand_out(BlockHeader *b) noexcept {
-  b->send_status.store(SendStatus::kIdle, std::memory_order_relaxed);
-  b->return_after_send = false;
-  b->lent = false;
-  b->has_message = false;
-  b->state.store(BlockState::kUser, std::memory_order_release);
 }
 
 }  // namespace
@@ -132,7 +101,8 @@ BufferPool::~BufferPool() {
   // This thread's cache of this pool can go now; other threads' caches just
   // go stale (their thread drops them without looking at the blocks).
   if (t_exiting) return;
-  if (t_last != nullptr && t_last->pool_id == id_) t_last = nullptr;
+  if (detail::t_last_cache != nullptr && detail::t_last_cache->pool_id == id_)
+    detail::t_last_cache = nullptr;
   for (ThreadCache **p = &t_caches.head; *p != nullptr; p = &(*p)->thread_next) {
     if ((*p)->pool_id == id_) {
       ThreadCache *dead = *p;
@@ -146,7 +116,7 @@ BufferPool::~BufferPool() {
 // ---- thread caches -------------------------------------------------------------
 
 inline ThreadCache *BufferPool::local_cache() noexcept {
-  ThreadCache *tc = t_last;
+  ThreadCache *tc = detail::t_last_cache;
   if (tc != nullptr && tc->pool_id == id_) [[likely]] {
     return tc;
   }
@@ -164,7 +134,7 @@ ThreadCache *BufferPool::existing_local_cache() const noexcept {
 ThreadCache *BufferPool::local_cache_slow() noexcept {
   if (t_exiting) return nullptr;  // called from another thread_local's destructor
   if (ThreadCache *tc = existing_local_cache()) {
-    t_last = tc;
+    detail::t_last_cache = tc;
     return tc;
   }
   // First use of this pool by this thread: drop caches of destroyed pools.
@@ -175,7 +145,7 @@ ThreadCache *BufferPool::local_cache_slow() noexcept {
       if (r.pools.find((*p)->pool_id) == r.pools.end()) {
         ThreadCache *dead = *p;
         *p = dead->thread_next;
-        if (t_last == dead) t_last = nullptr;
+        if (detail::t_last_cache == dead) detail::t_last_cache = nullptr;
         delete dead;
       } else {
         p = &(*p)->thread_next;
@@ -198,13 +168,13 @@ ThreadCache *BufferPool::local_cache_slow() noexcept {
     if (caches_ != nullptr) caches_->pool_prev = tc;
     caches_ = tc;
   }
-  t_last = tc;
+  detail::t_last_cache = tc;
   return tc;
 }
 
 detail::ThreadCaches::~ThreadCaches() {
   t_exiting = true;
-  t_last = nullptr;
+  detail::t_last_cache = nullptr;
   Registry &r = registry();
   std::lock_guard lock(r.mu);  // keeps the pools below alive
   while (head != nullptr) {
@@ -362,8 +332,7 @@ BlockHeader *BufferPool::fail_allocate(unsigned order, std::size_t len) noexcept
   return nullptr;
 }
 
-BlockHeader *BufferPool::allocate(std::size_t len) noexcept {
-  const unsigned order = order_for(len);
+BlockHeader *BufferPool::allocate_slow(unsigned order, std::size_t len) noexcept {
   ThreadCache *tc = local_cache();
   if (order <= kMaxCachedOrder && tc != nullptr) [[likely]] {
     ThreadCache::Class &cls = tc->cls[order - kMinBlockOrder];
@@ -376,9 +345,9 @@ BlockHeader *BufferPool::allocate(std::size_t len) noexcept {
     } else if ((b = refill(tc, order)) == nullptr) {
       return fail_allocate(order, len);
     }
-    hand_out(b);
-    add_owned(tc->net_buffers, 1);
-    add_owned(tc->net_bytes, block_bytes(order));
+    detail::hand_out(b);
+    detail::add_owned(tc->net_buffers, 1);
+    detail::add_owned(tc->net_bytes, block_bytes(order));
     return b;
   }
   return allocate_uncached(order, len, tc);
@@ -394,10 +363,10 @@ BlockHeader *BufferPool::allocate_uncached(unsigned order, std::size_t len,
     while (tail->free_next != nullptr) tail = tail->free_next;
     push_chain(order, b->free_next, tail, got - 1);
   }
-  hand_out(b);
+  detail::hand_out(b);
   if (tc != nullptr) {
-    add_owned(tc->net_buffers, 1);
-    add_owned(tc->net_bytes, block_bytes(order));
+    detail::add_owned(tc->net_buffers, 1);
+    detail::add_owned(tc->net_bytes, block_bytes(order));
   } else {
     retired_buffers_.fetch_add(1, std::memory_order_relaxed);
     retired_bytes_.fetch_add(block_bytes(order), std::memory_order_relaxed);
@@ -422,18 +391,11 @@ bool BufferPool::release(BlockHeader *b, BlockState from) noexcept {
   return true;
 }
 
-void BufferPool::release_held(BlockHeader *b) noexcept {
-  assert(b->state.load(std::memory_order_relaxed) == BlockState::kLibrary);
-  b->state.store(BlockState::kFree, std::memory_order_release);
-  give_back(b);
-}
-
-void BufferPool::give_back(BlockHeader *b) noexcept {
-  const unsigned order = b->order;
+void BufferPool::give_back_slow(BlockHeader *b, unsigned order) noexcept {
   ThreadCache *tc = local_cache();
   if (tc != nullptr) [[likely]] {
-    add_owned(tc->net_buffers, std::uint64_t{0} - 1);
-    add_owned(tc->net_bytes, std::uint64_t{0} - block_bytes(order));
+    detail::add_owned(tc->net_buffers, std::uint64_t{0} - 1);
+    detail::add_owned(tc->net_bytes, std::uint64_t{0} - block_bytes(order));
     if (order <= kMaxCachedOrder) [[likely]] {
       ThreadCache::Class &cls = tc->cls[order - kMinBlockOrder];
       if (cls.max != 0) [[likely]] {

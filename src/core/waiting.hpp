@@ -3,6 +3,7 @@
 #pragma once
 
 #include "rocl/rocl.h"
+#include "transport/transport.hpp"
 
 namespace rocl::impl {
 
@@ -36,15 +37,20 @@ class WaitingOn {
  public:
   WaitingOn(const Context *context, rocl_gid_t gid, Resource *r, bool into_memory,
             const void *own_receive = nullptr) noexcept
-      : saved_(t_waiting) {
+      : saved_(t_waiting), saved_for_block_(t_waits_for_block) {
     t_waiting = Waiting{context, gid, r, into_memory, own_receive};
+    t_waits_for_block = into_memory ? ROCL_NULL_GID : gid;
   }
-  ~WaitingOn() { t_waiting = saved_; }
+  ~WaitingOn() {
+    t_waiting = saved_;
+    t_waits_for_block = saved_for_block_;
+  }
   WaitingOn(const WaitingOn &) = delete;
   WaitingOn &operator=(const WaitingOn &) = delete;
 
  private:
   Waiting saved_;
+  rocl_gid_t saved_for_block_;
 };
 
 }  // namespace rocl::impl
