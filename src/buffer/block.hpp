@@ -39,9 +39,10 @@ struct alignas(64) BlockHeader {
   std::uint8_t order;                   // block size is 2^order bytes
   bool return_after_send;               // rocl_bftoret was called
   bool lent;                            // its message is a lent send (core/message.hpp)
-  // Its owner area holds a live Message (core/message.hpp: message_in): set
-  // there, cleared when the pool hands the block out (the pool keeps its
-  // own links in the owner area meanwhile) or the message ends.
+  // Its owner area holds a Message (core/message.hpp: message_in): set
+  // there, cleared when the message ends or the pool or its buddy allocator
+  // put their own links in the owner area. A block handed out again keeps
+  // it, and its next message renews that envelope.
   bool has_message;
   std::uint8_t pad0[4];
   BlockHeader *free_next;  // free-list link, pool use only

@@ -228,6 +228,7 @@ void BufferPool::push_chain(unsigned order, BlockHeader *head, BlockHeader *tail
                             std::uint32_t n) noexcept {
   FreeList &l = lists_[order - kMinBlockOrder];
   tail->free_next = nullptr;
+  head->has_message = false;  // its owner area holds the chain's info now
   ChainInfo *info = chain_info(head);
   info->tail = tail;
   info->count = n;
@@ -423,6 +424,7 @@ void BufferPool::release_uncached(BlockHeader *b, unsigned order) noexcept {
   {
     std::lock_guard lock(l.mu);
     if (l.blocks < kKeepLargeBlocks && (l.blocks + 1) * block_bytes(order) <= kKeepLargeBytes) {
+      b->has_message = false;  // its owner area holds the chain's info now
       ChainInfo *info = chain_info(b);
       b->free_next = nullptr;
       info->tail = b;

@@ -255,7 +255,9 @@ inline void hand_out(BlockHeader *b) noexcept {
   b->send_status.store(SendStatus::kIdle, std::memory_order_relaxed);
   b->return_after_send = false;
   b->lent = false;
-  b->has_message = false;
+  // has_message stays: a block that carried a message keeps its envelope,
+  // renewed by the next message_in (one line written instead of two);
+  // whoever puts other things in the owner area clears it.
   b->state.store(BlockState::kUser, std::memory_order_release);
 }
 
