@@ -137,6 +137,55 @@ TEST(BufferPool, ReusedBlockIsReset) {
   EXPECT_TRUE(pool.release(again, BlockState::kUser));
 }
 
+// has_message survives the thread cache (the core renews the envelope left
+// in the owner area instead of constructing one), and only while the owner
+// area is intact: a block whose owner area held the pool's own links in
+// between (a flushed chain's head, the buddy allocator's free lists) says
+// it has none.
+TEST(BufferPool, ABlockKeepsItsMessageOnlyWhileItsOwnerAreaIsIntact) {
+  BufferPool pool(config(8 * kMiB));
+  auto mark = [](BlockHeader *b) {
+    std::memset(owner_area_of(b), 0xA5, kOwnerAreaBytes);
+    b->has_message = true;  // as message_in sets it
+  };
+  auto intact = [](const BlockHeader *b) {
+    const auto *area = static_cast<const unsigned char *>(owner_area_of(b));
+    return std::all_of(area, area + kOwnerAreaBytes, [](unsigned char c) { return c == 0xA5; });
+  };
+  BlockHeader *b = pool.allocate(100);
+  ASSERT_NE(b, nullptr);
+  mark(b);
+  ASSERT_TRUE(pool.release(b, BlockState::kUser));
+  BlockHeader *again = pool.allocate(100);
+  ASSERT_EQ(again, b);  // from the thread cache (LIFO)
+  EXPECT_TRUE(again->has_message);
+  ASSERT_TRUE(pool.release(again, BlockState::kUser));
+
+  std::vector<BlockHeader *> blocks;
+  for (int i = 0; i < 300; ++i) {
+    blocks.push_back(pool.allocate(64));
+    ASSERT_NE(blocks.back(), nullptr);
+    mark(blocks.back());
+  }
+  for (BlockHeader *x : blocks) ASSERT_TRUE(pool.release(x, BlockState::kUser));
+  pool.flush_thread_cache();  // chains to the global lists: their heads hold the links
+  int kept = 0, cleared = 0;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    BlockHeader *x = pool.allocate(64);
+    ASSERT_NE(x, nullptr);
+    if (x->has_message) {
+      ++kept;
+      EXPECT_TRUE(intact(x)) << "a block says it has a message, but its owner area was reused";
+    } else {
+      ++cleared;
+    }
+    blocks[i] = x;
+  }
+  EXPECT_GT(kept, 0) << "blocks inside a chain keep their message";
+  EXPECT_GT(cleared, 0) << "a chain's head held the pool's links";
+  for (BlockHeader *x : blocks) ASSERT_TRUE(pool.release(x, BlockState::kUser));
+}
+
 TEST(BufferPool, RegionIsAPowerOfTwoAlignedToItsSize) {
   BufferPool pool(config(3 * kMiB));
   EXPECT_EQ(pool.region_bytes(), 4 * kMiB);
