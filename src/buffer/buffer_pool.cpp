@@ -101,8 +101,9 @@ BufferPool::~BufferPool() {
   // This thread's cache of this pool can go now; other threads' caches just
   // go stale (their thread drops them without looking at the blocks).
   if (t_exiting) return;
-  if (detail::t_last_cache != nullptr && detail::t_last_cache->pool_id == id_)
+  if (detail::t_last_cache != nullptr && detail::t_last_cache->pool_id == id_) {
     detail::t_last_cache = nullptr;
+  }
   for (ThreadCache **p = &t_caches.head; *p != nullptr; p = &(*p)->thread_next) {
     if ((*p)->pool_id == id_) {
       ThreadCache *dead = *p;

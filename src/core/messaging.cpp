@@ -455,10 +455,12 @@ int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
 }
 
 // Not when this thread waits on `destination` with a zero-copy receive
-// (rocl_recv): the receive a message there would meet first is most likely
-// that one, which takes a block, so gathering the pieces first is wasted.
+// (rocl_recv; t_waits_for_block, set by WaitingOn): the receive a message
+// there would meet first is most likely that one, which takes a block, so
+// gathering the pieces first is wasted. (A hint: a wrong no only sends the
+// message the usual way, deliver().)
 bool Context::may_take_pieces(rocl_gid_t destination) const noexcept {
-  return !(t_waiting.context == this && t_waiting.gid == destination && !t_waiting.into_memory);
+  return destination != t_waits_for_block;
 }
 
 // A blocking receive into caller memory posts its envelope with data = that

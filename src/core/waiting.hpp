@@ -19,7 +19,6 @@ struct Waiting {
   const Context *context = nullptr;
   rocl_gid_t gid = ROCL_NULL_GID;
   Resource *resource = nullptr;
-  bool into_memory = false;  // the receive waited for has memory of its own
   // rocl_recv's envelope, which only this thread waits on (nullptr in
   // rocl_wait: a request's): completed by this thread's own poll, it is
   // signalled without a locked instruction (Completion::signal_own).
@@ -32,13 +31,15 @@ extern constinit thread_local Waiting t_waiting;
 // streaming sender finds its message so; a ping-pong's receive does not).
 extern constinit thread_local bool t_done_at_first_look;
 
-// Sets t_waiting for its lifetime (and restores what was there).
+// Sets t_waiting for its lifetime, and t_waits_for_block (transport.hpp)
+// to gid unless the receive has memory of its own (into_memory); restores
+// what was there.
 class WaitingOn {
  public:
   WaitingOn(const Context *context, rocl_gid_t gid, Resource *r, bool into_memory,
             const void *own_receive = nullptr) noexcept
       : saved_(t_waiting), saved_for_block_(t_waits_for_block) {
-    t_waiting = Waiting{context, gid, r, into_memory, own_receive};
+    t_waiting = Waiting{context, gid, r, own_receive};
     t_waits_for_block = into_memory ? ROCL_NULL_GID : gid;
   }
   ~WaitingOn() {
