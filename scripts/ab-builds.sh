@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ab-builds.sh - two builds of rocl alternated, run by run, on one benchmark.
 #
-# Usage: scripts/ab-builds.sh [--latency] [--transport shm|tcp] [--rounds N]
-#                             [--sizes LIST] OLD_BUILD NEW_BUILD
+# Usage: scripts/ab-builds.sh [--latency] [--mpi] [--transport shm|tcp]
+#                             [--rounds N] [--sizes LIST] OLD_BUILD NEW_BUILD
 #
 # On this kind of VM a timing moves by 20-50 % between minutes, so two
 # builds measured one after the other say little. This runs `rocl-bench
@@ -13,21 +13,26 @@
 # NEW was better (more messages per second; a shorter one-way time). A
 # build is a build directory (tools/rocl-bench/rocl-bench and
 # tools/roclrun/roclrun under it), e.g. a Release build of an older commit:
+# With --mpi, rocl's MPI is measured instead: the MPI anchors' program built
+# against it (tools/rocl-bench/compare/anchors/mpi_pingpong.rocl, the loops
+# of rocl-bench compare's rocl-mpi rows), roclrun --bind-to core -n 2.
 #   git worktree add /tmp/old HEAD~1 && scripts/build.sh ... (or cmake -B)
 # Exits 1 for a bad command line or a missing binary.
 set -euo pipefail
 
 mode=bandwidth
+mpi=0
 transport=shm
 rounds=12
 sizes=1,16,64,256
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --latency) mode=latency; shift ;;
+    --mpi) mpi=1; shift ;;
     --transport) transport="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --sizes) sizes="$2"; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     -*) echo "ab-builds.sh: unknown option $1" >&2; exit 1 ;;
     *) break ;;
   esac
@@ -38,7 +43,9 @@ if [[ $# -ne 2 ]]; then
 fi
 builds=("$1" "$2")
 for b in "${builds[@]}"; do
-  for tool in tools/rocl-bench/rocl-bench tools/roclrun/roclrun; do
+  bench=tools/rocl-bench/rocl-bench
+  [[ $mpi == 1 ]] && bench=tools/rocl-bench/compare/anchors/mpi_pingpong.rocl
+  for tool in "$bench" tools/roclrun/roclrun; do
     if [[ ! -x "$b/$tool" ]]; then
       echo "ab-builds.sh: $b/$tool is missing (build it first)" >&2
       exit 1
@@ -46,12 +53,32 @@ for b in "${builds[@]}"; do
   done
 done
 
+# rocl's MPI program: its CSV rows (latency in us; bandwidth in GB/s,
+# turned into messages per second) as "k size value" rows.
+run_mpi() {
+  local b=$1 k=$2 out
+  local bw_sizes=$sizes
+  [[ $mode == latency ]] && bw_sizes=1
+  if ! out=$(ROCL_TRANSPORTS="$transport" "$b/tools/roclrun/roclrun" --bind-to core -n 2 \
+      "$b/tools/rocl-bench/compare/anchors/mpi_pingpong.rocl" --sizes "$sizes" \
+      --bw-sizes "$bw_sizes" --reps 3 --time 0.1 2>&1); then
+    echo "ab-builds.sh: round $i: rocl's MPI program of $b failed" >&2
+    exit 1
+  fi
+  sed 's/^\[0\] //' <<< "$out" | awk -F, -v k="$k" -v m="$mode" \
+    '$1 == m {print k, $2, (m == "latency" ? $4 : $4 * 1e9 / $2)}' >> "$rows"
+}
+
 csv=$(mktemp)
 rows=$(mktemp)
 trap 'rm -f "$csv" "$rows"' EXIT
 for ((i = 1; i <= rounds; ++i)); do
   for k in 0 1; do
     b=${builds[$k]}
+    if [[ $mpi == 1 ]]; then
+      run_mpi "$b" "$k"
+      continue
+    fi
     args=(--sizes "$sizes" --transport "$transport" --roclrun "$b/tools/roclrun/roclrun"
           --reps 3 --time 0.1 --csv "$csv")
     [[ $mode == bandwidth ]] && args+=(--bandwidth-sizes "$sizes")

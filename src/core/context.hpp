@@ -126,6 +126,8 @@ class Context final : public MessageSink {
   bool pull_into_caller(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status,
                         int *rc) noexcept;
   int complete_request(rocl_request **req, rocl_status_t *status) noexcept;
+  // complete_request for rocl_wait, saying what failed.
+  int finish_wait(rocl_request **req, rocl_status_t *status) noexcept;
   bool origin_gone(rocl_gid_t origin) noexcept;
   // spun: the caller spun already (await_hand_off): sleep at once.
   int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg,

@@ -177,6 +177,10 @@ int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexce
     return ROCL_OK;
   }
   rocl_request *r = *req;
+  // Done already (a wait loop over a window of receives finds most of them
+  // so, their messages delivered by its earlier waits' polls): no spin to
+  // set up, no waiting thread to announce.
+  if (impl::done(r)) return finish_wait(req, status);
   const auto spin =
       polled_.empty() ? std::chrono::microseconds(options_.spin_us) : std::chrono::microseconds(0);
   if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr) {
@@ -193,7 +197,11 @@ int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexce
     return fail(ROCL_ETIMEDOUT,
                 "rocl_wait: the lent send was not taken by its receiver within %d ms", timeout);
   }
-  const char *kind = what(r);
+  return finish_wait(req, status);
+}
+
+int Context::finish_wait(rocl_request **req, rocl_status_t *status) noexcept {
+  const char *kind = what(*req);
   int rc = complete_request(req, status);
   return rc == ROCL_OK ? rc : fail(rc, "rocl_wait: the %s failed: %s", kind, error_name(rc));
 }

@@ -1,6 +1,7 @@
 /* recvx_short: run under roclrun -n 2 with ROCL_POOL_MAX=1M, over one
  * transport between processes (ROCL_TRANSPORTS). Rank 0 sends small
- * messages (0 B to 1000 B, eager); rank 1 receives each with rocl_recvx
+ * messages (0 B to 1000 B, eager, each size up to 65 B that a small copy
+ * treats apart); rank 1 receives each with rocl_recvx
  * (or rocl_irecvx and rocl_wait) into its own memory, whole or cut to fit (status.len is the full
  * length, nothing written past cap), and checks source, tag, length and content. Over shm rank 1
  * first takes every block of its pool: a receive waiting with memory of its own takes a small
@@ -27,7 +28,10 @@
 #define GUARD 16
 #define MAX_HELD 70000
 
-static const size_t kSizes[] = {0, 1, 8, 24, 25, 64, 200, 1000};
+/* Every way a small copy may go (copy_upto64: one to three moves of 1, 2,
+ * 4, 8, 16 or 32 bytes), then past it. */
+static const size_t kSizes[] = {0,  1,  2,  3,  5,  8,  15, 16, 17,  24,
+                                25, 31, 32, 33, 48, 63, 64, 65, 200, 1000};
 #define N_SIZES (sizeof kSizes / sizeof kSizes[0])
 static const size_t kLargeSizes[] = {2049, 4096, 40000, 65536};
 #define N_LARGE (sizeof kLargeSizes / sizeof kLargeSizes[0])

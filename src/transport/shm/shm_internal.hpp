@@ -37,6 +37,7 @@
 
 #include "buffer/buffer_pool.hpp"
 #include "core/cache_line.hpp"
+#include "core/small_copy.hpp"
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
 #include "transport/shm/shm_layout.hpp"
@@ -61,43 +62,10 @@ inline long futex(std::atomic<std::uint32_t> *addr, int op, std::uint32_t val, c
   return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(addr), op, val, ts, nullptr, 0);
 }
 
-// Copies n <= 24 bytes with a few fixed-size moves (a call to memcpy for
-// the payload of a small message cost as much as the rest of its copy).
-inline void copy_small(std::byte *dst, const std::byte *src, std::size_t n) noexcept {
-  if (n >= 8) {
-    if (n > 16) {
-      std::memcpy(dst, src, 16);
-    } else {
-      std::memcpy(dst, src, 8);
-    }
-    std::memcpy(dst + n - 8, src + n - 8, 8);  // overlaps what came before: fine
-  } else if (n >= 4) {
-    std::memcpy(dst, src, 4);
-    std::memcpy(dst + n - 4, src + n - 4, 4);
-  } else if (n != 0) {
-    dst[0] = src[0];
-    if (n > 1) std::memcpy(dst + n - 2, src + n - 2, 2);
-  }
-}
-
 // Payload bytes a short frame's first line holds after the seal and the
 // header (24): a message up to this size is one line, one up to 88 two.
 inline constexpr std::uint64_t kFirstLinePayload =
     kFrameAlign - kSealBytes - sizeof(wire::ShortHeader);
-
-// Copies n <= 64 bytes with at most two fixed-size moves of 16 or 32 bytes
-// (overlapping), or copy_small's below 16.
-inline void copy_upto64(std::byte *dst, const std::byte *src, std::size_t n) noexcept {
-  if (n >= 32) {
-    std::memcpy(dst, src, 32);
-    std::memcpy(dst + n - 32, src + n - 32, 32);
-  } else if (n >= 16) {
-    std::memcpy(dst, src, 16);
-    std::memcpy(dst + n - 16, src + n - 16, 16);
-  } else {
-    copy_small(dst, src, n);
-  }
-}
 
 // The lock of a connection's senders: uncontended, lock and unlock are one
 // atomic instruction each, inline (std::mutex: two calls into libc, ~60

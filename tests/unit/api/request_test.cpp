@@ -215,6 +215,28 @@ TEST_F(Requests, IrecvOfAlreadyQueuedMessage) {
   EXPECT_EQ(rocl_bfret(st.ptr), ROCL_OK);
 }
 
+// A wait that finds its receive done already (rocl_wait's quick path, as
+// the later waits of a loop over a window of receives do) completes it with
+// the whole status, even with no time to wait at all.
+TEST_F(Requests, WaitOnAReceiveDoneAlreadyCompletesItWithoutWaiting) {
+  char into[16];
+  std::memset(into, 0, sizeof into);
+  rocl_request_t req = ROCL_REQUEST_NULL;
+  ASSERT_EQ(rocl_irecvx(b_, a_, 4, 0, into, sizeof into, &req), ROCL_OK) << rocl_last_error();
+  char data[] = "done already";
+  ASSERT_EQ(rocl_send(a_, b_, 4, data, sizeof data), ROCL_OK);
+  rocl_status_t st{};
+  ASSERT_EQ(rocl_wait(&req, &st, 0), ROCL_OK) << rocl_last_error();
+  EXPECT_EQ(req, ROCL_REQUEST_NULL);
+  EXPECT_EQ(st.error, ROCL_OK);
+  EXPECT_EQ(st.origin, a_);
+  EXPECT_EQ(st.tag, 4);
+  EXPECT_EQ(st.len, sizeof data);
+  EXPECT_EQ(st.ptr, into) << "received into the caller's memory";
+  EXPECT_STREQ(into, "done already");
+  expect_pool_at_baseline();
+}
+
 TEST_F(Requests, IrecvHonoursOriginAndTag) {
   rocl_request_t req = ROCL_REQUEST_NULL;
   ASSERT_EQ(rocl_irecv(b_, a_, 3, &req), ROCL_OK);

@@ -1,0 +1,46 @@
+// small_copy.hpp - copies of a few bytes without a call to memcpy, for the
+// payloads of small messages (a call to memcpy for one cost as much as the
+// rest of its copy): fixed-size moves, which the compiler makes a register
+// load and store each. Used by the shm transport (into and out of its
+// rings) and by the core (a small message copied into a receive's memory).
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+
+namespace rocl::impl {
+
+// Copies n <= 24 bytes with a few fixed-size moves (a call to memcpy for
+// the payload of a small message cost as much as the rest of its copy).
+inline void copy_small(std::byte *dst, const std::byte *src, std::size_t n) noexcept {
+  if (n >= 8) {
+    if (n > 16) {
+      std::memcpy(dst, src, 16);
+    } else {
+      std::memcpy(dst, src, 8);
+    }
+    std::memcpy(dst + n - 8, src + n - 8, 8);  // overlaps what came before: fine
+  } else if (n >= 4) {
+    std::memcpy(dst, src, 4);
+    std::memcpy(dst + n - 4, src + n - 4, 4);
+  } else if (n != 0) {
+    dst[0] = src[0];
+    if (n > 1) std::memcpy(dst + n - 2, src + n - 2, 2);
+  }
+}
+
+// Copies n <= 64 bytes with at most two fixed-size moves of 16 or 32 bytes
+// (overlapping), or copy_small's below 16.
+inline void copy_upto64(std::byte *dst, const std::byte *src, std::size_t n) noexcept {
+  if (n >= 32) {
+    std::memcpy(dst, src, 32);
+    std::memcpy(dst + n - 32, src + n - 32, 32);
+  } else if (n >= 16) {
+    std::memcpy(dst, src, 16);
+    std::memcpy(dst + n - 16, src + n - 16, 16);
+  } else {
+    copy_small(dst, src, n);
+  }
+}
+
+}  // namespace rocl::impl
