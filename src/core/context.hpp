@@ -119,7 +119,10 @@ class Context final : public MessageSink {
                     std::size_t cap, rocl_status_t *status, int *rc) noexcept;
   int finish_receive(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status) noexcept;
   int check_receive_args(const char *who, int tag, std::uint32_t domain) noexcept;
+  // r: the resource the stub goes back to if the pull fails, held; nullptr:
+  // none (deleted), the stub is dropped then.
   int pull_if_rendezvous(Resource *r, Envelope **msg) noexcept;
+  int pull_rendezvous_of(rocl_request *r, Envelope **msg) noexcept;
   // A matched rendezvous stub whose transport can pull into the caller's
   // memory: pulled straight to into (cut to cap), status filled; true if so
   // (*rc its outcome), false to take the pool-block path.

@@ -390,13 +390,6 @@ constinit thread_local Waiting t_waiting;
 constinit thread_local bool t_done_at_first_look = false;
 
 namespace {
-// For the mailbox's calls made without a reference to r (deliveries, a
-// receive that finds its message queued): checked under the mailbox's lock
-// (or before the hand-off's swap), whether r still is gid's resource.
-auto still_of(const Resource *r, rocl_gid_t gid) noexcept {
-  return [r, gid] { return r->gid() == gid; };
-}
-
 // Completes a matched receive: this thread's own rocl_recv (it polled the
 // message itself, so it is not asleep) without a locked instruction.
 void signal_receive(Envelope *recv) noexcept {
@@ -636,7 +629,7 @@ int Context::pull_if_rendezvous(Resource *r, Envelope **msg) noexcept {
   stub->header.domain &= ~(std::uint32_t{ROCL_FLAG_ACK} << kFlagsShift);
   bool kept = false;
   try {
-    kept = r->mailbox().requeue(stub);
+    kept = r != nullptr && r->mailbox().requeue(stub);
   } catch (const std::bad_alloc &) {  // a new header's index bin
   }
   if (!kept) {

@@ -7,13 +7,21 @@
 #include "rocl/generic/recycled.hpp"
 #include "status/status.hpp"
 
-// The handle behind rocl_request_t. A receive keeps a reference on its
-// resource so that rocl_delete cannot recycle it under the posted envelope.
+// The handle behind rocl_request_t. A receive holds no reference to its
+// resource (two locked instructions per message, rocl's MPI streams): its
+// envelope is posted only while the resource is still its gid's (checked
+// under the mailbox's lock), and a rocl_delete completes it (the mailbox's
+// close) before the object can be recycled. What the request does with
+// the resource afterwards is safe on a recycled one: a cancel finds its
+// envelope in no queue there; a wait announces gid, which deliveries check
+// under the lock; only a rendezvous stub put back after a failed pull needs
+// the resource held, and takes a reference for that (complete_request).
 struct rocl_request : rocl::generic::Recycled<rocl_request> {
   enum class Kind { kSend, kReceive };
   explicit rocl_request(Kind k) : kind(k) {}
   Kind kind;
   rocl::impl::Resource *resource = nullptr;
+  rocl_gid_t gid = ROCL_NULL_GID;  // the resource's, when posted
   rocl::impl::Envelope env;
   rocl::impl::Envelope *message = nullptr;  // matched at post time
   void *into = nullptr;                     // receive into memory (rocl_irecvx), or hand over
@@ -68,29 +76,32 @@ int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t doma
                    std::size_t cap, rocl_request **req) noexcept {
   if (req == nullptr) return fail(ROCL_EINVAL, "rocl_irecv: req is NULL");
   if (int rc = check_receive_args("rocl_irecv", tag, domain); rc != ROCL_OK) return rc;
-  Resource *res = resources_.get(dgid, true);
-  if (res == nullptr) {
+  const auto not_here = [dgid] {
     return fail(ROCL_EBADGID, "rocl_irecv: gid %#llx is not a resource of this context",
                 static_cast<unsigned long long>(dgid));
-  }
+  };
+  Resource *res = resources_.peek(dgid);  // no reference: rocl_request
+  if (res == nullptr) return not_here();
   auto *r = new (std::nothrow) rocl_request(rocl_request::Kind::kReceive);
-  if (r == nullptr) {
-    resources_.put(res, true);
-    return fail(ROCL_ENOMEM, "rocl_irecv: out of memory for the request");
-  }
+  if (r == nullptr) return fail(ROCL_ENOMEM, "rocl_irecv: out of memory for the request");
   r->resource = res;
+  r->gid = dgid;
   r->env.header = CoreHeader{ogid, tag, domain};
   r->env.data = into;  // deliver_bytes may copy a message straight there
   r->env.length = into != nullptr ? cap : 0;
   r->into = into;
   r->cap = cap;
+  bool gone = false;
   try {
-    r->message = res->mailbox().take_or_post_receive(&r->env);
+    r->message = res->mailbox().take_or_post_receive(&r->env, still_of(res, dgid), &gone);
     if (r->message != nullptr) note_match(dgid, r->message->header, true);
   } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
-    resources_.put(res, true);
     delete r;
     return fail(ROCL_ENOMEM, "rocl_irecv: out of memory posting a receive");
+  }
+  if (gone) {  // deleted (and its object reused) since the look: nothing posted
+    delete r;
+    return not_here();
   }
   *req = r;
   return ROCL_OK;
@@ -110,6 +121,18 @@ const char *what(const rocl_request *r) {
   return r->kind == rocl_request::Kind::kReceive ? "receive" : "send";
 }
 }  // namespace
+
+// pull_if_rendezvous for a receive's matched message: a stub whose pull
+// fails goes back to the resource's mailbox, which needs the resource held
+// (the request holds no reference): taken here, only for a stub. If the
+// resource was deleted meanwhile, such a stub is dropped.
+int Context::pull_rendezvous_of(rocl_request *r, Envelope **msg) noexcept {
+  if (!(*msg)->rendezvous) return ROCL_OK;
+  Resource *held = r->resource->acquire(r->gid) ? r->resource : nullptr;
+  const int rc = pull_if_rendezvous(held, msg);
+  if (held != nullptr) resources_.put(held);
+  return rc;
+}
 
 // Completes a finished request: fills status, frees it, nulls the handle.
 int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcept {
@@ -135,12 +158,11 @@ int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcep
       st = rocl_status_t{r->into, h.source, h.tag, ROCL_OK, r->env.length, h.flags()};
     } else if (pull_into_caller(msg, r->into, r->cap, &st, &rc)) {
       // pulled straight into the caller's memory (or failed: st.error says)
-    } else if (rc = pull_if_rendezvous(r->resource, &msg); rc != ROCL_OK) {
+    } else if (rc = pull_rendezvous_of(r, &msg); rc != ROCL_OK) {
       st.error = rc;
     } else {
       finish_receive(msg, r->into, r->cap, &st);
     }
-    resources_.put(r->resource, true);
   }
   if (status != nullptr) *status = st;
   delete r;
@@ -186,7 +208,7 @@ int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexce
   if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr) {
     // The request holds a reference to its resource: what our own polls
     // deliver there while we wait needs no other (waiting.hpp).
-    const WaitingOn waiting(this, r->resource->gid(), r->resource, r->env.data != nullptr);
+    const WaitingOn waiting(this, r->gid, r->resource, r->env.data != nullptr);
     if (!spin_with_progress(r->env.complete, timeout) && !r->env.complete.wait(timeout, spin)) {
       if (timeout == 0) return ROCL_ETIMEDOUT;
       return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms",
@@ -215,7 +237,6 @@ int Context::cancel(rocl_request **req) noexcept {
   if (r->message != nullptr || !r->resource->mailbox().cancel_receive(&r->env)) {
     return fail(ROCL_EALREADY, "rocl_cancel: the operation has already completed; test or wait it");
   }
-  resources_.put(r->resource, true);
   delete r;
   *req = nullptr;
   return ROCL_OK;

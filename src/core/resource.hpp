@@ -22,36 +22,24 @@ namespace rocl::impl {
 // a line of their own, which only the resource's receivers write.
 class alignas(64) Resource {
  public:
-  // Takes a reference if the resource is live and still has `gid`; with
-  // for_request, one held by a pending immediate receive (counted apart so
-  // that context teardown can wait for the other holders: threads in a
-  // call). Both counts live in one word: a request takes and drops both
-  // with one locked instruction each.
-  bool acquire(rocl_gid_t gid, bool for_request = false) noexcept {
-    const std::uint64_t add = for_request ? kRequest + 1 : 1;
+  // Takes a reference if the resource is live and still has `gid`.
+  bool acquire(rocl_gid_t gid) noexcept {
     std::uint64_t n = refs_.load(std::memory_order_relaxed);
     do {
-      if ((n & kRefsMask) == 0) return false;
-    } while (!refs_.compare_exchange_weak(n, n + add, std::memory_order_acquire));
+      if (n == 0) return false;
+    } while (!refs_.compare_exchange_weak(n, n + 1, std::memory_order_acquire));
     if (gid_.load(std::memory_order_acquire) == gid) return true;
-    release(for_request);
+    release();
     return false;
   }
-  // Drops a reference (a request's with for_request); true if it was the
-  // last one (the caller recycles).
-  bool release(bool for_request = false) noexcept {
-    const std::uint64_t sub = for_request ? kRequest + 1 : 1;
-    return (refs_.fetch_sub(sub, std::memory_order_acq_rel) & kRefsMask) == 1;
-  }
+  // Drops a reference; true if it was the last one (the caller recycles).
+  bool release() noexcept { return refs_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
 
   rocl_gid_t gid() const noexcept { return gid_.load(std::memory_order_acquire); }
 
-  // References held by threads inside a call on this resource (not by
-  // pending requests).
-  std::int32_t callers() const noexcept {
-    const std::uint64_t n = refs_.load(std::memory_order_acquire);
-    return static_cast<std::int32_t>((n & kRefsMask) - (n >> 32));
-  }
+  // References held by threads inside a call on this resource (immediate
+  // receives hold none: Context::irecv).
+  std::uint64_t callers() const noexcept { return refs_.load(std::memory_order_acquire); }
   Mailbox &mailbox() noexcept { return *mailbox_; }
 
   // Makes a fresh or recycled object live under gid with one reference
@@ -73,18 +61,23 @@ class alignas(64) Resource {
   void retire() noexcept { gid_.store(ROCL_NULL_GID, std::memory_order_release); }
 
  private:
-  static constexpr std::uint64_t kRequest = std::uint64_t{1} << 32;
-  static constexpr std::uint64_t kRefsMask = kRequest - 1;
   std::atomic<rocl_gid_t> gid_{ROCL_NULL_GID};
   // In place, right after the gid: a sender's check of the gid and the
   // mailbox's lock (or hand-off word) share a cache line, so delivering
   // moves one line, not two.
   std::optional<Mailbox> mailbox_;
-  // Low half: every reference; high half: those held by requests. Not on
-  // the senders' line: a receive that has taken its message drops its
-  // reference without waiting for that line to come back (in-process
+  // Not on the senders' line: a receive that has taken its message drops
+  // its reference without waiting for that line to come back (in-process
   // one-way 0.28-0.38 -> 0.23-0.27 us, interleaved).
   alignas(64) std::atomic<std::uint64_t> refs_{0};
 };
+
+// For the mailbox's calls made without a reference to r (deliveries, a
+// receive that finds its message queued, an immediate receive's post):
+// checked under the mailbox's lock (or before the hand-off's swap), whether
+// r still is gid's resource.
+inline auto still_of(const Resource *r, rocl_gid_t gid) noexcept {
+  return [r, gid] { return r->gid() == gid; };
+}
 
 }  // namespace rocl::impl

@@ -22,10 +22,10 @@ Resource *ResourceTable::find(rocl_gid_t gid) const noexcept {
   }
 }
 
-Resource *ResourceTable::get(rocl_gid_t gid, bool for_request) const noexcept {
+Resource *ResourceTable::get(rocl_gid_t gid) const noexcept {
   if (gid == ROCL_NULL_GID || gid == ROCL_ANY_GID) return nullptr;
   Resource *r = find(gid);
-  return r != nullptr && r->acquire(gid, for_request) ? r : nullptr;
+  return r != nullptr && r->acquire(gid) ? r : nullptr;
 }
 
 bool ResourceTable::contains(rocl_gid_t gid) const noexcept {
@@ -34,8 +34,8 @@ bool ResourceTable::contains(rocl_gid_t gid) const noexcept {
   return r != nullptr && r->gid() == gid;
 }
 
-void ResourceTable::put(Resource *r, bool for_request) noexcept {
-  if (!r->release(for_request)) return;
+void ResourceTable::put(Resource *r) noexcept {
+  if (!r->release()) return;
   std::lock_guard lock(writer_);
   r->retire();
   free_resources_.push_back(r);

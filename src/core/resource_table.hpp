@@ -25,10 +25,8 @@ class ResourceTable {
   ResourceTable &operator=(const ResourceTable &) = delete;
 
   // A live resource with this gid with a reference taken, or nullptr.
-  // Lock-free; the caller must call put() when done. for_request: the
-  // reference of a pending immediate receive (Resource::acquire), given
-  // back with put(r, true).
-  Resource *get(rocl_gid_t gid, bool for_request = false) const noexcept;
+  // Lock-free; the caller must call put() when done.
+  Resource *get(rocl_gid_t gid) const noexcept;
   // True if gid is a live resource of this process. Reads only (no
   // reference is taken), so checking one's own origin gid on every send
   // does not bounce the resource's cache line between threads.
@@ -44,7 +42,7 @@ class ResourceTable {
     return r != nullptr && r->gid() == gid ? r : nullptr;
   }
   // Drops a reference from get(); recycles the object after the last one.
-  void put(Resource *r, bool for_request = false) noexcept;
+  void put(Resource *r) noexcept;
 
   // Creates the live resource for a new gid (never used before).
   Resource *insert(rocl_gid_t gid);
@@ -53,8 +51,8 @@ class ResourceTable {
   // nullptr if gid is not here.
   Resource *remove(rocl_gid_t gid);
   // Waits (up to `limit`) until no thread is inside a call holding a
-  // reference (pending immediate receives do not count); true if so.
-  // For teardown, after every resource was removed and closed.
+  // reference; true if so. For teardown, after every resource was removed
+  // and closed.
   bool wait_for_callers(std::chrono::milliseconds limit) const;
   // Gids of all live resources (for teardown).
   std::vector<rocl_gid_t> gids() const;

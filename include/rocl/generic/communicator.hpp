@@ -560,6 +560,14 @@ class Communicator {
   Env *take_or_post_receive(Env *recv) {
     return post_or_take(recv, /*signal_taken=*/false, nullptr);
   }
+  // As take_or_post_receive, for a caller that may not hold the endpoint
+  // alive: under the lock, if open but not still_mine() (as deliver), nothing
+  // changes, *gone is set and nullptr is returned (recv untouched past the
+  // resets, not signalled: the caller still owns it).
+  template <class StillMine>
+  Env *take_or_post_receive(Env *recv, StillMine still_mine, bool *gone) {
+    return post_or_take(recv, /*signal_taken=*/false, nullptr, still_mine, gone);
+  }
 
   // Withdraws a receive posted here. True if it was still queued: it is
   // unqueued and will never be matched or signalled, and the owner has it
@@ -577,7 +585,14 @@ class Communicator {
 
  private:
   // ticket: nullptr for a receive that does not spin (post_spinning).
+  // still_mine, gone: as the public take_or_post_receive with them.
   Env *post_or_take(Env *recv, bool signal_taken, std::uint64_t *ticket) {
+    return post_or_take(
+        recv, signal_taken, ticket, [] { return true; }, nullptr);
+  }
+  template <class StillMine>
+  Env *post_or_take(Env *recv, bool signal_taken, std::uint64_t *ticket, StillMine still_mine,
+                    bool *gone) {
     recv->matched = nullptr;
     recv->status = 0;
     recv->complete.reset();
@@ -587,6 +602,9 @@ class Communicator {
       std::lock_guard<Lock> guard(lock_);
       if (closed_) {
         recv->status = close_status_;
+      } else if (!still_mine()) {
+        *gone = true;
+        return nullptr;
       } else {
         msg = take_unexpected(recv, [](const Env &) { return true; });
         if (msg == nullptr) {

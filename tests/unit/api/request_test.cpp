@@ -540,6 +540,84 @@ TEST_F(Requests, DeleteWhileWaiting) {
   EXPECT_EQ(rc.load(), ROCL_EDELETED);
 }
 
+// An immediate receive holds no reference to its resource: once the
+// resource is deleted and its object reused for a new one, the old request
+// stays failed and touches nothing of the new resource's (its cancel finds
+// nothing to withdraw there), and the new resource's messages are its own.
+TEST_F(Requests, ARequestOfADeletedResourceLeavesTheResourceThatReusesItAlone) {
+  rocl_request_t old_req = ROCL_REQUEST_NULL;
+  ASSERT_EQ(rocl_irecv(b_, ROCL_ANY, ROCL_ANY, &old_req), ROCL_OK);
+  ASSERT_EQ(rocl_delete(b_), ROCL_OK);
+  const rocl_gid_t fresh = must_register("req", "fresh");  // most likely b_'s object again
+  ASSERT_NE(fresh, ROCL_NULL_GID);
+  rocl_request_t new_req = ROCL_REQUEST_NULL;
+  ASSERT_EQ(rocl_irecv(fresh, a_, 7, &new_req), ROCL_OK);
+  EXPECT_EQ(rocl_cancel(&old_req), ROCL_EALREADY) << "the delete completed it";
+  ASSERT_EQ(send_int(a_, fresh, 7, 41), ROCL_OK);
+  rocl_status_t st{};
+  EXPECT_EQ(rocl_wait(&old_req, &st, 2000), ROCL_EDELETED);
+  EXPECT_EQ(st.ptr, nullptr);
+  ASSERT_EQ(rocl_wait(&new_req, &st, 2000), ROCL_OK) << rocl_last_error();
+  EXPECT_EQ(int_of(st), 41);
+  EXPECT_EQ(rocl_bfret(st.ptr), ROCL_OK);
+  EXPECT_EQ(rocl_delete(fresh), ROCL_OK);
+}
+
+// Receives posted, for any message, on a resource while it is deleted and
+// its object reused for the next one, over and over: each post either fails
+// (ROCL_EBADGID: gone before the post) or is completed by the delete
+// (ROCL_EDELETED), and never takes a message sent to the resource that
+// reuses the object (which a post into the reused object's mailbox would).
+TEST_F(Requests, ReceivesPostedWhileTheirResourceIsDeletedNeverTakeItsSuccessorsMessages) {
+  constexpr int kRounds = 3000;
+  std::atomic<rocl_gid_t> target{ROCL_NULL_GID};
+  std::atomic<bool> stop{false};
+  std::atomic<int> stolen{0}, other{0}, posted{0};
+  std::thread poster([&] {
+    while (!stop.load()) {
+      const rocl_gid_t g = target.load();
+      if (g == ROCL_NULL_GID) continue;
+      rocl_request_t req = ROCL_REQUEST_NULL;
+      const int rc = rocl_irecv(g, ROCL_ANY, ROCL_ANY, &req);
+      if (rc == ROCL_EBADGID) continue;
+      if (rc != ROCL_OK) {
+        ++other;
+        continue;
+      }
+      ++posted;
+      rocl_status_t st{};
+      const int w = rocl_wait(&req, &st, 5000);
+      if (w == ROCL_OK) {
+        rocl_bfret(st.ptr);
+        ++stolen;
+      } else if (w != ROCL_EDELETED) {
+        ++other;
+      }
+    }
+  });
+  rocl_gid_t previous = must_register("req", "churn");
+  for (int i = 0; i < kRounds; ++i) {
+    target.store(previous);  // the poster hammers it from now on
+    std::this_thread::yield();
+    ASSERT_EQ(rocl_delete(previous), ROCL_OK);
+    const rocl_gid_t g = must_register("req", "churn");  // most likely the same object
+    ASSERT_NE(g, ROCL_NULL_GID);
+    ASSERT_EQ(send_int(a_, g, 5, i), ROCL_OK);
+    rocl_status_t st{};
+    int got = -1;
+    ASSERT_EQ(rocl_recvx(g, a_, 5, 0, &got, sizeof got, &st, 2000), ROCL_OK)
+        << "round " << i << ": " << rocl_last_error();
+    EXPECT_EQ(got, i) << "its own message";
+    previous = g;
+  }
+  stop.store(true);
+  poster.join();
+  EXPECT_EQ(rocl_delete(previous), ROCL_OK);
+  EXPECT_EQ(stolen.load(), 0);
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_GT(posted.load(), 0) << "the poster never posted: the test proved nothing";
+}
+
 TEST_F(Requests, DeleteFailsPendingIrecvSeenByTest) {
   rocl_request_t req = ROCL_REQUEST_NULL;
   ASSERT_EQ(rocl_irecv(b_, ROCL_ANY, ROCL_ANY, &req), ROCL_OK);
