@@ -13,10 +13,10 @@
 # NEW was better (more messages per second; a shorter one-way time). A
 # build is a build directory (tools/rocl-bench/rocl-bench and
 # tools/roclrun/roclrun under it), e.g. a Release build of an older commit:
+#   git worktree add /tmp/old HEAD~1 && scripts/build.sh ... (or cmake -B)
 # With --mpi, rocl's MPI is measured instead: the MPI anchors' program built
 # against it (tools/rocl-bench/compare/anchors/mpi_pingpong.rocl, the loops
 # of rocl-bench compare's rocl-mpi rows), roclrun --bind-to core -n 2.
-#   git worktree add /tmp/old HEAD~1 && scripts/build.sh ... (or cmake -B)
 # Exits 1 for a bad command line or a missing binary.
 set -euo pipefail
 
@@ -32,7 +32,7 @@ while [[ $# -gt 0 ]]; do
     --transport) transport="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --sizes) sizes="$2"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     -*) echo "ab-builds.sh: unknown option $1" >&2; exit 1 ;;
     *) break ;;
   esac
@@ -42,9 +42,9 @@ if [[ $# -ne 2 ]]; then
   exit 1
 fi
 builds=("$1" "$2")
+bench=tools/rocl-bench/rocl-bench
+[[ $mpi == 1 ]] && bench=tools/rocl-bench/compare/anchors/mpi_pingpong.rocl
 for b in "${builds[@]}"; do
-  bench=tools/rocl-bench/rocl-bench
-  [[ $mpi == 1 ]] && bench=tools/rocl-bench/compare/anchors/mpi_pingpong.rocl
   for tool in "$bench" tools/roclrun/roclrun; do
     if [[ ! -x "$b/$tool" ]]; then
       echo "ab-builds.sh: $b/$tool is missing (build it first)" >&2
@@ -60,7 +60,7 @@ run_mpi() {
   local bw_sizes=$sizes
   [[ $mode == latency ]] && bw_sizes=1
   if ! out=$(ROCL_TRANSPORTS="$transport" "$b/tools/roclrun/roclrun" --bind-to core -n 2 \
-      "$b/tools/rocl-bench/compare/anchors/mpi_pingpong.rocl" --sizes "$sizes" \
+      "$b/$bench" --sizes "$sizes" \
       --bw-sizes "$bw_sizes" --reps 3 --time 0.1 2>&1); then
     echo "ab-builds.sh: round $i: rocl's MPI program of $b failed" >&2
     exit 1

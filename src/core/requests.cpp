@@ -206,8 +206,9 @@ int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexce
   const auto spin =
       polled_.empty() ? std::chrono::microseconds(options_.spin_us) : std::chrono::microseconds(0);
   if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr) {
-    // The request holds a reference to its resource: what our own polls
-    // deliver there while we wait needs no other (waiting.hpp).
+    // Announced by gid: what our own polls deliver to the resource while we
+    // wait needs no reference (waiting.hpp); the mailbox's calls check
+    // under its lock that it still is gid's (the request holds none).
     const WaitingOn waiting(this, r->gid, r->resource, r->env.data != nullptr);
     if (!spin_with_progress(r->env.complete, timeout) && !r->env.complete.wait(timeout, spin)) {
       if (timeout == 0) return ROCL_ETIMEDOUT;

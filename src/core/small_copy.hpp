@@ -10,8 +10,8 @@
 
 namespace rocl::impl {
 
-// Copies n <= 24 bytes with a few fixed-size moves (a call to memcpy for
-// the payload of a small message cost as much as the rest of its copy).
+// Copies n <= 24 bytes with at most two fixed-size moves of 1 to 16 bytes
+// (overlapping).
 inline void copy_small(std::byte *dst, const std::byte *src, std::size_t n) noexcept {
   if (n >= 8) {
     if (n > 16) {
