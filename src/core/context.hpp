@@ -128,9 +128,15 @@ class Context final : public MessageSink {
   // (*rc its outcome), false to take the pool-block path.
   bool pull_into_caller(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status,
                         int *rc) noexcept;
-  int complete_request(rocl_request **req, rocl_status_t *status) noexcept;
+  // Both inline in their callers (rocl_wait's and rocl_test's ends, in
+  // requests.cpp only): their calls were about 40 instructions on every
+  // completed immediate operation.
+  [[gnu::always_inline]] int complete_request(rocl_request **req, rocl_status_t *status) noexcept;
   // complete_request for rocl_wait, saying what failed.
-  int finish_wait(rocl_request **req, rocl_status_t *status) noexcept;
+  [[gnu::always_inline]] int finish_wait(rocl_request **req, rocl_status_t *status) noexcept;
+  // wait() for a request that is not done yet (or NULL).
+  [[gnu::noinline]] int wait_pending(rocl_request **req, rocl_status_t *status,
+                                     int timeout) noexcept;
   bool origin_gone(rocl_gid_t origin) noexcept;
   // spun: the caller spun already (await_hand_off): sleep at once.
   int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg,

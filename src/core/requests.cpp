@@ -135,11 +135,18 @@ int Context::pull_rendezvous_of(rocl_request *r, Envelope **msg) noexcept {
 }
 
 // Completes a finished request: fills status, frees it, nulls the handle.
-int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcept {
+// The status is written where the caller wants it (no copy of a local).
+inline int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcept {
   rocl_request *r = *req;
-  rocl_status_t st{};
+  rocl_status_t unwanted;
+  rocl_status_t &st = status != nullptr ? *status : unwanted;
   int rc = ROCL_OK;
-  if (r->kind == rocl_request::Kind::kSend) {
+  if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr &&
+      r->env.matched == nullptr && r->env.status == ROCL_OK) {
+    // Copied into r->into by deliver_bytes: how a small receive ends.
+    const CoreHeader &h = r->env.arrived;
+    st = rocl_status_t{r->into, h.source, h.tag, ROCL_OK, r->env.length, h.flags()};
+  } else if (r->kind == rocl_request::Kind::kSend) {
     st = r->send_status;
     if (r->lent != nullptr) {
       if (r->lent->send_status.load(std::memory_order_acquire) == SendStatus::kFailed) {
@@ -149,13 +156,11 @@ int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcep
       release_lent(r->lent);
     }
   } else {
+    st = rocl_status_t{};
     Envelope *msg = r->message != nullptr ? r->message : r->env.matched;
     if (r->message == nullptr && r->env.status != ROCL_OK) {
       rc = r->env.status;
       st.error = rc;
-    } else if (msg == nullptr) {  // copied into r->into by deliver_bytes
-      const CoreHeader &h = r->env.arrived;
-      st = rocl_status_t{r->into, h.source, h.tag, ROCL_OK, r->env.length, h.flags()};
     } else if (pull_into_caller(msg, r->into, r->cap, &st, &rc)) {
       // pulled straight into the caller's memory (or failed: st.error says)
     } else if (rc = pull_rendezvous_of(r, &msg); rc != ROCL_OK) {
@@ -164,7 +169,6 @@ int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcep
       finish_receive(msg, r->into, r->cap, &st);
     }
   }
-  if (status != nullptr) *status = st;
   delete r;
   *req = nullptr;
   progressed();  // a pull drives its transport, which may have matched others
@@ -192,16 +196,25 @@ int Context::test(rocl_request **req, int *done, rocl_status_t *status) noexcept
   return rc == ROCL_OK ? rc : fail(rc, "rocl_test: the %s failed: %s", kind, error_name(rc));
 }
 
+// Small, so that it is inlined into rocl_wait and its callers (the rest,
+// with its spin and its many saved registers, is wait_pending).
 int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexcept {
+  // Done already (a wait loop over a window of receives finds most of them
+  // so, their messages delivered by its earlier waits' polls): no spin to
+  // set up, no waiting thread to announce.
+  if (req != nullptr && *req != nullptr && impl::done(*req)) [[likely]] {
+    return finish_wait(req, status);
+  }
+  return wait_pending(req, status, timeout);
+}
+
+int Context::wait_pending(rocl_request **req, rocl_status_t *status, int timeout) noexcept {
   if (req == nullptr) return fail(ROCL_EINVAL, "rocl_wait: req is NULL");
   if (*req == nullptr) {
     if (status != nullptr) *status = rocl_status_t{};
     return ROCL_OK;
   }
   rocl_request *r = *req;
-  // Done already (a wait loop over a window of receives finds most of them
-  // so, their messages delivered by its earlier waits' polls): no spin to
-  // set up, no waiting thread to announce.
   if (impl::done(r)) return finish_wait(req, status);
   const auto spin =
       polled_.empty() ? std::chrono::microseconds(options_.spin_us) : std::chrono::microseconds(0);
@@ -223,10 +236,13 @@ int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexce
   return finish_wait(req, status);
 }
 
-int Context::finish_wait(rocl_request **req, rocl_status_t *status) noexcept {
-  const char *kind = what(*req);
+inline int Context::finish_wait(rocl_request **req, rocl_status_t *status) noexcept {
+  const auto kind = (*req)->kind;  // named only if it failed: r is gone by then
   int rc = complete_request(req, status);
-  return rc == ROCL_OK ? rc : fail(rc, "rocl_wait: the %s failed: %s", kind, error_name(rc));
+  if (rc == ROCL_OK) [[likely]]
+    return rc;
+  return fail(rc, "rocl_wait: the %s failed: %s",
+              kind == rocl_request::Kind::kReceive ? "receive" : "send", error_name(rc));
 }
 
 int Context::cancel(rocl_request **req) noexcept {

@@ -13,8 +13,7 @@
 
 struct rocl_mpi_comm rocl_mpi_comm_world, rocl_mpi_comm_self;
 
-int rocl_mpi_comm::source_rank(rocl_gid_t gid, int asked) const {
-  if (asked >= 0 && asked < size && gids[asked] == gid) return asked;
+int rocl_mpi_comm::source_rank_of(rocl_gid_t gid) const {
   if (gid == gids[rank]) return rank;
   const auto it = rank_of.find(gid);
   return it != rank_of.end() ? it->second : MPI_UNDEFINED;

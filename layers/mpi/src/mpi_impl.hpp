@@ -12,6 +12,7 @@
 // (ROCL_FLAG_ACK) in a domain of its own (kSyncAck).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -83,7 +84,11 @@ struct rocl_mpi_comm {
   std::atomic<int> refs{1};
   // The rank of the resource gid, given the source rank the receive named
   // (MPI_ANY_SOURCE for none): a named source needs no lookup.
-  int source_rank(rocl_gid_t gid, int asked) const;
+  int source_rank(rocl_gid_t gid, int asked) const {
+    if (asked >= 0 && asked < size && gids[asked] == gid) return asked;
+    return source_rank_of(gid);
+  }
+  int source_rank_of(rocl_gid_t gid) const;  // by lookup
 };
 
 // A reference count that a copied object starts afresh (at 1).
@@ -192,10 +197,29 @@ int post_send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI
               unsigned flags, const char *who, rocl_request_t *lent = nullptr);
 void receive_target(void *buf, int count, MPI_Datatype t, void *none, void **into,
                     std::size_t *cap);
-int finish_recv(MPI_Comm comm, int source, const rocl_status_t &st, void *buf, int count,
-                MPI_Datatype t, MPI_Status *status, const char *who);
 // Fills what an MPI status says about a received rocl message.
 void set_status(MPI_Status *s, int source, int tag, std::size_t bytes);
 void set_empty_status(MPI_Status *s);
+// After a receive of (cap) bytes from source (a rank or MPI_ANY_SOURCE)
+// got st: unpack if staged, fill the status, report truncation. Inline:
+// on the path of every received message (MPI_Recv, MPI_Wait).
+inline int finish_recv(MPI_Comm comm, int source, const rocl_status_t &st, void *buf, int count,
+                       MPI_Datatype t, MPI_Status *status, const char *who) {
+  const int from = comm->source_rank(st.origin, source);
+  const std::size_t cap = t->packed * std::size_t(count);
+  if (!t->dense) {
+    unpack(st.ptr, std::min(cap, st.len), buf, count, t);
+    rocl_bfret(st.ptr);
+  }
+  const bool cut = st.len > cap;
+  set_status(status, from, st.tag, std::min(cap, st.len));
+  if (cut) {
+    return fail(
+        comm, MPI_ERR_TRUNCATE, who,
+        "a message of %zu bytes from rank %d (tag %d) does not fit the %zu bytes of the receive",
+        st.len, from, st.tag, cap);
+  }
+  return MPI_SUCCESS;
+}
 
 }  // namespace rmpi

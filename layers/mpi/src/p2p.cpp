@@ -139,27 +139,6 @@ int wait_sync_ack(MPI_Comm comm, int dest, int tag, const char *who) {
   return rc == ROCL_OK ? MPI_SUCCESS : fail_rocl(comm, rc, who);
 }
 
-// After a receive of (cap) bytes from source (a rank or MPI_ANY_SOURCE)
-// got st: unpack if staged, fill the status, report truncation.
-int finish_recv(MPI_Comm comm, int source, const rocl_status_t &st, void *buf, int count,
-                MPI_Datatype t, MPI_Status *status, const char *who) {
-  const int from = comm->source_rank(st.origin, source);
-  const std::size_t cap = t->packed * std::size_t(count);
-  if (!t->dense) {
-    unpack(st.ptr, std::min(cap, st.len), buf, count, t);
-    rocl_bfret(st.ptr);
-  }
-  const bool cut = st.len > cap;
-  set_status(status, from, st.tag, std::min(cap, st.len));
-  if (cut) {
-    return fail(
-        comm, MPI_ERR_TRUNCATE, who,
-        "a message of %zu bytes from rank %d (tag %d) does not fit the %zu bytes of the receive",
-        st.len, from, st.tag, cap);
-  }
-  return MPI_SUCCESS;
-}
-
 // A receive's rocl arguments: where the payload goes (nullptr: hand the
 // block over, to unpack) and how much fits.
 void receive_target(void *buf, int count, MPI_Datatype t, void *none, void **into,

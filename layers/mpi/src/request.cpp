@@ -52,8 +52,9 @@ void finish(MPI_Request r, int error) {
   release_comm(r->comm);  // the reference the active request held
 }
 
-// Completes r from its rocl request's outcome.
-void complete(MPI_Request r, int rc, const rocl_status_t &st) {
+// Completes r from its rocl request's outcome. Inline in poll and block:
+// its call was about 15 instructions on every message.
+[[gnu::always_inline]] inline void complete(MPI_Request r, int rc, const rocl_status_t &st) {
   if (rc == ROCL_ECANCELED) {
     set_status(&r->status, r->peer, r->tag, 0);
     r->status.rocl_cancelled = 1;

@@ -5,9 +5,30 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <set>
 #include <thread>
 #include <vector>
+
+// The global delete, counting the frees of one watched address: whether a
+// thread's cached objects go back to the heap.
+namespace {
+std::atomic<void *> g_watched{nullptr};
+std::atomic<int> g_watched_frees{0};
+void note_free(void *p) {
+  if (p != nullptr && p == g_watched.load()) g_watched_frees.fetch_add(1);
+}
+}  // namespace
+
+void operator delete(void *p) noexcept {
+  note_free(p);
+  std::free(p);
+}
+void operator delete(void *p, std::size_t) noexcept {
+  note_free(p);
+  std::free(p);
+}
 
 namespace {
 
@@ -87,6 +108,47 @@ TEST(Recycled, ObjectsMadeByOneThreadMayBeFreedByAnother) {
     delete s;
   });
   freer.join();
+}
+
+TEST(Recycled, AThreadsCachedObjectsGoBackToTheHeapWhenItExits) {
+  g_watched_frees = 0;
+  std::thread worker([] {
+    Small *s = new Small;
+    g_watched = s;
+    delete s;  // cached: not freed yet
+    EXPECT_EQ(g_watched_frees.load(), 0);
+  });
+  worker.join();
+  EXPECT_EQ(g_watched_frees.load(), 1);  // freed by the thread's exit
+  g_watched = nullptr;
+}
+
+// A thread_local destroyed after the thread's cache (made before it: its
+// destructor runs later) frees its object to the heap, and one made
+// afterwards is served by the heap too.
+struct LateHolder {
+  Small *held = nullptr;
+  ~LateHolder() {
+    delete held;
+    g_watched = nullptr;  // the heap may hand the same address out again
+    Small *again = new Small;
+    EXPECT_NE(static_cast<void *>(again), nullptr);
+    delete again;
+  }
+};
+
+TEST(Recycled, DeletesAfterTheCacheIsGoneGoToTheHeap) {
+  g_watched_frees = 0;
+  std::thread worker([] {
+    thread_local LateHolder late;  // constructed before the cache is armed
+    Small *first = new Small;      // arms the cache
+    delete first;
+    late.held = new Small;  // the cached object again
+    g_watched = late.held;
+  });
+  worker.join();
+  EXPECT_EQ(g_watched_frees.load(), 1);
+  g_watched = nullptr;
 }
 
 }  // namespace
