@@ -81,7 +81,8 @@ class Recycled {
   static void *take(std::size_t n) noexcept {
     Cache &c = t_cache;
     if (n != sizeof(T)) return nullptr;
-    if (c.count > 0) [[likely]] return c.items[--c.count];
+    if (c.count > 0) [[likely]]
+      return c.items[--c.count];
     if (c.room == 0) arm_unless_dead();  // the first new of the thread: empty anyway
     return nullptr;
   }
