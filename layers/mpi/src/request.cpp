@@ -137,10 +137,14 @@ void pause_after(int round) {
   }
 }
 
-int start(MPI_Request r) {
-  const char *who =
-      r->kind == rocl_mpi_request::Kind::kRecv ? "MPI_Start (receive)" : kSendName[r->mode];
-  if (r->active) return fail(r->comm, MPI_ERR_REQUEST, who, "the request is already active");
+// start()'s beginning for both kinds: r becomes active (and holds a
+// reference to its communicator). False if start() is done already: r was
+// active (*rc the error) or its peer is MPI_PROC_NULL (r completed).
+bool begin(MPI_Request r, const char *who, int *rc) {
+  if (r->active) {
+    *rc = fail(r->comm, MPI_ERR_REQUEST, who, "the request is already active");
+    return false;
+  }
   r->active = true;
   r->done = false;
   r->inner = ROCL_REQUEST_NULL;
@@ -148,47 +152,66 @@ int start(MPI_Request r) {
   if (r->peer == MPI_PROC_NULL) {
     set_status(&r->status, MPI_PROC_NULL, MPI_ANY_TAG, 0);
     finish(r, MPI_SUCCESS);
-    return MPI_SUCCESS;
+    *rc = MPI_SUCCESS;
+    return false;
   }
+  return true;
+}
+
+// start() of a receive; `who` names the call in errors. Inline in irecv:
+// on the path of every MPI_Irecv.
+[[gnu::always_inline]] inline int start_recv(MPI_Request r, const char *who) {
+  if (int rc; !begin(r, who, &rc)) return rc;
+  MPI_Comm c = r->comm;
+  void *into;
+  std::size_t cap;
+  receive_target(const_cast<void *>(r->buf), r->count, r->type, &r->none, &into, &cap);
+  const int rc = rocl_irecvx(c->self, source_gid(c, r->peer), rocl_tag(r->tag), kPointToPoint, into,
+                             cap, &r->inner);
+  if (rc != ROCL_OK) [[unlikely]] {
+    const int e = fail_rocl(c, rc, who);
+    finish(r, e);
+    return e;
+  }
+  return MPI_SUCCESS;
+}
+
+int start_send(MPI_Request r) {
+  const char *who = kSendName[r->mode];
+  if (int rc; !begin(r, who, &rc)) return rc;
   MPI_Comm c = r->comm;
   int rc = ROCL_OK;
-  if (r->kind == rocl_mpi_request::Kind::kRecv) {
-    void *into;
-    std::size_t cap;
-    receive_target(const_cast<void *>(r->buf), r->count, r->type, &r->none, &into, &cap);
-    rc = rocl_irecvx(c->self, source_gid(c, r->peer), rocl_tag(r->tag), kPointToPoint, into, cap,
-                     &r->inner);
-  } else {
-    if (r->mode == kBuffered) {
-      if (int e = check_bsend_room(c, r->count, r->type, who)) {
-        finish(r, e);
-        return e;
-      }
+  if (r->mode == kBuffered) {
+    if (int e = check_bsend_room(c, r->count, r->type, who)) {
+      finish(r, e);
+      return e;
     }
-    if (r->mode == kSync) {  // listen for the acknowledgement before it can come
-      rc = rocl_irecvx(c->self, c->gids[r->peer], r->tag, kSyncAck, &r->none, 0, &r->inner);
-    }
-    if (rc == ROCL_OK) {
-      const bool may_lend = r->mode == kStandard || r->mode == kReady;
-      if (int e =
-              post_send(r->buf, r->count, r->type, r->peer, r->tag, c,
-                        r->mode == kSync ? kSyncFlag : 0, who, may_lend ? &r->inner : nullptr)) {
-        if (r->inner != ROCL_REQUEST_NULL) rocl_cancel(&r->inner);
-        finish(r, e);
-        return e;
-      }
-      if (r->mode != kSync && r->inner == ROCL_REQUEST_NULL) {  // not lent: done
-        set_status(&r->status, r->peer, r->tag, r->type->packed * std::size_t(r->count));
-        finish(r, MPI_SUCCESS);
-      }
-    }
+  }
+  if (r->mode == kSync) {  // listen for the acknowledgement before it can come
+    rc = rocl_irecvx(c->self, c->gids[r->peer], r->tag, kSyncAck, &r->none, 0, &r->inner);
   }
   if (rc != ROCL_OK) {
     const int e = fail_rocl(c, rc, who);
     finish(r, e);
     return e;
   }
+  const bool may_lend = r->mode == kStandard || r->mode == kReady;
+  if (int e = post_send(r->buf, r->count, r->type, r->peer, r->tag, c,
+                        r->mode == kSync ? kSyncFlag : 0, who, may_lend ? &r->inner : nullptr)) {
+    if (r->inner != ROCL_REQUEST_NULL) rocl_cancel(&r->inner);
+    finish(r, e);
+    return e;
+  }
+  if (r->mode != kSync && r->inner == ROCL_REQUEST_NULL) {  // not lent: done
+    set_status(&r->status, r->peer, r->tag, r->type->packed * std::size_t(r->count));
+    finish(r, MPI_SUCCESS);
+  }
   return MPI_SUCCESS;
+}
+
+int start(MPI_Request r) {
+  return r->kind == rocl_mpi_request::Kind::kRecv ? start_recv(r, "MPI_Start (receive)")
+                                                  : start_send(r);
 }
 
 MPI_Request make(rocl_mpi_request::Kind kind, int mode, const void *buf, int count, MPI_Datatype t,
@@ -214,7 +237,7 @@ int isend(int mode, const void *buf, int count, MPI_Datatype t, int dest, int ta
       make(rocl_mpi_request::Kind::kSend, mode, buf, count, t, dest, tag, comm, persistent);
   *request = r;
   if (persistent) return MPI_SUCCESS;
-  return start(r);  // an error is also in r: its completion reports it again
+  return start_send(r);  // an error is also in r: its completion reports it again
 }
 
 int irecv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm comm,
@@ -225,7 +248,7 @@ int irecv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm co
       make(rocl_mpi_request::Kind::kRecv, 0, buf, count, t, source, tag, comm, persistent);
   *request = r;
   if (persistent) return MPI_SUCCESS;
-  return start(r);
+  return start_recv(r, "MPI_Irecv");
 }
 
 bool is_live(MPI_Request r) {
