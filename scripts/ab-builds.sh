@@ -2,7 +2,8 @@
 # ab-builds.sh - two builds of rocl alternated, run by run, on one benchmark.
 #
 # Usage: scripts/ab-builds.sh [--latency] [--mpi] [--transport shm|tcp]
-#                             [--rounds N] [--sizes LIST] OLD_BUILD NEW_BUILD
+#                             [--rounds N] [--sizes LIST] [--values]
+#                             OLD_BUILD NEW_BUILD
 #
 # On this kind of VM a timing moves by 20-50 % between minutes, so two
 # builds measured one after the other say little. This runs `rocl-bench
@@ -17,6 +18,9 @@
 # With --mpi, rocl's MPI is measured instead: the MPI anchors' program built
 # against it (tools/rocl-bench/compare/anchors/mpi_pingpong.rocl, the loops
 # of rocl-bench compare's rocl-mpi rows), roclrun --bind-to core -n 2.
+# With --values, every run's figure is printed too, sorted, per build: the
+# VM's slow phases make the distributions bimodal, and a median may fall
+# in either mode.
 # Exits 1 for a bad command line or a missing binary.
 set -euo pipefail
 
@@ -25,6 +29,7 @@ mpi=0
 transport=shm
 rounds=12
 sizes=1,16,64,256
+values=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --latency) mode=latency; shift ;;
@@ -32,7 +37,8 @@ while [[ $# -gt 0 ]]; do
     --transport) transport="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --sizes) sizes="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --values) values=1; shift ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     -*) echo "ab-builds.sh: unknown option $1" >&2; exit 1 ;;
     *) break ;;
   esac
@@ -93,9 +99,9 @@ for ((i = 1; i <= rounds; ++i)); do
   echo "round $i/$rounds done" >&2
 done
 
-python3 - "$mode" "$rows" "${builds[@]}" <<'EOF'
+python3 - "$mode" "$rows" "$values" "${builds[@]}" <<'EOF'
 import collections, statistics, sys
-mode, rows, old, new = sys.argv[1:5]
+mode, rows, values, old, new = sys.argv[1:6]
 runs = collections.defaultdict(lambda: ([], []))
 for line in open(rows):
     k, size, value = line.split()
@@ -112,4 +118,7 @@ for size in sorted(runs):
         better = sum(1 for x, y in zip(a, b) if y > x)
     ma, mb = statistics.median(a), statistics.median(b)
     print(f"{size:>8} {ma * scale:>11.3f} {mb * scale:>11.3f} {mb / ma:>8.3f}  {better}/{min(len(a), len(b))}")
+    if values == "1":
+        for name, runs_of in (("OLD", a), ("NEW", b)):
+            print(f"{'':>8} {name}: " + " ".join(f"{x * scale:.3g}" for x in sorted(runs_of)))
 EOF

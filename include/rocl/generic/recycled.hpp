@@ -45,7 +45,7 @@ class Recycled {
   // destructor (as this was) costs a guard check on every use. `room` is
   // Keep while the cache may be used and 0 before its first use and after
   // the thread's exit freed it, so that the common case of new and delete
-  // is one comparison (18 instructions each before, 6-8 now; four of them
+  // is one comparison (18 instructions each before, 10-13 now; four of them
   // per message of an MPI_Irecv/MPI_Wait loop). The destructor lives in
   // Reaper.
   struct Cache {
