@@ -7,12 +7,15 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <new>
 #include <set>
 #include <thread>
 #include <vector>
 
-// The global delete, counting the frees of one watched address: whether a
-// thread's cached objects go back to the heap.
+// The global new and delete (all of their forms the test uses, so that a
+// sanitizer's own never frees what ours allocated), counting the frees of
+// one watched address: whether a thread's cached objects go back to the
+// heap.
 namespace {
 std::atomic<void *> g_watched{nullptr};
 std::atomic<int> g_watched_frees{0};
@@ -21,6 +24,17 @@ void note_free(void *p) {
 }
 }  // namespace
 
+void *operator new(std::size_t n) {
+  if (void *p = std::malloc(n != 0 ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
+  return std::malloc(n != 0 ? n : 1);
+}
+void operator delete(void *p, const std::nothrow_t &) noexcept {
+  note_free(p);
+  std::free(p);
+}
 void operator delete(void *p) noexcept {
   note_free(p);
   std::free(p);
