@@ -132,8 +132,9 @@ class Context final : public MessageSink {
   // requests.cpp only): their calls were about 40 instructions on every
   // completed immediate operation.
   [[gnu::always_inline]] int complete_request(rocl_request **req, rocl_status_t *status) noexcept;
-  // complete_request for rocl_wait, saying what failed.
-  [[gnu::always_inline]] int finish_wait(rocl_request **req, rocl_status_t *status) noexcept;
+  // complete_request for `who` (rocl_wait, rocl_test), saying what failed.
+  [[gnu::always_inline]] int finish(rocl_request **req, rocl_status_t *status,
+                                    const char *who) noexcept;
   // wait() for a request that is not done yet (or NULL).
   [[gnu::noinline]] int wait_pending(rocl_request **req, rocl_status_t *status,
                                      int timeout) noexcept;

@@ -117,9 +117,6 @@ bool send_done(const rocl_request *r) {
 bool done(const rocl_request *r) {
   return r->kind == rocl_request::Kind::kReceive ? receive_done(r) : send_done(r);
 }
-const char *what(const rocl_request *r) {
-  return r->kind == rocl_request::Kind::kReceive ? "receive" : "send";
-}
 }  // namespace
 
 // pull_if_rendezvous for a receive's matched message: a stub whose pull
@@ -141,12 +138,7 @@ inline int Context::complete_request(rocl_request **req, rocl_status_t *status) 
   rocl_status_t unwanted;
   rocl_status_t &st = status != nullptr ? *status : unwanted;
   int rc = ROCL_OK;
-  if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr &&
-      r->env.matched == nullptr && r->env.status == ROCL_OK) {
-    // Copied into r->into by deliver_bytes: how a small receive ends.
-    const CoreHeader &h = r->env.arrived;
-    st = rocl_status_t{r->into, h.source, h.tag, ROCL_OK, r->env.length, h.flags()};
-  } else if (r->kind == rocl_request::Kind::kSend) {
+  if (r->kind == rocl_request::Kind::kSend) {
     st = r->send_status;
     if (r->lent != nullptr) {
       if (r->lent->send_status.load(std::memory_order_acquire) == SendStatus::kFailed) {
@@ -155,13 +147,18 @@ inline int Context::complete_request(rocl_request **req, rocl_status_t *status) 
       }
       release_lent(r->lent);
     }
+  } else if (r->message == nullptr && r->env.status != ROCL_OK) {  // deleted, cancelled
+    st = rocl_status_t{};
+    rc = r->env.status;
+    st.error = rc;
+  } else if (r->message == nullptr && r->env.matched == nullptr) {
+    // Copied into r->into by deliver_bytes: how a small receive ends.
+    const CoreHeader &h = r->env.arrived;
+    st = rocl_status_t{r->into, h.source, h.tag, ROCL_OK, r->env.length, h.flags()};
   } else {
     st = rocl_status_t{};
     Envelope *msg = r->message != nullptr ? r->message : r->env.matched;
-    if (r->message == nullptr && r->env.status != ROCL_OK) {
-      rc = r->env.status;
-      st.error = rc;
-    } else if (pull_into_caller(msg, r->into, r->cap, &st, &rc)) {
+    if (pull_into_caller(msg, r->into, r->cap, &st, &rc)) {
       // pulled straight into the caller's memory (or failed: st.error says)
     } else if (rc = pull_rendezvous_of(r, &msg); rc != ROCL_OK) {
       st.error = rc;
@@ -191,9 +188,7 @@ int Context::test(rocl_request **req, int *done, rocl_status_t *status) noexcept
     }
   }
   *done = 1;
-  const char *kind = what(r);
-  int rc = complete_request(req, status);
-  return rc == ROCL_OK ? rc : fail(rc, "rocl_test: the %s failed: %s", kind, error_name(rc));
+  return finish(req, status, "rocl_test");
 }
 
 // Small, so that it is inlined into rocl_wait and its callers (the rest,
@@ -203,7 +198,7 @@ int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexce
   // so, their messages delivered by its earlier waits' polls): no spin to
   // set up, no waiting thread to announce.
   if (req != nullptr && *req != nullptr && impl::done(*req)) [[likely]] {
-    return finish_wait(req, status);
+    return finish(req, status, "rocl_wait");
   }
   return wait_pending(req, status, timeout);
 }
@@ -214,8 +209,7 @@ int Context::wait_pending(rocl_request **req, rocl_status_t *status, int timeout
     if (status != nullptr) *status = rocl_status_t{};
     return ROCL_OK;
   }
-  rocl_request *r = *req;
-  if (impl::done(r)) return finish_wait(req, status);
+  rocl_request *r = *req;  // not done when wait() looked
   const auto spin =
       polled_.empty() ? std::chrono::microseconds(options_.spin_us) : std::chrono::microseconds(0);
   if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr) {
@@ -233,15 +227,15 @@ int Context::wait_pending(rocl_request **req, rocl_status_t *status, int timeout
     return fail(ROCL_ETIMEDOUT,
                 "rocl_wait: the lent send was not taken by its receiver within %d ms", timeout);
   }
-  return finish_wait(req, status);
+  return finish(req, status, "rocl_wait");
 }
 
-inline int Context::finish_wait(rocl_request **req, rocl_status_t *status) noexcept {
+inline int Context::finish(rocl_request **req, rocl_status_t *status, const char *who) noexcept {
   const auto kind = (*req)->kind;  // named only if it failed: r is gone by then
   int rc = complete_request(req, status);
   if (rc == ROCL_OK) [[likely]]
     return rc;
-  return fail(rc, "rocl_wait: the %s failed: %s",
+  return fail(rc, "%s: the %s failed: %s", who,
               kind == rocl_request::Kind::kReceive ? "receive" : "send", error_name(rc));
 }
 
