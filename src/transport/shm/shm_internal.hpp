@@ -67,6 +67,12 @@ inline long futex(std::atomic<std::uint32_t> *addr, int op, std::uint32_t val, c
 inline constexpr std::uint64_t kFirstLinePayload =
     kFrameAlign - kSealBytes - sizeof(wire::ShortHeader);
 
+// The largest frame before which a sender may end its lap early (a message
+// of up to 4 KiB less its header; Config::hot_bytes). Its lap is then at
+// least four frames long (16 KiB). A 4 KiB frame (MPI's 4 KiB messages)
+// with wraps and 16 KiB laps streamed at 0.5x (alternated runs, 2026-11-29).
+inline constexpr std::uint64_t kMaxWrapFrame = 4096;
+
 // The lock of a connection's senders: uncontended, lock and unlock are one
 // atomic instruction each, inline (std::mutex: two calls into libc, ~60
 // instructions on the path of every small message). Contended, it spins
@@ -319,12 +325,14 @@ class ShmTransportImpl final : public ShmTransport {
   }
   int wait_space_slow(Conn &c, std::uint64_t need);
   // Before a message of one frame of `need` bytes: ends the lap early with
-  // a wrap frame if the head is cfg_.hot_bytes or more into the ring, need
-  // at most a quarter of that, and the receiver at most half the lap behind
-  // (Config::hot_bytes). Inline: a small message's send asks every time.
+  // a wrap frame if need is at most kMaxWrapFrame, the head is
+  // cfg_.hot_bytes and four times need or more into the ring, and the
+  // receiver at most half the lap behind (Config::hot_bytes). Inline: a
+  // small message's send asks every time.
   void wrap_early(Conn &c, std::uint64_t need) {
-    if (c.head < c.wrap_look_at || (c.head & (c.ring_bytes - 1)) < cfg_.hot_bytes ||
-        cfg_.hot_bytes == 0 || cfg_.hot_bytes > c.ring_bytes / 4 || need > cfg_.hot_bytes / 4) {
+    const std::uint64_t off = c.head & (c.ring_bytes - 1);
+    if (c.head < c.wrap_look_at || off < cfg_.hot_bytes || off < 4 * need ||
+        need > kMaxWrapFrame || cfg_.hot_bytes == 0 || cfg_.hot_bytes > c.ring_bytes / 4) {
       return;
     }
     wrap_early_slow(c, need);

@@ -140,14 +140,14 @@ inline constexpr int kRetryMs = 1;
 struct Config {
   std::uint32_t slots = 64;                           // sending end-points per inbox (<= 1024)
   std::uint64_t ring_bytes = std::uint64_t{1} << 20;  // per slot, power of two >= 4096
-  // A sender whose next message (one frame, at most a quarter of this)
-  // would start this far into the ring or further, with its receiver at
-  // most half the lap behind, ends the lap there (a wrap frame) and starts
-  // over at the ring's beginning: a stream of small messages then keeps
-  // reusing the same lines, which stay in the two cpus' caches, instead of
-  // sweeping the whole ring. Only if at most a quarter of the ring; 0:
-  // never.
-  std::uint64_t hot_bytes = 16384;
+  // The shortest lap. A sender whose next message is one frame of at most
+  // 4 KiB (detail::kMaxWrapFrame), whose head is this far into the ring
+  // and at least four such frames, with its receiver at most half the lap
+  // behind, ends the lap there (a wrap frame) and starts over at the ring's
+  // beginning: a stream of small messages then keeps reusing the same
+  // lines, which stay in the two cpus' caches, instead of sweeping the
+  // whole ring. Only if at most a quarter of the ring; 0: never.
+  std::uint64_t hot_bytes = 4096;
 };
 
 struct Stats {

@@ -263,6 +263,35 @@ TEST(ShmTransport, NoHotWindowNoEarlyWraps) {
   EXPECT_EQ(b.t->stats().poisoned, 0u);
 }
 
+// A lap is the hot window (Config::hot_bytes, 4 KiB by default) or four
+// frames, whichever is longer, for frames of up to 4 KiB; larger frames run
+// the whole ring. The receiver is caught up before each message, so every
+// look may wrap: one-line messages (64-byte frames) wrap about every 64
+// messages, 1000-byte ones (1088-byte frames) and 3000-byte ones (3072)
+// every 4, 4100-byte ones (4160, over kMaxWrapFrame) never.
+TEST(ShmTransport, ALapIsTheHotWindowOrFourFramesWhicheverIsLonger) {
+  JobSecret secret = JobSecret::generate();
+  const auto wraps_for = [&](std::size_t length, int count) {
+    End a{1, &secret};
+    End b{2, &secret};
+    for (int i = 0; i < count; ++i) {
+      EXPECT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, length, i, 11, i)), ROCL_OK);
+      EXPECT_TRUE(b.sink.wait_for(static_cast<std::size_t>(i) + 1)) << length << " B, " << i;
+    }
+    EXPECT_EQ(b.t->stats().poisoned, 0u);
+    return a.t->stats().early_wraps;
+  };
+  const std::uint64_t one_line = wraps_for(16, 640);
+  EXPECT_GE(one_line, 9u);
+  EXPECT_LE(one_line, 11u);
+  for (const std::size_t length : {1000, 3000}) {
+    const std::uint64_t wraps = wraps_for(length, 200);
+    EXPECT_GE(wraps, 49u) << length << " B";
+    EXPECT_LE(wraps, 51u) << length << " B";
+  }
+  EXPECT_EQ(wraps_for(4100, 200), 0u);
+}
+
 // A polling caller stops at each whole message (progress() returns); the
 // next poll starts at the next slot, so a sender with a full ring cannot
 // keep a caller from another sender's message.
