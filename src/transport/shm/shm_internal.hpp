@@ -331,8 +331,8 @@ class ShmTransportImpl final : public ShmTransport {
   // small message's send asks every time.
   void wrap_early(Conn &c, std::uint64_t need) {
     const std::uint64_t off = c.head & (c.ring_bytes - 1);
-    if (c.head < c.wrap_look_at || off < cfg_.hot_bytes || off < 4 * need ||
-        need > kMaxWrapFrame || cfg_.hot_bytes == 0 || cfg_.hot_bytes > c.ring_bytes / 4) {
+    if (c.head < c.wrap_look_at || off < cfg_.hot_bytes || off < 4 * need || need > kMaxWrapFrame ||
+        cfg_.hot_bytes == 0 || cfg_.hot_bytes > c.ring_bytes / 4) {
       return;
     }
     wrap_early_slow(c, need);
