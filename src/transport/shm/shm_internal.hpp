@@ -300,8 +300,8 @@ class ShmTransportImpl final : public ShmTransport {
   }
   Conn *conn_to_shared(rocl_gid_t peer) noexcept;
   void drop_conn(rocl_gid_t peer, Conn *c) noexcept;
-  static bool put_two_lines(Conn &c, const wire::ShortHeader &h, const std::byte *payload,
-                            std::uint64_t len);
+  static bool put_lines(Conn &c, const wire::ShortHeader &h, const std::byte *payload,
+                        std::uint64_t len, std::uint64_t bytes);
   void put_frame(Conn &c, const void *header, std::uint64_t header_bytes, const std::byte *payload,
                  std::uint64_t len);
   void publish(Conn &c, std::byte *at, std::uint64_t bytes);

@@ -525,11 +525,11 @@ void ShmTransportImpl::copy_short(const RxSlot &s, const std::byte *at, const wi
   const std::byte *payload = at + kSealBytes + sizeof h;
   if (frame == kFrameAlign) {
     copy_small(payload_of(b), payload, h.length);
-  } else if (frame == 2 * kFrameAlign &&
+  } else if (frame <= kPrefetchFrameBytes &&
              (s.tail & (cfg_.ring_bytes - 1)) + frame <= cfg_.ring_bytes) {
-    // 25-88 bytes, not wrapped: fixed-size moves (copy_out calls memcpy).
+    // 25 B to 1 KiB, not wrapped: fixed-size moves (copy_out calls memcpy).
     std::memcpy(payload_of(b), payload, kFirstLinePayload);
-    copy_upto64(payload_of(b) + kFirstLinePayload, payload + kFirstLinePayload,
+    copy_upto1k(payload_of(b) + kFirstLinePayload, payload + kFirstLinePayload,
                 h.length - kFirstLinePayload);
   } else {
     copy_out(s, s.tail + kSealBytes + sizeof h, payload_of(b), h.length);

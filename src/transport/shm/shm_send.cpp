@@ -155,21 +155,22 @@ void ShmTransportImpl::put_frame(Conn &c, const void *header, std::uint64_t head
   publish(c, at, frame_bytes(header_bytes, len));
 }
 
-// put_frame for a short frame of two lines (25-88 payload bytes) that does
-// not wrap, with fixed-size moves: put_frame's copies of variable length
-// took about 130 instructions of a 64-byte message's ~600 on the sending
-// side, which is a stream's slower one. Its second line first, as
-// put_frame does. The caller's send_unlock fences and wakes. False (nothing
-// written) if the frame would wrap.
-bool ShmTransportImpl::put_two_lines(Conn &c, const wire::ShortHeader &h, const std::byte *payload,
-                                     std::uint64_t len) {
+// put_frame for a short frame of 2 to 17 lines (25 B to 1 KiB of payload,
+// kPrefetchFrameBytes) that does not wrap, with fixed-size moves: put_frame's
+// copies of variable length (memcpy calls) took about 130 instructions of a
+// 64-byte message's ~600 on the sending side, which is a stream's slower
+// one, and 180 of a 256-byte message's. The lines after the first first,
+// as put_frame does. The caller's send_unlock fences and wakes. False
+// (nothing written) if the frame would wrap.
+bool ShmTransportImpl::put_lines(Conn &c, const wire::ShortHeader &h, const std::byte *payload,
+                                 std::uint64_t len, std::uint64_t bytes) {
   const std::uint64_t off = c.head & (c.ring_bytes - 1);
-  if (off + 2 * kFrameAlign > c.ring_bytes) return false;
+  if (off + bytes > c.ring_bytes) return false;
   std::byte *at = c.ring + off;
-  copy_upto64(at + kFrameAlign, payload + kFirstLinePayload, len - kFirstLinePayload);
+  copy_upto1k(at + kFrameAlign, payload + kFirstLinePayload, len - kFirstLinePayload);
   std::memcpy(at + kSealBytes, &h, sizeof h);
   std::memcpy(at + kSealBytes + sizeof h, payload, kFirstLinePayload);
-  seal_frame(c, at, 2 * kFrameAlign);
+  seal_frame(c, at, bytes);
   return true;
 }
 
@@ -366,7 +367,7 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, const CoreH
     wrap_early(c, bytes);
     if (const int rc = wait_space(c, bytes); rc != ROCL_OK) return rc;
     if (bytes != kFrameAlign) {
-      if (bytes != 2 * kFrameAlign || !put_two_lines(c, h, data, total)) {
+      if (bytes > kPrefetchFrameBytes || !put_lines(c, h, data, total, bytes)) {
         put_frame(c, &h, sizeof h, data, total);
       }
       own_ahead(c, bytes);
