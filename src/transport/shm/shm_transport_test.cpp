@@ -420,10 +420,12 @@ TEST(ShmTransport, AReceiveTakesOnlyItsOwnMessageFromTheFrontOfTheRing) {
   EXPECT_EQ(b.sink.count(), 2u);
 }
 
-// send_bytes and take_arrived copy a short frame of one or two lines with
+// send_bytes and take_arrived copy a short frame of 1 to 17 lines with
 // fixed-size moves unless it wraps around the ring's end: every size from
-// 0 to 100 bytes, three laps of a small ring, so that each of them meets
-// the end at some offset, arrives whole and in place. (Should this thread
+// 0 to 100 bytes and every seventh to 1024 (17 lines; larger messages go
+// in fragments in this ring, which take_arrived leaves to the usual path),
+// three laps of sizes through a small ring, so that each of them meets the
+// end at some offset, arrives whole and in place. (Should this thread
 // stop polling for longer than the poll lease, under a loaded machine, the
 // transport's thread delivers the frame to the sink instead: checked
 // there, the same way.)
@@ -434,9 +436,9 @@ TEST(ShmTransport, ShortFramesOfEverySizeAreTakenIntactWhereverTheyLie) {
   End a{1, &secret, small}, b{2, &secret, small};
   ASSERT_NO_FATAL_FAILURE(claim_and_poll(a, b));
   const Transport::ReadyFn yes = [](const void *) noexcept { return true; };
-  std::uint8_t data[100];
+  std::uint8_t data[1024];
   for (int lap = 0; lap < 3; ++lap) {
-    for (std::size_t n = 0; n <= sizeof data; ++n) {
+    for (std::size_t n = 0; n <= sizeof data; n += n < 100 ? 1 : 7) {
       for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<std::uint8_t>(lap * 7 + n + i * 13);
       const CoreHeader header{11, static_cast<int>(n), 7};
       const std::size_t delivered_before = b.sink.count();
