@@ -528,9 +528,9 @@ void ShmTransportImpl::copy_short(const RxSlot &s, const std::byte *at, const wi
   } else if (frame <= kPrefetchFrameBytes &&
              (s.tail & (cfg_.ring_bytes - 1)) + frame <= cfg_.ring_bytes) {
     // 25 B to 1 KiB, not wrapped: fixed-size moves (copy_out calls memcpy).
-    std::memcpy(payload_of(b), payload, kFirstLinePayload);
-    copy_upto1k(payload_of(b) + kFirstLinePayload, payload + kFirstLinePayload,
-                h.length - kFirstLinePayload);
+    // One copy: the payload lies whole after the header (the sender splits
+    // it only to write the first line last).
+    copy_upto1k(payload_of(b), payload, h.length);
   } else {
     copy_out(s, s.tail + kSealBytes + sizeof h, payload_of(b), h.length);
   }
