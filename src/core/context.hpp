@@ -118,6 +118,14 @@ class Context final : public MessageSink {
   bool take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
                     std::size_t cap, rocl_status_t *status, int *rc) noexcept;
   int finish_receive(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status) noexcept;
+  // A blocking receive's wait at the transports' input fronts, after
+  // take_arrived's look missed (messaging.cpp): true if it took its
+  // message (*rc), false to post and wait. Out of line, as recv_posted: a
+  // receive that takes its message at the first look saves no registers
+  // for it.
+  [[gnu::noinline]] bool spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
+                                   void *into, std::size_t cap, rocl_status_t *status,
+                                   int *rc) noexcept;
   int check_receive_args(const char *who, int tag, std::uint32_t domain) noexcept;
   // r: the resource the stub goes back to if the pull fails, held; nullptr:
   // none (deleted), the stub is dropped then.

@@ -5,6 +5,7 @@
 // then (later issues) the transports that reach the destination's context.
 // Receive: post an envelope on the resource's mailbox and wait on it.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -700,6 +701,18 @@ namespace {
 // Receives of this thread that do not look at the transports' inputs
 // first (Context::take_arrived, reset by recv_posted).
 constinit thread_local unsigned t_take_skip = 0;
+
+// What a take past the mailbox asks, under the transport's input
+// (Transport::take_arrived's ready): nothing waits in the mailbox that the
+// receive should match first, and the resource is still dgid's.
+struct TakeCheck {
+  Resource *r;
+  rocl_gid_t gid;
+  static bool ready(const void *arg) noexcept {
+    const auto *c = static_cast<const TakeCheck *>(arg);
+    return c->r->mailbox().nothing_waits() && c->r->gid() == c->gid;
+  }
+};
 }  // namespace
 
 // A receive whose message waits at the front of a transport's input takes
@@ -709,8 +722,10 @@ constinit thread_local unsigned t_take_skip = 0;
 // message queued that it should take first), and the resource is still
 // dgid's. A miss costs a look at every polled transport's inputs, which a
 // ping-pong's receive makes for nothing (its message is not there yet):
-// after one, the next kSkipAfterMiss receives of the thread do not look,
-// unless one of them finds its message at its first poll (recv_posted).
+// after one, the next kSkipAfterMiss receives of the thread do not look
+// here (spin_take, where it applies, looks at once instead), unless one of
+// them finds its message at its first poll (recv_posted) or look
+// (spin_take).
 bool Context::take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
                            std::size_t cap, rocl_status_t *status, int *rc) noexcept {
   constexpr unsigned kSkipAfterMiss = 16;
@@ -718,16 +733,10 @@ bool Context::take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &patte
     --t_take_skip;
     return false;
   }
-  struct Check {
-    Resource *r;
-    rocl_gid_t gid;
-  } const check{r, dgid};
-  const Transport::ReadyFn ready = [](const void *arg) noexcept {
-    const auto *c = static_cast<const Check *>(arg);
-    return c->r->mailbox().nothing_waits() && c->r->gid() == c->gid;
-  };
+  const TakeCheck check{r, dgid};
   for (Transport *t : polled_) {
-    if (Message *msg = t->take_arrived(dgid, pattern, ready, &check); msg != nullptr) {
+    if (Message *msg = t->take_arrived(dgid, pattern, &TakeCheck::ready, &check, nullptr);
+        msg != nullptr) {
       note_match(dgid, msg->header, true);
       progressed();
       *rc = finish_receive(msg, into, cap, status);
@@ -736,6 +745,69 @@ bool Context::take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &patte
   }
   t_take_skip = kSkipAfterMiss;
   return false;
+}
+
+// A blocking receive from a resource of another process, whose message can
+// only come through transports that take arrivals themselves
+// (Transport::takes_arrived: shm), waits by looking at their inputs'
+// fronts (take_arrived), without posting, once its first look (above)
+// missed. Its message, when it comes, is taken there as a stream's
+// receive takes it, without what a posted receive waits through (the
+// poll's delivery, the mailbox's hand-off word, the spin's end): a
+// ping-pong's receive paid that on every message. The look ends with
+// anything else: a message queued in the mailbox meanwhile (another
+// thread's, or one the transport's thread delivered: taken here), or
+// something at a front that only progress() handles (another resource's
+// message, a large one, a receive posted before this one: take_arrived's
+// *left), or after kSpinTakeRounds empty looks (a few microseconds): the
+// receive then posts and waits as before (recv_posted), its spin polling
+// as usual. Not for a message that may come otherwise: from this process
+// or from anyone (the in-process hand-off), or while a transport that
+// does not take arrivals may bring something (tcp, not idle). Nor into
+// caller memory of more than kSpinTakeIntoBytes, which a posted receive
+// has the transport copy straight into (deliver_pieces; a take copies
+// into a pool block first).
+bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
+                        std::size_t cap, rocl_status_t *status, int *rc) noexcept {
+  constexpr unsigned kSpinTakeRounds = 256;
+  constexpr std::size_t kSpinTakeIntoBytes = 256;
+  if ((into != nullptr && cap > kSpinTakeIntoBytes) || pattern.source == ROCL_ANY_GID ||
+      resources_.contains(pattern.source)) {
+    return false;
+  }
+  std::array<Transport *, kMaxPolled> looked;
+  std::size_t n = 0;
+  for (Transport *t : polled_) {
+    if (t->idle()) continue;
+    if (!t->takes_arrived() || n == looked.size()) return false;
+    looked[n++] = t;
+  }
+  if (n == 0) return false;
+  const TakeCheck check{r, dgid};
+  // The lease (transport.hpp): senders leave the transport's thread asleep.
+  for (std::size_t k = 0; k < n; ++k) looked[k]->poll_begin();
+  Message *msg = nullptr;
+  bool queued = false;
+  unsigned round = 0;
+  for (; round < kSpinTakeRounds; ++round) {
+    bool left = false;
+    for (std::size_t k = 0; k < n && msg == nullptr; ++k) {
+      msg = looked[k]->take_arrived(dgid, pattern, &TakeCheck::ready, &check, &left);
+    }
+    if (msg != nullptr) break;
+    if ((queued = take_waiting(r, dgid, pattern, into, cap, status, rc))) break;
+    if (left) break;
+  }
+  for (std::size_t k = 0; k < n; ++k) looked[k]->poll_end(/*will_sleep=*/false);
+  // There at the first look (take_arrived's was skipped): the sender is
+  // ahead, as in a stream, and the next receive looks first again.
+  if (round == 0 && (msg != nullptr || queued)) t_take_skip = 0;
+  if (queued) return true;
+  if (msg == nullptr) return false;
+  note_match(dgid, msg->header, true);
+  progressed();
+  *rc = finish_receive(msg, into, cap, status);
+  return true;
 }
 
 int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, void *into,
@@ -747,8 +819,9 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domai
   // the reference (ResourceTable::get's, without a second look).
   Resource *r = resources_.peek(dgid);
   if (int rc; r != nullptr && take_waiting(r, dgid, pattern, into, cap, status, &rc)) return rc;
-  if (int rc;
-      r != nullptr && timeout != 0 && take_arrived(r, dgid, pattern, into, cap, status, &rc)) {
+  if (int rc; r != nullptr && timeout != 0 &&
+              (take_arrived(r, dgid, pattern, into, cap, status, &rc) ||
+               spin_take(r, dgid, pattern, into, cap, status, &rc))) {
     return rc;
   }
   return recv_posted(r, dgid, pattern, into, cap, status, timeout);

@@ -272,16 +272,31 @@ class Transport {
   // ready() is asked while this transport's input is held, so that nothing
   // it delivers can slip in between: the core says there that no receive
   // and no message wait in the destination's mailbox, so the message
-  // overtakes nothing the mailbox would have matched first.
+  // overtakes nothing the mailbox would have matched first. If `left` is
+  // not null, *left is set when something waits that this call did not
+  // take and only progress() handles (a frame at a front that is another
+  // destination's or pattern's, not a small message whole, bad, or blocked
+  // for want of a pool block; an input half read, or not yet accepted; or
+  // ready() said no) and left as it was otherwise (nothing arrived, or
+  // another thread drives the input). A caller that passes `left` waits
+  // and looks again: a message it takes was not there before it waited,
+  // and the transport readies nothing for messages behind it (shm asks
+  // for none of the next frames' lines, which the sender writes next).
   using ReadyFn = bool (*)(const void *arg) noexcept;
   virtual Message *take_arrived(rocl_gid_t destination, const CoreHeader &pattern, ReadyFn ready,
-                                const void *arg) noexcept {
+                                const void *arg, bool *left) noexcept {
     (void)destination;
     (void)pattern;
     (void)ready;
     (void)arg;
+    (void)left;
     return nullptr;
   }
+  // Whether everything that arrives here comes to an input's front where
+  // take_arrived sees it, so that a waiting receive may poll this
+  // transport with take_arrived alone until its *left says to call
+  // progress() (Context::spin_take). Default: no.
+  virtual bool takes_arrived() const noexcept { return false; }
 
   // Teardown, first step, while this process's resources are still in the
   // directory: waits until the messages send() accepted that need nothing

@@ -264,7 +264,8 @@ class ShmTransportImpl final : public ShmTransport {
   // shm_receive.cpp
   int progress() noexcept override;
   Message *take_arrived(rocl_gid_t destination, const CoreHeader &pattern, ReadyFn ready,
-                        const void *arg) noexcept override;
+                        const void *arg, bool *left) noexcept override;
+  bool takes_arrived() const noexcept override { return true; }
   void poll_begin() noexcept override;
   void poll_end(bool will_sleep) noexcept override;
 
@@ -406,9 +407,11 @@ class ShmTransportImpl final : public ShmTransport {
   void copy_short(const RxSlot &s, const std::byte *at, const wire::ShortHeader &h,
                   BlockHeader *b) const;
   static Message *message_of(BlockHeader *b, const CoreHeader &header, std::uint64_t length);
-  // take_arrived's look at slot i's front frame, rx_busy_ held.
+  // take_arrived's look at slot i's front frame, rx_busy_ held; ahead:
+  // the receive did not wait for it (the sender is ahead of it).
   Message *take_front(std::uint32_t i, RxSlot &s, rocl_gid_t destination,
-                      const CoreHeader &pattern);
+                      const CoreHeader &pattern, bool ahead);
+  bool anything_left() const;
   // Out of line: poll_slot, on every message's path, stays small.
   [[gnu::noinline]] bool deliver_whole_in_ring(RxSlot &s, SlotCtl *ctl,
                                                const wire::MessageHeader &first,

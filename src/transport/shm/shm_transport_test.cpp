@@ -385,16 +385,28 @@ TEST(ShmTransport, AReceiveTakesOnlyItsOwnMessageFromTheFrontOfTheRing) {
   const CoreHeader any_tag{11, ROCL_ANY_TAG, 7};
   // Wait until the first frame is sealed (the sender wrote it before send
   // returned, so at once): the core says something waits, so nothing.
+  // *left: what a look leaves waiting, for progress() (Context::spin_take).
+  bool left = false;
+  const auto take = [&](rocl_gid_t destination, const CoreHeader &pattern) {
+    left = false;
+    return b.t->take_arrived(destination, pattern, ask, &ready, &left);
+  };
   ready.answer = false;
-  EXPECT_EQ(b.t->take_arrived(21, any_tag, ask, &ready), nullptr);
+  EXPECT_EQ(take(21, any_tag), nullptr);
   EXPECT_EQ(ready.asked, 1);
+  EXPECT_TRUE(left) << "the mailbox first: a receive that looks again should post";
   ready.answer = true;
-  EXPECT_EQ(b.t->take_arrived(22, any_tag, ask, &ready), nullptr) << "the front is 21's";
-  EXPECT_EQ(b.t->take_arrived(21, CoreHeader{11, 6, 7}, ask, &ready), nullptr) << "tag 5 first";
-  EXPECT_EQ(b.t->take_arrived(21, CoreHeader{12, ROCL_ANY_TAG, 7}, ask, &ready), nullptr);
-  EXPECT_EQ(b.t->take_arrived(21, CoreHeader{11, 5, 8}, ask, &ready), nullptr) << "domain";
-  Message *m = b.t->take_arrived(21, any_tag, ask, &ready);
+  EXPECT_EQ(take(22, any_tag), nullptr) << "the front is 21's";
+  EXPECT_TRUE(left) << "21's message waits at the front";
+  EXPECT_EQ(take(21, CoreHeader{11, 6, 7}), nullptr) << "tag 5 first";
+  EXPECT_TRUE(left);
+  EXPECT_EQ(take(21, CoreHeader{12, ROCL_ANY_TAG, 7}), nullptr);
+  EXPECT_TRUE(left);
+  EXPECT_EQ(take(21, CoreHeader{11, 5, 8}), nullptr) << "domain";
+  EXPECT_TRUE(left);
+  Message *m = take(21, any_tag);
   ASSERT_NE(m, nullptr);
+  EXPECT_FALSE(left) << "taken: nothing else was looked at";
   EXPECT_EQ(m->header.source, 11u);
   EXPECT_EQ(m->header.tag, 5);
   EXPECT_EQ(m->length, 8u);
@@ -402,7 +414,8 @@ TEST(ShmTransport, AReceiveTakesOnlyItsOwnMessageFromTheFrontOfTheRing) {
   EXPECT_EQ(block_of(m)->state.load(), BlockState::kLibrary);
   b.pool.release(block_of(m), BlockState::kLibrary);
   // The front is 22's now: 21's next message waits behind it.
-  EXPECT_EQ(b.t->take_arrived(21, any_tag, ask, &ready), nullptr);
+  EXPECT_EQ(take(21, any_tag), nullptr);
+  EXPECT_TRUE(left) << "22's message is progress()'s";
   for (auto end = std::chrono::steady_clock::now() + 2s;
        b.sink.count() < 2 && std::chrono::steady_clock::now() < end;) {
     b.t->progress();  // delivers 22's (and stops there: a caller's poll)
@@ -410,12 +423,23 @@ TEST(ShmTransport, AReceiveTakesOnlyItsOwnMessageFromTheFrontOfTheRing) {
   ASSERT_EQ(b.sink.count(), 2u);
   EXPECT_EQ(b.sink.snapshot()[1].destination, 22u);
   EXPECT_EQ(b.sink.snapshot()[1].sum, sums[1]);
-  m = b.t->take_arrived(21, CoreHeader{11, 6, 7}, ask, &ready);
+  m = take(21, CoreHeader{11, 6, 7});
   ASSERT_NE(m, nullptr) << "a frame of several lines is taken too";
   EXPECT_EQ(m->length, 200u);
   EXPECT_EQ(transport_test::checksum(m->data, m->length), sums[2]);
   b.pool.release(block_of(m), BlockState::kLibrary);
-  EXPECT_EQ(b.t->take_arrived(21, any_tag, ask, &ready), nullptr) << "nothing left";
+  EXPECT_EQ(take(21, any_tag), nullptr) << "nothing left";
+  EXPECT_FALSE(left) << "an empty ring leaves nothing for progress()";
+  // A frame of more than 17 lines is taken by a waiting look too.
+  std::uint64_t long_sum = 0;
+  ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 2000, 4, 11, 5, &long_sum)),
+            ROCL_OK);
+  m = take(21, any_tag);
+  ASSERT_NE(m, nullptr) << "a 2000-byte frame, for a waiting receive";
+  EXPECT_FALSE(left);
+  EXPECT_EQ(m->length, 2000u);
+  EXPECT_EQ(transport_test::checksum(m->data, m->length), long_sum);
+  b.pool.release(block_of(m), BlockState::kLibrary);
   b.t->poll_end(false);
   EXPECT_EQ(b.sink.count(), 2u);
 }
@@ -447,7 +471,7 @@ TEST(ShmTransport, ShortFramesOfEverySizeAreTakenIntactWhereverTheyLie) {
       for (auto end = std::chrono::steady_clock::now() + 2s;
            m == nullptr && b.sink.count() == delivered_before &&
            std::chrono::steady_clock::now() < end;) {
-        m = b.t->take_arrived(21, CoreHeader{11, ROCL_ANY_TAG, 7}, yes, nullptr);
+        m = b.t->take_arrived(21, CoreHeader{11, ROCL_ANY_TAG, 7}, yes, nullptr, nullptr);
       }
       const std::uint64_t want = transport_test::checksum(data, n);
       if (m == nullptr && b.sink.count() > delivered_before) {  // the thread's delivery
