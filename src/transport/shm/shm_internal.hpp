@@ -409,8 +409,8 @@ class ShmTransportImpl final : public ShmTransport {
   static Message *message_of(BlockHeader *b, const CoreHeader &header, std::uint64_t length);
   // take_arrived's look at slot i's front frame, rx_busy_ held; ahead:
   // the receive did not wait for it (the sender is ahead of it).
-  Message *take_front(std::uint32_t i, RxSlot &s, rocl_gid_t destination,
-                      const CoreHeader &pattern, bool ahead);
+  Message *take_front(std::uint32_t i, RxSlot &s, rocl_gid_t destination, const CoreHeader &pattern,
+                      bool ahead);
   bool anything_left() const;
   // Out of line: poll_slot, on every message's path, stays small.
   [[gnu::noinline]] bool deliver_whole_in_ring(RxSlot &s, SlotCtl *ctl,
