@@ -759,20 +759,25 @@ bool Context::take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &patte
 // thread's, or one the transport's thread delivered: taken here), or
 // something at a front that only progress() handles (another resource's
 // message, a large one, a receive posted before this one: take_arrived's
-// *left), or after kSpinTakeRounds empty looks (a few microseconds): the
-// receive then posts and waits as before (recv_posted), its spin polling
-// as usual. Not for a message that may come otherwise: from this process
-// or from anyone (the in-process hand-off), or while a transport that
-// does not take arrivals may bring something (tcp, not idle). Nor into
-// caller memory of more than kSpinTakeIntoBytes, which a posted receive
-// has the transport copy straight into (deliver_pieces; a take copies
-// into a pool block first).
+// *left), or after kSpinTakeRounds empty looks (a few microseconds; fewer
+// with a ROCL_SPIN_US below 8, none with 0: the looks are part of the
+// receive's spin): the receive then posts and waits as before
+// (recv_posted), its spin polling as usual. Not for a message that may
+// come otherwise: from this process or from anyone (the in-process
+// hand-off), or while a transport that does not take arrivals may bring
+// something (tcp, not idle). Nor into caller memory of more than
+// kSpinTakeIntoBytes, which a posted receive has the transport copy
+// straight into (deliver_pieces; a take copies into a pool block first).
 bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
                         std::size_t cap, rocl_status_t *status, int *rc) noexcept {
   constexpr unsigned kSpinTakeRounds = 256;
+  constexpr unsigned kLooksPerSpinUs = 32;  // 256 empty looks took 2.4-6.9 us here
   constexpr std::size_t kSpinTakeIntoBytes = 256;
-  if ((into != nullptr && cap > kSpinTakeIntoBytes) || pattern.source == ROCL_ANY_GID ||
-      resources_.contains(pattern.source)) {
+  // Part of the receive's spin (ROCL_SPIN_US; 0: callers sleep at once).
+  const auto rounds = static_cast<unsigned>(
+      std::min<std::uint64_t>(kSpinTakeRounds, std::uint64_t{options_.spin_us} * kLooksPerSpinUs));
+  if (rounds == 0 || (into != nullptr && cap > kSpinTakeIntoBytes) ||
+      pattern.source == ROCL_ANY_GID || resources_.contains(pattern.source)) {
     return false;
   }
   std::array<Transport *, kMaxPolled> looked;
@@ -789,7 +794,7 @@ bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
   Message *msg = nullptr;
   bool queued = false;
   unsigned round = 0;
-  for (; round < kSpinTakeRounds; ++round) {
+  for (; round < rounds; ++round) {
     bool left = false;
     for (std::size_t k = 0; k < n && msg == nullptr; ++k) {
       msg = looked[k]->take_arrived(dgid, pattern, &TakeCheck::ready, &check, &left);
