@@ -276,12 +276,14 @@ class Transport {
   // not null, *left is set when something waits that this call did not
   // take and only progress() handles (a frame at a front that is another
   // destination's or pattern's, not a small message whole, bad, or blocked
-  // for want of a pool block; an input half read, or not yet accepted; or
-  // ready() said no) and left as it was otherwise (nothing arrived, or
-  // another thread drives the input). A caller that passes `left` waits
-  // and looks again: a message it takes was not there before it waited,
-  // and the transport readies nothing for messages behind it (shm asks
-  // for none of the next frames' lines, which the sender writes next).
+  // for want of a pool block; an input half read, or not yet accepted;
+  // this side's sends that need progress() to finish, such as shm's
+  // rendezvous sends with their copy offers; or ready() said no) and left
+  // as it was otherwise (nothing arrived, or another thread drives the
+  // input). A caller that passes `left` waits and looks again: a message
+  // it takes was not there before it waited, and the transport readies
+  // nothing for messages behind it (shm asks for none of the next frames'
+  // lines, which the sender writes next).
   using ReadyFn = bool (*)(const void *arg) noexcept;
   virtual Message *take_arrived(rocl_gid_t destination, const CoreHeader &pattern, ReadyFn ready,
                                 const void *arg, bool *left) noexcept {

@@ -66,6 +66,11 @@ Message *ShmTransportImpl::take_arrived(rocl_gid_t destination, const CoreHeader
     }
     // Asked after a miss only: a take's path stays as it was.
     if (m == nullptr && left != nullptr && anything_left()) *left = true;
+    // Our own messages sent by rendezvous: their receivers' copy offers
+    // and the buffers they hand back are progress()'s (reap_all), and a
+    // receiver waits for the offer it made (16-64 KiB one-way 4x slower
+    // while the sender only looked here).
+    if (left != nullptr && pending_total_.load(std::memory_order_relaxed) != 0) *left = true;
   } else if (left != nullptr) {
     *left = true;  // the mailbox first: the core's to say
   }
