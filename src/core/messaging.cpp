@@ -757,17 +757,18 @@ bool Context::take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &patte
 // ping-pong's receive paid that on every message. The look ends with
 // anything else: a message queued in the mailbox meanwhile (another
 // thread's, or one the transport's thread delivered: taken here), or
-// something at a front that only progress() handles (another resource's
-// message, a large one, a receive posted before this one: take_arrived's
-// *left), or after kSpinTakeRounds empty looks (a few microseconds; fewer
-// with a ROCL_SPIN_US below 8, none with 0: the looks are part of the
-// receive's spin): the receive then posts and waits as before
-// (recv_posted), its spin polling as usual. Not for a message that may
-// come otherwise: from this process or from anyone (the in-process
-// hand-off), or while a transport that does not take arrivals may bring
-// something (tcp, not idle). Nor into caller memory of more than
-// kSpinTakeIntoBytes, which a posted receive has the transport copy
-// straight into (deliver_pieces; a take copies into a pool block first).
+// something only progress() handles (at a front: another resource's
+// message, a large one; a receive posted before this one; this side's
+// own rendezvous sends in flight: take_arrived's *left), or after
+// kSpinTakeRounds empty looks (a few microseconds; fewer with a
+// ROCL_SPIN_US below 8, none with 0: the looks are part of the receive's
+// spin): the receive then posts and waits as before (recv_posted), its
+// spin polling as usual. Not for a message that may come otherwise: from
+// this process or from anyone (the in-process hand-off), or while a
+// transport that does not take arrivals may bring something (tcp, not
+// idle). Nor into caller memory of more than kSpinTakeIntoBytes, which a
+// posted receive has the transport copy straight into (deliver_pieces; a
+// take copies into a pool block first).
 bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
                         std::size_t cap, rocl_status_t *status, int *rc) noexcept {
   constexpr unsigned kSpinTakeRounds = 256;
