@@ -118,6 +118,8 @@ class Context final : public MessageSink {
   bool take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
                     std::size_t cap, rocl_status_t *status, int *rc) noexcept;
   int finish_receive(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status) noexcept;
+  int finish_take(rocl_gid_t dgid, Message *msg, void *into, std::size_t cap,
+                  rocl_status_t *status) noexcept;
   // A blocking receive's wait at the transports' input fronts, after
   // take_arrived's look missed (messaging.cpp): true if it took its
   // message (*rc), false to post and wait. Out of line, as recv_posted: a

@@ -715,6 +715,14 @@ struct TakeCheck {
 };
 }  // namespace
 
+// A message taken past the mailbox (take_arrived, spin_take): matched here.
+int Context::finish_take(rocl_gid_t dgid, Message *msg, void *into, std::size_t cap,
+                         rocl_status_t *status) noexcept {
+  note_match(dgid, msg->header, true);
+  progressed();  // the match may owe an acknowledgement (ROCL_FLAG_ACK)
+  return finish_receive(msg, into, cap, status);
+}
+
 // A receive whose message waits at the front of a transport's input takes
 // it from there (Transport::take_arrived), without a reference to its
 // resource, as take_waiting, once the transport holds its input and
@@ -737,9 +745,7 @@ bool Context::take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &patte
   for (Transport *t : polled_) {
     if (Message *msg = t->take_arrived(dgid, pattern, &TakeCheck::ready, &check, nullptr);
         msg != nullptr) {
-      note_match(dgid, msg->header, true);
-      progressed();
-      *rc = finish_receive(msg, into, cap, status);
+      *rc = finish_take(dgid, msg, into, cap, status);
       return true;
     }
   }
@@ -808,12 +814,8 @@ bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
   // There at the first look (take_arrived's was skipped): the sender is
   // ahead, as in a stream, and the next receive looks first again.
   if (round == 0 && (msg != nullptr || queued)) t_take_skip = 0;
-  if (queued) return true;
-  if (msg == nullptr) return false;
-  note_match(dgid, msg->header, true);
-  progressed();
-  *rc = finish_receive(msg, into, cap, status);
-  return true;
+  if (msg != nullptr) *rc = finish_take(dgid, msg, into, cap, status);
+  return queued || msg != nullptr;
 }
 
 int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, void *into,

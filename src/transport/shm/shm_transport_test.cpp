@@ -383,14 +383,14 @@ TEST(ShmTransport, AReceiveTakesOnlyItsOwnMessageFromTheFrontOfTheRing) {
     return r->answer;
   };
   const CoreHeader any_tag{11, ROCL_ANY_TAG, 7};
-  // Wait until the first frame is sealed (the sender wrote it before send
-  // returned, so at once): the core says something waits, so nothing.
   // *left: what a look leaves waiting, for progress() (Context::spin_take).
   bool left = false;
   const auto take = [&](rocl_gid_t destination, const CoreHeader &pattern) {
     left = false;
     return b.t->take_arrived(destination, pattern, ask, &ready, &left);
   };
+  // Wait until the first frame is sealed (the sender wrote it before send
+  // returned, so at once): the core says something waits, so nothing.
   ready.answer = false;
   EXPECT_EQ(take(21, any_tag), nullptr);
   EXPECT_EQ(ready.asked, 1);
