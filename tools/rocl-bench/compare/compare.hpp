@@ -3,12 +3,14 @@
 // rocl-bench's main() hands the arguments after "compare" here. The parts:
 //   compare_options  the command line
 //   stages, *_stage  which systems each stage measures and how (one table)
-//   stage            the interleaved rounds, one program run at a time
+//   stage            the interleaved rounds, one program run at a time, a
+//                    cpu probe (limits) just before and after each
 //   child_process    running a program in its own group, under a time limit
 //   output_parse     reading the programs' rows
 //   limits, ucx_perftest_run, rocl_ranks (ports_rank, sustain_rank)
 //                    the measurements that are not a program of their own
-//   results, tables, goals, results_csv, plots   what is shown
+//   results, tables, cpu_probes, goals, results_csv, plots, text_table
+//                    what is shown
 // docs/tools.md and docs/performance.md describe it for users.
 #pragma once
 

@@ -157,6 +157,7 @@ int run_comparison(const CompareOptions &o) {
   }
 
   print_tables(stdout, results, o);
+  print_cpu_probes(stdout, results);
   print_goals(stdout, results, o.quick);
   const std::string csv = o.out + "/compare.csv";
   if (!write_results_csv(csv, results)) {

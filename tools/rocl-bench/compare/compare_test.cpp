@@ -16,9 +16,11 @@
 
 #include "child_process.hpp"
 #include "compare_options.hpp"
+#include "limits.hpp"
 #include "output_parse.hpp"
 #include "results.hpp"
 #include "stats.hpp"
+#include "threads.hpp"
 
 namespace rocl_bench::compare {
 namespace {
@@ -384,6 +386,72 @@ bool running(pid_t pid) {
   std::string pid_text, comm, state;
   stat >> pid_text >> comm >> state;
   return state != "Z";
+}
+
+// Two systems, two rounds: rocl-shm's second run had the cpus moved apart
+// after it (0.16 us against a median of 0.035).
+StageRun p2p_run_with_probes() {
+  StageRun run;
+  run.stage = "p2p";
+  for (const char *name : {"rocl-shm", "ompi-vader", "absent"}) {
+    run.configs.push_back(Config{name, "shm", "", "", nullptr, 0});
+  }
+  run.result.cpu_probes = {{"rocl-shm", 1, 0.034, 0.035},
+                           {"ompi-vader", 1, 0.035, 0.036},
+                           {"rocl-shm", 2, 0.035, 0.16},
+                           {"ompi-vader", 2, 0.015, 0.034}};
+  return run;
+}
+
+TEST(CpuProbes, ProbesOverTwiceTheStagesMedianAreMarked) {
+  const StageRun run = p2p_run_with_probes();
+  const double median = probes_median(run.result.cpu_probes);
+  EXPECT_DOUBLE_EQ(median, 0.035);
+  EXPECT_FALSE(slow_probe(0.07, median));
+  EXPECT_TRUE(slow_probe(0.0701, median));
+  EXPECT_FALSE(slow_probe(1.0, 0));  // no median: nothing is judged
+  EXPECT_EQ(probe_cell(run.result.cpu_probes[2], median), "0.035/0.160*");
+  EXPECT_EQ(probe_cell(run.result.cpu_probes[3], median), "0.015/0.034");
+}
+
+TEST(CpuProbes, PrintedPerSystemAndRoundAndWrittenToTheCsv) {
+  Results results;
+  results.stages.push_back(p2p_run_with_probes());
+  const std::string text = printed([&](std::FILE *f) { print_cpu_probes(f, results); });
+  EXPECT_NE(text.find("p2p: median probe 0.035 us; 1 of 8 probes over 2x it; runs next to one: "
+                      "rocl-shm 1 of 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rocl-shm    0.034/0.035  0.035/0.160*"), std::string::npos) << text;
+  EXPECT_EQ(text.find("absent"), std::string::npos) << text;  // no run, no row
+
+  const std::string csv = testing::TempDir() + "cpu_probes.csv";
+  ASSERT_TRUE(write_results_csv(csv, results));
+  std::ifstream in(csv);
+  const std::string written{std::istreambuf_iterator<char>(in), {}};
+  EXPECT_NE(written.find("p2p,cpu-after,rocl-shm,shm,64,1,2,0.16,0.16,0.16,us\n"),
+            std::string::npos)
+      << written;
+  EXPECT_NE(written.find("p2p,cpu-before,ompi-vader,shm,64,1,2,0.015,0.015,0.015,us\n"),
+            std::string::npos)
+      << written;
+  std::remove(csv.c_str());
+}
+
+TEST(CpuProbes, NoProbesNoTable) {
+  Results results;
+  results.stages.push_back(shm_run_with_rocl_mpi());
+  EXPECT_EQ(printed([&](std::FILE *f) { print_cpu_probes(f, results); }), "");
+}
+
+TEST(CpuProbes, AProbeBetweenTwoCpusIsAShortPositiveTime) {
+  const std::vector<int> cpus = usable_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two cpus";
+  const double us = probe_cpus(cpus);
+  EXPECT_TRUE(std::isfinite(us));
+  EXPECT_GT(us, 0);
+  EXPECT_LT(us, 1000);  // a hand-off, not a sleep: even a shared cpu yields
+  EXPECT_EQ(probe_cpus({cpus[0]}), 0);
 }
 
 TEST(ChildProcess, ExitStatusAndOutputInTheLog) {

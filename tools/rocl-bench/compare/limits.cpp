@@ -85,8 +85,9 @@ std::uint64_t wait_for(const Line &line, std::uint64_t expected) {
 
 constexpr std::uint64_t kStop = ~std::uint64_t{0} - 1;
 
-std::vector<Sample> measure_cacheline(const CompareOptions &o, const std::vector<int> &cpus,
-                                      int round) {
+// `reps` one-way times (us) of a cache line handed back and forth between
+// cpus[0] and cpus[1], each over about `seconds`.
+std::vector<double> cacheline_reps(const std::vector<int> &cpus, double seconds, int reps) {
   auto line = std::make_unique<Line>();
   std::vector<double> us;
   auto ping = [&] {
@@ -99,8 +100,8 @@ std::vector<Sample> measure_cacheline(const CompareOptions &o, const std::vector
       }
       return seconds_since(start);
     };
-    const long n = plan_iterations(round_trips, o.seconds, 50'000'000L);
-    for (int rep = 0; rep < o.reps; ++rep) {
+    const long n = plan_iterations(round_trips, seconds, 50'000'000L);
+    for (int rep = 0; rep < reps; ++rep) {
       us.push_back(round_trips(n) / static_cast<double>(n) / 2 * 1e6);
     }
     line->value.store(kStop, std::memory_order_release);
@@ -112,12 +113,22 @@ std::vector<Sample> measure_cacheline(const CompareOptions &o, const std::vector
     }
   };
   run_threads("cache-line ping-pong", {ping, echo}, {cpus[0], cpus[1]},
-              60 + 20 * o.seconds * (o.reps + 1));
-  const Row row = summarize("cacheline", 64, 1, us, "us");
+              60 + 20 * seconds * (reps + 1));
+  return us;
+}
+
+std::vector<Sample> measure_cacheline(const CompareOptions &o, const std::vector<int> &cpus,
+                                      int round) {
+  const Row row = summarize("cacheline", 64, 1, cacheline_reps(cpus, o.seconds, o.reps), "us");
   return {{"latency", "cacheline", 64, 1, round, row.median, row.min, row.max, "us"}};
 }
 
 }  // namespace
+
+double probe_cpus(const std::vector<int> &cpus) {
+  if (cpus.size() < 2) return 0;
+  return median_of(cacheline_reps(cpus, kCpuProbeSeconds, 3));
+}
 
 RunOutcome run_limits(const RunRequest &r) {
   const CompareOptions &o = r.options;

@@ -16,4 +16,11 @@ namespace rocl_bench::compare {
 
 RunOutcome run_limits(const RunRequest &r);
 
+// Where the two cpus are now: the median one-way time (us) of three short
+// cache-line hand-offs between cpus[0] and cpus[1] (about 10 ms in all,
+// calibration included); 0 with fewer than two cpus. run_stage takes one
+// just before and one just after every run (see CpuProbe in stage.hpp).
+constexpr double kCpuProbeSeconds = 0.002;
+double probe_cpus(const std::vector<int> &cpus);
+
 }  // namespace rocl_bench::compare

@@ -63,6 +63,15 @@ std::vector<Sustainability> sustainability(const StageRun &run);
 // the goals of issue 5 (ok / MISS) and what was not measured and why.
 void print_tables(std::FILE *out, const Results &results, const CompareOptions &o);
 
+// The cpu probes (CpuProbe in stage.hpp), stage by stage: each system's
+// before/after per round, a probe over kSlowProbeFactor x the stage's
+// median marked "*", and which systems had such a probe around a run.
+void print_cpu_probes(std::FILE *out, const Results &results);
+constexpr double kSlowProbeFactor = 2;
+double probes_median(const std::vector<CpuProbe> &probes);  // of every before and after
+bool slow_probe(double us, double median);
+std::string probe_cell(const CpuProbe &p, double median);  // "0.034/0.16*"
+
 // The goals of issue 5, each ok or MISS (goals.cpp); with more than one
 // round the point-to-point goals twice, on the medians of the rounds and
 // on each system's best round. `quick` says that the figures are --quick

@@ -4,7 +4,8 @@
 // over the rounds; ratio rows of each of rocl's systems against the best
 // anchor (system "rocl-shm/ompi-vader", "rocl-mpi-shm/ucx-shm", unit "ratio")
 // and the sustainability ratios (metric compute-ratio, rtt-ratio, geomean,
-// rtt-best-ratio, geomean-best) follow with round "all".
+// rtt-best-ratio, geomean-best) follow with round "all"; then the cpu
+// probes around each run (metric cpu-before and cpu-after, size 64, us).
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -87,6 +88,15 @@ bool write_results_csv(const std::string &path, const Results &results) {
           s.median, s.min, s.max, s.unit);
     }
     ratio_rows(f, run);
+  }
+  for (const auto &run : results.stages) {
+    for (const auto &p : run.result.cpu_probes) {
+      const std::string cls = class_of(run, p.system), round = std::to_string(p.round);
+      row(f, run.stage, "cpu-before", p.system, cls, 64, 1, round, p.before_us, p.before_us,
+          p.before_us, "us");
+      row(f, run.stage, "cpu-after", p.system, cls, 64, 1, round, p.after_us, p.after_us,
+          p.after_us, "us");
+    }
   }
   return std::fclose(f) == 0;
 }

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "limits.hpp"
 #include "report.hpp"
 
 namespace rocl_bench::compare {
@@ -62,7 +63,10 @@ void run_stage(const std::string &stage, const std::vector<Config> &configs,
       RunRequest request{o, p, round, base + ".log", base};
       progress.begin(stage + " round " + std::to_string(round) + "/" + std::to_string(o.rounds) +
                      ": " + c.name);
+      CpuProbe probe{c.name, round, probe_cpus(p.cpus), 0};
       RunOutcome outcome = c.run(request);
+      probe.after_us = probe_cpus(p.cpus);
+      if (probe.before_us > 0 && probe.after_us > 0) result.cpu_probes.push_back(probe);
       if (outcome.ok && outcome.samples.size() < c.expected) {
         outcome.ok = false;
         outcome.why = "gave " + std::to_string(outcome.samples.size()) + " of the " +

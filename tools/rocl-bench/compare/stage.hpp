@@ -43,11 +43,27 @@ struct Config {
   std::size_t expected = 0;  // figures a run gives; fewer fail it
 };
 
-// What a stage leaves: every run's samples, and the configurations that
-// failed (name -> why; a configuration that fails is not run again).
+// Where the two cpus were around one run. A virtual machine's cpus move
+// between physical ones while it runs (on the AMD EPYC VM of
+// docs/performance.md a cache line crosses between them in about 0.015 us
+// as two threads of one core, 0.035 us on one die and 0.16 us across dies,
+// changing every second or so), and every figure between the two cpus
+// moves with them, 2-3x. A short hand-off just before and just after each
+// run records it, so that the output can say which runs the machine may
+// have slowed; no figure is dropped or retaken for it.
+struct CpuProbe {
+  std::string system;
+  int round = 1;
+  double before_us = 0, after_us = 0;  // one-way; 0: not measured
+};
+
+// What a stage leaves: every run's samples, the configurations that failed
+// (name -> why; a configuration that fails is not run again), and the cpu
+// probes around its runs (none with fewer than two cpus).
 struct StageResult {
   std::vector<Sample> samples;
   std::map<std::string, std::string> failed;
+  std::vector<CpuProbe> cpu_probes;
 };
 
 // Seconds a run of `points` measured points may take before it is stopped.
