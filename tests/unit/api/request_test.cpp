@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -573,6 +574,7 @@ TEST_F(Requests, ReceivesPostedWhileTheirResourceIsDeletedNeverTakeItsSuccessors
   std::atomic<rocl_gid_t> target{ROCL_NULL_GID};
   std::atomic<bool> stop{false};
   std::atomic<int> stolen{0}, other{0}, posted{0};
+  std::atomic<rocl_gid_t> posted_on{ROCL_NULL_GID};  // the poster's last post
   std::thread poster([&] {
     while (!stop.load()) {
       const rocl_gid_t g = target.load();
@@ -585,6 +587,7 @@ TEST_F(Requests, ReceivesPostedWhileTheirResourceIsDeletedNeverTakeItsSuccessors
         continue;
       }
       ++posted;
+      posted_on.store(g);
       rocl_status_t st{};
       const int w = rocl_wait(&req, &st, 5000);
       if (w == ROCL_OK) {
@@ -599,6 +602,17 @@ TEST_F(Requests, ReceivesPostedWhileTheirResourceIsDeletedNeverTakeItsSuccessors
   for (int i = 0; i < kRounds; ++i) {
     target.store(previous);  // the poster hammers it from now on
     std::this_thread::yield();
+    if (i % 16 == 0) {
+      // Now and then the delete waits (up to 1 s) for a post on the
+      // resource it deletes: on a loaded machine the poster may otherwise
+      // not run before the rounds end, and the test would prove nothing.
+      // (Its post can only be on this resource: every earlier one is
+      // deleted, and the delete completed any post on it.)
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (posted_on.load() != previous && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+    }
     ASSERT_EQ(rocl_delete(previous), ROCL_OK);
     const rocl_gid_t g = must_register("req", "churn");  // most likely the same object
     ASSERT_NE(g, ROCL_NULL_GID);
