@@ -2,7 +2,6 @@
 // the CSV (see CpuProbe in stage.hpp and results.hpp).
 #include <algorithm>
 #include <cstdio>
-#include <map>
 
 #include "results.hpp"
 #include "text_table.hpp"
@@ -29,6 +28,11 @@ std::string probe_cell(const CpuProbe &p, double median) {
 
 namespace {
 
+// How many of a run's two probes are slow: 0, 1 or 2.
+int slow_ends(const CpuProbe &p, double median) {
+  return (slow_probe(p.before_us, median) ? 1 : 0) + (slow_probe(p.after_us, median) ? 1 : 0);
+}
+
 // "rocl-shm 2 of 5, ompi-vader 1 of 5": the systems with a slow probe
 // around at least one of their runs, in column order.
 std::string systems_with_slow_runs(const StageRun &run, double median) {
@@ -38,7 +42,7 @@ std::string systems_with_slow_runs(const StageRun &run, double median) {
     for (const auto &p : run.result.cpu_probes) {
       if (p.system != c.name) continue;
       ++runs;
-      if (slow_probe(p.before_us, median) || slow_probe(p.after_us, median)) ++slow;
+      if (slow_ends(p, median) != 0) ++slow;
     }
     if (slow == 0) continue;
     text += (text.empty() ? "" : ", ") + c.name + " " + std::to_string(slow) + " of " +
@@ -67,9 +71,7 @@ void print_stage_probes(std::FILE *out, const StageRun &run) {
     if (any) table.add(row);
   }
   int slow = 0;
-  for (const auto &p : probes) {
-    slow += (slow_probe(p.before_us, median) ? 1 : 0) + (slow_probe(p.after_us, median) ? 1 : 0);
-  }
+  for (const auto &p : probes) slow += slow_ends(p, median);
   std::fprintf(out,
                "\n%s: median probe %s us; %d of %zu probes over %gx it; runs next to one: %s\n",
                run.stage.c_str(), format_figure(median).c_str(), slow, 2 * probes.size(),
@@ -89,7 +91,7 @@ void print_cpu_probes(std::FILE *out, const Results &results) {
           "\nthe two cpus around each run: a cache line's one-way time between them "
           "just before / just after the run, us (* = over %gx the stage's median: "
           "the cpus had moved further apart, and that run's figures between them may "
-          "be slower for it: a virtual machine's cpus may move between physical ones as it runs)\n",
+          "be slower for it; a virtual machine's cpus may move between physical ones as it runs)\n",
           kSlowProbeFactor);
       header = true;
     }
