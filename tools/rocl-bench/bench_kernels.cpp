@@ -156,9 +156,38 @@ std::size_t block_bytes(std::size_t size) {
   return block;
 }
 
+namespace {
+std::size_t wanted_window(std::size_t size, int window) {
+  if (window != 0) return static_cast<std::size_t>(window);
+  return std::max<std::size_t>(kNoAckMinWindow, kNoAckBytes / block_bytes(size));
+}
+}  // namespace
+
 int window_for(std::size_t size, int window) {
   const std::size_t fit = std::max<std::size_t>(1, kMaxBytesInFlight / block_bytes(size));
-  return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(window), fit));
+  return static_cast<int>(std::min<std::size_t>(wanted_window(size, window), fit));
+}
+
+std::string describe_window(int window, const std::vector<std::size_t> &sizes) {
+  if (window == 0) {
+    std::string text = "window 0: next to no acks, one every " + std::to_string(kNoAckBytes >> 20) +
+                       " MiB of blocks (";
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      text += (i != 0 ? ", " : "") + std::to_string(window_for(sizes[i], 0)) + " for " +
+              format_size(sizes[i]);
+    }
+    return text + ")";
+  }
+  std::string text = "window " + std::to_string(window);
+  for (std::size_t size : sizes) {
+    if (window_for(size, window) < window) {
+      text += " (" + std::to_string(window_for(size, window)) + " for " + format_size(size) +
+              ", to keep <= " + std::to_string(kMaxBytesInFlight >> 20) +
+              " MiB of blocks in flight)";
+      break;
+    }
+  }
+  return text;
 }
 
 void send_config(rocl_gid_t from, rocl_gid_t to, int window, bool touch) {

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "bench_runner.hpp"
@@ -32,6 +33,16 @@ inline constexpr int kTagStop = 4;
 // Streams keep at most this many bytes of pool blocks in flight: the
 // window shrinks for big messages (16 MiB messages use 32 MiB blocks).
 inline constexpr std::size_t kMaxBytesInFlight = std::size_t{256} << 20;
+
+// --window 0: a stream next to without acks, as ucx_perftest's tag_bw
+// (which has none): an ack only every kNoAckBytes of blocks (65536
+// messages of up to 64 bytes, about 4 ms of them here), so that a
+// sender of small messages never waits for one in practice, and at least
+// every kNoAckMinWindow messages (the default window: from 256 KiB on the
+// same stream as with acks), so that a sender of big messages does not
+// cycle through more memory than the acked stream does.
+inline constexpr std::size_t kNoAckBytes = std::size_t{16} << 20;
+inline constexpr int kNoAckMinWindow = 64;
 
 // A resource registered for the benchmark ({type=rocl-bench, role, index}),
 // deleted when it goes.
@@ -84,8 +95,13 @@ struct StreamCount {
 // The pool block a message of `size` bytes uses (a power of two >= 256).
 std::size_t block_bytes(std::size_t size);
 
-// `window`, or fewer so that at most kMaxBytesInFlight of blocks are in flight.
+// `window` (for 0 as many as kNoAckBytes of blocks), or fewer so that at most
+// kMaxBytesInFlight of blocks are in flight.
 int window_for(std::size_t size, int window);
+
+// "window 64 (8 for 16M, to keep <= 256 MiB of blocks in flight)" for
+// the streams of `sizes`; window 0 says it means next to no acks.
+std::string describe_window(int window, const std::vector<std::size_t> &sizes);
 
 // Tells the drain() at `to` the window and touch mode of the data that follows.
 void send_config(rocl_gid_t from, rocl_gid_t to, int window, bool touch);

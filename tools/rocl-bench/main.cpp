@@ -44,7 +44,9 @@ const char kUsage[] =
     "  --pairs LIST    thread pairs for rate [1,2,4,8]\n"
     "  --reps N        repetitions per point; the table shows median, min, max [5]\n"
     "  --time S        seconds per repetition [0.2]\n"
-    "  --window N      messages between two acks in bandwidth and rate [64]\n"
+    "  --window N      messages between two acks in bandwidth and rate [64];\n"
+    "                  0: next to no acks (one per 16 MiB of blocks: 65536\n"
+    "                  small messages), as ucx_perftest's stream, which has none\n"
     "  --touch         bandwidth: also rows with the payload written and read\n"
     "  --cpu-pin       pin the two threads (processes) of a pair to different cpus\n"
     "                  [on when at least 2 cpus are usable]\n"
@@ -98,6 +100,16 @@ int parse_positive(const char *option, std::string_view text) {
   long long v = 0;
   if (!parse_count(text, &v) || v < 1 || v > 1'000'000) {
     usage_error(std::string(option) + " wants a positive integer, not '" + std::string(text) + "'");
+  }
+  return static_cast<int>(v);
+}
+
+// --window: a positive count, or 0 for next to no acks (window_for).
+int parse_window(std::string_view text) {
+  long long v = 0;
+  if (!parse_count(text, &v) || v < 0 || v > 1'000'000) {
+    usage_error("--window wants a count of messages (0: next to no acks), not '" +
+                std::string(text) + "'");
   }
   return static_cast<int>(v);
 }
@@ -189,7 +201,7 @@ CommandLine parse(int argc, char **argv) {
       cl.options.seconds = parse_seconds("--time", take_value());
       time_set = true;
     } else if (arg == "--window") {
-      cl.options.window = parse_positive("--window", take_value());
+      cl.options.window = parse_window(take_value());
     } else if (arg == "--touch") {
       cl.options.touch = true;
     } else if (arg == "--cpu-pin") {

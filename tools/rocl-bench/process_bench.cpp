@@ -270,15 +270,7 @@ void prefault(std::size_t size, int window) {
 std::vector<Row> drive_bandwidth(const Link &link, const ProcessRun &run) {
   const BenchOptions &o = run.options;
   const std::vector<std::size_t> &sizes = bandwidth_sizes(o);
-  std::printf("  window %d", o.window);
-  for (std::size_t size : sizes) {
-    if (window_for(size, o.window) < o.window) {
-      std::printf(" (%d for %s, to keep <= %zu MiB of blocks in flight)",
-                  window_for(size, o.window), format_size(size).c_str(), kMaxBytesInFlight >> 20);
-      break;
-    }
-  }
-  std::printf("\n");
+  std::printf("  %s\n", describe_window(o.window, sizes).c_str());
   std::fflush(stdout);
   std::vector<bool> modes{false};
   if (o.touch) modes.push_back(true);

@@ -55,14 +55,8 @@ std::vector<Row> run_latency(const BenchOptions &o) {
 std::vector<Row> run_bandwidth(const BenchOptions &o) {
   BenchResource sender("sender", 0);
   BenchResource receiver("receiver", 0);
-  std::printf("  %s; window %d", o.placement.describe_pair("sender", "receiver").c_str(), o.window);
-  for (std::size_t size : bandwidth_sizes(o)) {
-    if (window_for(size, o.window) < o.window) {
-      std::printf(" (%d for %s, to keep <= %zu MiB of blocks in flight)",
-                  window_for(size, o.window), format_size(size).c_str(), kMaxBytesInFlight >> 20);
-      break;
-    }
-  }
+  std::printf("  %s; %s", o.placement.describe_pair("sender", "receiver").c_str(),
+              describe_window(o.window, bandwidth_sizes(o)).c_str());
   std::printf("; 1 MB = 1e6 B\n");
   std::fflush(stdout);
 

@@ -14,6 +14,7 @@
 #include <limits>
 #include <sstream>
 
+#include "bench_kernels.hpp"
 #include "child_process.hpp"
 #include "compare_options.hpp"
 #include "limits.hpp"
@@ -323,6 +324,102 @@ TEST(Results, EachOfRoclsSystemsHasItsRatioAndItsGoal) {
   const std::string goals = printed([&](std::FILE *f) { print_goals(f, results, false); });
   EXPECT_NE(goals.find("MISS  shm latency <= best"), std::string::npos) << goals;
   EXPECT_NE(goals.find("ok    rocl's MPI: shm latency <= best"), std::string::npos) << goals;
+}
+
+// A p2p run of one shm stream point: rocl-bench's stream (acks every
+// window) behind ucx_perftest's (no acks) and ahead of Open MPI's (acks),
+// rocl's stream without acks ahead of ucx_perftest's; and a latency.
+StageRun shm_run_with_streams_of_both_kinds() {
+  StageRun run;
+  run.stage = "p2p";
+  for (const char *name : {"rocl-shm", "rocl-shm-noack", "ompi-vader", "ucx-shm"}) {
+    run.configs.push_back(Config{name, "shm", "", "", nullptr, 0});
+  }
+  run.configs[1].stream_acks = false;
+  run.configs[1].stream_only = true;
+  run.configs[3].stream_acks = false;
+  auto add = [&](const char *metric, const char *system, double v) {
+    run.summary.push_back({metric, system, 8, 1, v, v, v, 1, ""});
+  };
+  add("bandwidth", "rocl-shm", 0.12);
+  add("bandwidth", "rocl-shm-noack", 0.15);
+  add("bandwidth", "ompi-vader", 0.10);
+  add("bandwidth", "ucx-shm", 0.14);
+  add("latency", "rocl-shm", 0.15);
+  add("latency", "ompi-vader", 0.2);
+  add("latency", "ucx-shm", 0.1);
+  return run;
+}
+
+// The words of the first line of `text` whose first word is `first` after
+// the line starting with `title`.
+std::vector<std::string> row_after(const std::string &text, const std::string &title,
+                                   const std::string &first) {
+  std::istringstream lines(text.substr(std::min(text.find(title), text.size())));
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::vector<std::string> w{std::istream_iterator<std::string>(words), {}};
+    if (!w.empty() && w[0] == first) return w;
+  }
+  return {};
+}
+
+// rocl-bench --window 0 (rocl-shm-noack's stream): an ack per 16 MiB of
+// blocks, at least every 64 messages, at most 256 MiB in flight.
+TEST(StreamWindows, ZeroMeansNextToNoAcks) {
+  EXPECT_EQ(window_for(1, 0), 65536);   // 256-byte blocks
+  EXPECT_EQ(window_for(64, 0), 65536);  // the largest payload of a 256-byte block
+  EXPECT_EQ(window_for(65, 0), 32768);
+  EXPECT_EQ(window_for(4096, 0), 2048);  // 8 KiB blocks
+  EXPECT_EQ(window_for(256 << 10, 0), 64);
+  EXPECT_EQ(window_for(16 << 20, 0), 8);  // 32 MiB blocks: the in-flight bound
+  EXPECT_EQ(window_for(1, 64), 64);
+  EXPECT_EQ(window_for(16 << 20, 64), 8);
+  EXPECT_EQ(describe_window(0, {1, 16 << 20}),
+            "window 0: next to no acks, one every 16 MiB of blocks (65536 for 1, 8 for 16M)");
+  EXPECT_EQ(describe_window(64, {1, 16 << 20}),
+            "window 64 (8 for 16M, to keep <= 256 MiB of blocks in flight)");
+}
+
+TEST(Results, StreamsAreSetBesideStreamsOfTheirKindOnly) {
+  const StageRun run = shm_run_with_streams_of_both_kinds();
+  const std::vector<std::string> anchors = {"ompi-vader", "ucx-shm"};
+  EXPECT_EQ(anchors_like(run, "bandwidth", "rocl-shm", anchors),
+            (std::vector<std::string>{"ompi-vader"}));
+  EXPECT_EQ(anchors_like(run, "rate", "rocl-shm-noack", anchors),
+            (std::vector<std::string>{"ucx-shm"}));
+  EXPECT_EQ(anchors_like(run, "latency", "rocl-shm", anchors), anchors);
+  EXPECT_EQ(rocl_systems_for(run, "shm", "rocl-shm", "latency"),
+            (std::vector<std::string>{"rocl-shm"}));
+  EXPECT_EQ(rocl_systems_for(run, "shm", "rocl-shm", "bandwidth"),
+            (std::vector<std::string>{"rocl-shm", "rocl-shm-noack"}));
+
+  Results results;
+  results.stages.push_back(run);
+  const std::string tables = printed([&](std::FILE *f) { print_tables(f, results, {}); });
+  // rocl-shm 0.12 / ompi-vader 0.10, rocl-shm-noack 0.15 / ucx-shm 0.14.
+  EXPECT_EQ(row_after(tables, "one-way bandwidth", "8"),
+            (std::vector<std::string>{"8", "0.120", "0.150", "0.100", "0.140", "1.20", "1.07",
+                                      "ompi-vader,", "ucx-shm"}))
+      << tables;
+  // The latency table has no column for the stream-only system; ucx-shm's
+  // latency is an anchor of rocl-shm's like any other.
+  EXPECT_EQ(row_after(tables, "one-way latency", "8"),
+            (std::vector<std::string>{"8", "0.150", "0.200", "0.100", "1.50", "ucx-shm"}))
+      << tables;
+  const std::string goals = printed([&](std::FILE *f) { print_goals(f, results, false); });
+  EXPECT_NE(goals.find("ok    shm bandwidth >= best"), std::string::npos) << goals;
+  EXPECT_NE(goals.find("ok    shm bandwidth without acks >= ucx_perftest's"), std::string::npos)
+      << goals;
+
+  // Set beside ucx-shm's stream, rocl-bench's acked one would miss.
+  results.stages[0].summary[1].median = 0.13;  // rocl-shm-noack now behind ucx-shm
+  const std::string missed = printed([&](std::FILE *f) { print_goals(f, results, false); });
+  EXPECT_NE(missed.find("MISS  shm bandwidth without acks >= ucx_perftest's (no acks) at every "
+                        "size (0 of 1 point(s); worst: 8 rocl 0.130 vs ucx-shm 0.140)"),
+            std::string::npos)
+      << missed;
 }
 
 // Five rounds of one shm point: rocl-shm's median is behind ompi-vader's

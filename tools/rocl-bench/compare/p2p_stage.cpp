@@ -15,24 +15,25 @@ std::size_t p2p_points(const CompareOptions &o) {
 }
 
 // rocl-bench latency bandwidth, between threads (transport "inproc") or
-// between two processes under roclrun.
+// between two processes under roclrun; with `no_acks` the stream alone,
+// next to without acks (--window 0).
 RunOutcome run_rocl_bench(const RunRequest &r, const std::string &system,
-                          const std::string &transport) {
+                          const std::string &transport, bool no_acks = false) {
   const CompareOptions &o = r.options;
   Invocation inv;
-  inv.argv = {r.programs.self,
-              "latency",
-              "bandwidth",
-              "--sizes",
-              join_sizes(o.sizes),
-              "--bandwidth-sizes",
-              join_sizes(o.sizes),
-              "--reps",
-              std::to_string(o.reps),
-              "--time",
-              std::to_string(o.seconds),
-              "--csv",
-              r.scratch + ".csv"};
+  inv.argv = {r.programs.self};
+  if (!no_acks) inv.argv.emplace_back("latency");
+  for (const std::string &a :
+       {std::string("bandwidth"), std::string("--sizes"), join_sizes(o.sizes),
+        std::string("--bandwidth-sizes"), join_sizes(o.sizes), std::string("--reps"),
+        std::to_string(o.reps), std::string("--time"), std::to_string(o.seconds),
+        std::string("--csv"), r.scratch + ".csv"}) {
+    inv.argv.push_back(a);
+  }
+  if (no_acks) {
+    inv.argv.emplace_back("--window");
+    inv.argv.emplace_back("0");
+  }
   if (transport != "inproc") {
     for (const char *a :
          {"--transport", transport.c_str(), "--roclrun", r.programs.roclrun.path.c_str()}) {
@@ -97,6 +98,21 @@ std::vector<Config> p2p_configs(const CompareOptions &o, const Programs &p) {
        "rocl-bench latency bandwidth: two threads pinned to cpu 0 and 1, buffers handed over");
   rocl("rocl-shm", "shm", "shm", "rocl-bench --transport shm: roclrun -n 2, ROCL_TRANSPORTS=shm");
   rocl("rocl-tcp", "tcp", "tcp", "rocl-bench --transport tcp: roclrun -n 2, ROCL_TRANSPORTS=tcp");
+  // The same stream next to without acks, set beside ucx_perftest's
+  // (which has none) rather than beside the OSU-style anchors'.
+  auto rocl_no_acks = [&](const char *name, const char *transport) {
+    all.push_back({name, transport,
+                   std::string("rocl-bench bandwidth --window 0 --transport ") + transport +
+                       ": the stream next to without acks, as ucx_perftest's",
+                   first_missing({&p.roclrun}),
+                   [name = std::string(name), t = std::string(transport)](const RunRequest &r) {
+                     return run_rocl_bench(r, name, t, true);
+                   }});
+    all.back().stream_acks = false;
+    all.back().stream_only = true;
+  };
+  rocl_no_acks("rocl-shm-noack", "shm");
+  rocl_no_acks("rocl-tcp-noack", "tcp");
   // rocl's MPI runs the MPI anchors' own program, built against it: the
   // same loops, buffers and windows as Open MPI and MPICH, launched and
   // pinned the way they are (one core per rank).
@@ -139,8 +155,10 @@ std::vector<Config> p2p_configs(const CompareOptions &o, const Programs &p) {
                    [name = std::string(name), tls = std::string(tls)](const RunRequest &r) {
                      return run_ucx_perftest(r, name, tls);
                    }});
+    all.back().stream_acks = false;
   };
-  ucx("ucx-shm", "shm", "sm", "ucx_perftest tag_lat/tag_bw, UCX_TLS=sm, taskset cpu 0 / 1");
+  ucx("ucx-shm", "shm", "sm",
+      "ucx_perftest tag_lat/tag_bw (a stream without acks), UCX_TLS=sm, taskset cpu 0 / 1");
   auto library = [&](const char *name, const char *cls, const Program &program,
                      const char *transport, const char *about) {
     std::string why = first_missing({&program});
@@ -157,7 +175,8 @@ std::vector<Config> p2p_configs(const CompareOptions &o, const Programs &p) {
   library("zmq-ipc", "shm", p.zmq_pingpong, "ipc", "zmq_pingpong, ZMQ_PAIR over ipc://");
   library("nng-ipc", "shm", p.nng_pingpong, "ipc", "nng_pingpong, pair1 over ipc://");
   openmpi("ompi-tcp", "tcp", "tcp", "mpi_pingpong, Open MPI pml ob1 + btl tcp over lo");
-  ucx("ucx-tcp", "tcp", "tcp", "ucx_perftest tag_lat/tag_bw, UCX_TLS=tcp over lo");
+  ucx("ucx-tcp", "tcp", "tcp",
+      "ucx_perftest tag_lat/tag_bw (a stream without acks), UCX_TLS=tcp over lo");
   library("zmq-tcp", "tcp", p.zmq_pingpong, "tcp", "zmq_pingpong, ZMQ_PAIR over tcp://127.0.0.1");
   library("nng-tcp", "tcp", p.nng_pingpong, "tcp", "nng_pingpong, pair1 over tcp://127.0.0.1");
   library("zmq-inproc", "inproc", p.zmq_pingpong, "inproc",
@@ -170,7 +189,8 @@ std::vector<Config> p2p_configs(const CompareOptions &o, const Programs &p) {
 
   for (auto &c : all) {
     c.expected = c.name == "limits" ? 2 * o.sizes.size() + (p.cpus.size() >= 2 ? 1 : 0)
-                                    : 3 * o.sizes.size();  // latency, bandwidth, rate
+                 : c.stream_only    ? 2 * o.sizes.size()  // bandwidth, rate
+                                    : 3 * o.sizes.size();    // latency, bandwidth, rate
   }
   return keep_selected(o, std::move(all));
 }

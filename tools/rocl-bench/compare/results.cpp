@@ -60,6 +60,31 @@ std::vector<std::string> rocl_systems_in(const StageRun &run, const std::string 
   return names;
 }
 
+std::vector<std::string> anchors_like(const StageRun &run, const std::string &metric,
+                                      const std::string &system,
+                                      const std::vector<std::string> &anchors) {
+  if (metric != "bandwidth" && metric != "rate") return anchors;
+  const Config *mine = run.config(system);
+  const bool acks = mine == nullptr || mine->stream_acks;
+  std::vector<std::string> like;
+  for (const auto &a : anchors) {
+    const Config *c = run.config(a);
+    if ((c == nullptr || c->stream_acks) == acks) like.push_back(a);
+  }
+  return like;
+}
+
+std::vector<std::string> rocl_systems_for(const StageRun &run, const std::string &cls,
+                                          const std::string &subject, const std::string &metric) {
+  std::vector<std::string> names;
+  for (const auto &name : rocl_systems_in(run, cls, subject)) {
+    const Config *c = run.config(name);
+    if (metric == "latency" && c != nullptr && c->stream_only) continue;
+    names.push_back(name);
+  }
+  return names;
+}
+
 const StageRun *Results::find(const std::string &stage) const {
   for (const auto &s : stages) {
     if (s.stage == stage) return &s;

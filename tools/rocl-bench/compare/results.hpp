@@ -42,6 +42,20 @@ std::vector<std::string> anchors_in(const StageRun &run, const std::string &cls)
 std::vector<std::string> rocl_systems_in(const StageRun &run, const std::string &cls,
                                          const std::string &subject);
 
+// The anchors among `anchors` that `system`'s figures of p2p `metric` are
+// set beside: all of them for latency; for bandwidth and rate only those
+// whose stream waits for acks as `system`'s does (Config::stream_acks), so
+// that a stream without acks (ucx_perftest's) is never set against one
+// that pauses for them every window (rocl-bench's, the MPI anchors').
+std::vector<std::string> anchors_like(const StageRun &run, const std::string &metric,
+                                      const std::string &system,
+                                      const std::vector<std::string> &anchors);
+
+// rocl_systems_in that have figures of `metric` (not the stream-only
+// systems in the latency table).
+std::vector<std::string> rocl_systems_for(const StageRun &run, const std::string &cls,
+                                          const std::string &subject, const std::string &metric);
+
 struct Results {
   std::vector<StageRun> stages;
   const StageRun *find(const std::string &stage) const;

@@ -41,6 +41,12 @@ struct Config {
   std::string unavailable;  // why it cannot run here; "" when it can
   std::function<RunOutcome(const RunRequest &)> run;
   std::size_t expected = 0;  // figures a run gives; fewer fail it
+  // p2p: whether its bandwidth stream waits for an ack after every window
+  // (rocl-bench's and the OSU-style anchors' way) or streams without
+  // (ucx_perftest's tag_bw; rocl-bench --window 0). A stream's figure is
+  // set beside those of the same kind only (results.hpp, anchors_like).
+  bool stream_acks = true;
+  bool stream_only = false;  // p2p: bandwidth and rate, no latency
 };
 
 // Where the two cpus were around one run. A virtual machine's cpus move

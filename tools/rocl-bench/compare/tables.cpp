@@ -52,9 +52,11 @@ std::pair<std::string, std::string> ratio_cell(const StageRun &run, const std::s
 
 // The ratio column of one of rocl's systems: "rocl/best" for the class's
 // subject (rocl-bench), "rocl-mpi/best" for rocl-mpi-shm (the name without
-// its class).
+// its class), "rocl-noack/best" for rocl-shm-noack.
 std::string ratio_label(const std::string &system, const P2pClass &cls) {
   if (system == cls.subject) return "rocl/best";
+  const std::string variant = std::string(cls.subject) + "-";
+  if (system.rfind(variant, 0) == 0) return "rocl-" + system.substr(variant.size()) + "/best";
   const std::string suffix = "-" + std::string(cls.name);
   const bool has_suffix = system.size() > suffix.size() &&
                           system.compare(system.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -64,7 +66,7 @@ std::string ratio_label(const std::string &system, const P2pClass &cls) {
 void print_p2p(std::FILE *out, const StageRun &run) {
   for (const auto &m : kP2pMetrics) {
     for (const auto &cls : p2p_classes()) {
-      const auto mine = rocl_systems_in(run, cls.name, cls.subject);
+      const auto mine = rocl_systems_for(run, cls.name, cls.subject, m.metric);
       const auto anchors = anchors_in(run, cls.name);
       if (mine.empty() && anchors.empty()) continue;
       std::vector<std::string> header = {"size"};
@@ -79,19 +81,27 @@ void print_p2p(std::FILE *out, const StageRun &run) {
         std::vector<std::string> row = {format_size(size)};
         for (const auto &r : mine) row.push_back(run.cell(m.metric, r, size));
         for (const auto &a : anchors) row.push_back(run.cell(m.metric, a, size));
-        std::string best_name;
+        std::string best_names;  // each ratio's, once: "ompi-ucx, ucx-shm"
         for (const auto &r : mine) {
-          const auto [ratio, best] = ratio_cell(run, m.metric, r, anchors, size, 1);
+          const auto [ratio, best] =
+              ratio_cell(run, m.metric, r, anchors_like(run, m.metric, r, anchors), size, 1);
           row.push_back(ratio);
-          if (!best.empty()) best_name = best;
+          if (!best.empty() && best_names.find(best) == std::string::npos) {
+            best_names += (best_names.empty() ? "" : ", ") + best;
+          }
         }
-        if (!mine.empty()) row.push_back(best_name);
+        if (!mine.empty()) row.push_back(best_names);
         table.add(row);
       }
       std::fprintf(out, "\n%s, %s\n", m.title, cls.title);
       table.print(out);
     }
-    std::fprintf(out, "  (%s)\n", m.ratio_note);
+    std::fprintf(out, "  (%s%s)\n", m.ratio_note,
+                 std::string(m.metric) == "latency"
+                     ? ""
+                     : "; each stream beside those of its kind: ucx_perftest's has no acks, and "
+                       "is set beside rocl's -noack stream only, the others pause for an ack "
+                       "every window as rocl-bench's");
   }
   // The limits.
   TextTable limits({"size", "memcpy us", "memcpy GB/s"});
