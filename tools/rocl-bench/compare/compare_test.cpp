@@ -413,6 +413,19 @@ TEST(Results, StreamsAreSetBesideStreamsOfTheirKindOnly) {
   EXPECT_NE(goals.find("ok    shm bandwidth without acks >= ucx_perftest's"), std::string::npos)
       << goals;
 
+  // The CSV's ratio rows pair them the same way.
+  const std::string csv = testing::TempDir() + "stream_kinds.csv";
+  ASSERT_TRUE(write_results_csv(csv, results));
+  std::ifstream in(csv);
+  const std::string text{std::istreambuf_iterator<char>(in), {}};
+  EXPECT_NE(text.find("p2p,bandwidth,rocl-shm/ompi-vader,shm,8,1,all,1.2,"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("p2p,bandwidth,rocl-shm-noack/ucx-shm,shm,8,1,all,1.07"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("p2p,bandwidth,rocl-shm/ucx-shm"), std::string::npos) << text;
+  EXPECT_NE(text.find("p2p,latency,rocl-shm/ucx-shm"), std::string::npos) << text;
+  std::remove(csv.c_str());
+
   // Set beside ucx-shm's stream, rocl-bench's acked one would miss.
   results.stages[0].summary[1].median = 0.13;  // rocl-shm-noack now behind ucx-shm
   const std::string missed = printed([&](std::FILE *f) { print_goals(f, results, false); });

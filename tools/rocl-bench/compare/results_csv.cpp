@@ -37,7 +37,8 @@ void ratio_rows(std::FILE *f, const StageRun &run) {
       const auto mine = rocl_systems_in(run, cls.name, cls.subject);
       for (const auto &s : run.summary) {
         if (std::find(mine.begin(), mine.end(), s.system) == mine.end()) continue;
-        const Summary *best = best_of(run.summary, s.metric, anchors, s.size, s.pairs);
+        const Summary *best = best_of(
+            run.summary, s.metric, anchors_like(run, s.metric, s.system, anchors), s.size, s.pairs);
         if (best == nullptr) continue;
         const double r = s.median / best->median;
         row(f, run.stage, s.metric, s.system + "/" + best->system, cls.name, s.size, s.pairs, "all",
