@@ -67,18 +67,19 @@ void print_p2p_goals(std::FILE *out, const StageRun &p2p, Figure f) {
   // mpi_pingpong): each judged on lines of its own, never merged.
   struct Way {
     std::string label, shm, tcp;
+    std::string shm_no_acks;  // its stream without acks, "" for none
   };
-  for (const Way &w :
-       {Way{"", "rocl-shm", "rocl-tcp"}, Way{"rocl's MPI: ", "rocl-mpi-shm", "rocl-mpi-tcp"}}) {
+  for (const Way &w : {Way{"", "rocl-shm", "rocl-tcp", "rocl-shm-noack"},
+                       Way{"rocl's MPI: ", "rocl-mpi-shm", "rocl-mpi-tcp", ""}}) {
     print_verdict(out, (w.label + "shm latency <= best shared-memory anchor at every size").c_str(),
                   judge_sizes(p2p, "latency", w.shm, shm, 1, f));
     print_verdict(
         out, (w.label + "shm bandwidth >= best shared-memory anchor at every size").c_str(),
         judge_sizes(p2p, "bandwidth", w.shm, anchors_like(p2p, "bandwidth", w.shm, shm), 1, f));
-    if (w.label.empty()) {  // ucx_perftest's stream, without acks, beside rocl's without
+    if (!w.shm_no_acks.empty()) {  // ucx_perftest's stream, without acks, beside rocl's without
       print_verdict(out, "shm bandwidth without acks >= ucx_perftest's (no acks) at every size",
-                    judge_sizes(p2p, "bandwidth", "rocl-shm-noack",
-                                anchors_like(p2p, "bandwidth", "rocl-shm-noack", shm), 1, f));
+                    judge_sizes(p2p, "bandwidth", w.shm_no_acks,
+                                anchors_like(p2p, "bandwidth", w.shm_no_acks, shm), 1, f));
     }
     print_verdict(out, (w.label + "tcp latency <= Open MPI's tcp path at every size").c_str(),
                   judge_sizes(p2p, "latency", w.tcp, {"ompi-tcp"}, 1, f));
