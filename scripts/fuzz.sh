@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target for the wire validator and reassembly
+# Builds the libFuzzer target for the wire validator
 # (tests/fuzz/wire_fuzz.cpp) with clang++-14 outside the CMake project, and
 # runs it for a while over a seed corpus the binary writes itself.
 #   scripts/fuzz.sh [seconds]      (default 20)

@@ -14,31 +14,22 @@
 #include <chrono>
 
 #include "core/context.hpp"
-#include "core/waiting.hpp"
+#include "rocl/platform/cpu.hpp"
+#include "core/receive_op.hpp"
 
 namespace rocl::impl {
-namespace {
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-}  // namespace
-
-int Context::progress_transports() noexcept {
+int Context::progress_transports(const ReceiveOp *op) noexcept {
   int n = 0;
-  for (Transport *t : polled_) n += t->progress();
+  for (Transport *t : polled_) n += t->progress(op);
   progressed();
   return n;
 }
 
 // One round of a spinning caller's loop: the transports due this round.
-int Context::progress_round(unsigned round) noexcept {
+int Context::progress_round(unsigned round, const ReceiveOp *op) noexcept {
   int n = 0;
   for (std::size_t k = 0; k < polled_.size(); ++k) {
-    if ((round & poll_masks_[k]) == 0) n += polled_[k]->progress();
+    if ((round & poll_masks_[k]) == 0) n += polled_[k]->progress(op);
   }
   progressed();
   return n;
@@ -67,19 +58,20 @@ void Context::yield_crowded_cpu(std::chrono::microseconds *spin,
 // later on average.
 constexpr unsigned kBusyRounds = 2048;
 
-bool Context::spin_with_progress(const generic::Completion &done, int timeout_ms) noexcept {
+bool Context::spin_with_progress(const generic::Completion &done, int timeout_ms,
+                                 ReceiveOp *op) noexcept {
   return spin_until([&done] { return done.is_done(); }, timeout_ms,
-                    std::chrono::microseconds(options_.spin_us));
+                    std::chrono::microseconds(options_.spin_us), op);
 }
 
 // A receive spinning on its mailbox's hand-off word (post_spinning): as
 // spin_with_progress; with no transport to drive, a plain spin of
 // ROCL_SPIN_US on the word (as Completion::wait spins on its own).
-bool Context::spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket,
-                                int timeout_ms) noexcept {
+bool Context::spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket, int timeout_ms,
+                                ReceiveOp *op) noexcept {
   const auto changed = [&mailbox, ticket] { return !mailbox.waiting_on(ticket); };
   auto spin = std::chrono::microseconds(options_.spin_us);
-  if (!polled_.empty() || timeout_ms == 0) return spin_until(changed, timeout_ms, spin);
+  if (!polled_.empty() || timeout_ms == 0) return spin_until(changed, timeout_ms, spin, op);
   if (timeout_ms > 0) spin = std::min(spin, std::chrono::microseconds(timeout_ms * 1000LL));
   // The clock is first read after 64 looks (a clock read costs ~25 ns here,
   // and a ping-pong's reply comes within that): the spin runs that much
@@ -87,7 +79,7 @@ bool Context::spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket,
   std::chrono::steady_clock::time_point end;
   for (unsigned i = 1;; ++i) {
     if (changed()) return true;
-    cpu_relax();
+    platform::cpu_relax();
     if ((i & 63u) != 0) continue;
     const auto now = std::chrono::steady_clock::now();
     if (i == 64) {
@@ -100,18 +92,23 @@ bool Context::spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket,
 
 bool Context::spin_until_sent(const BlockHeader *block, int timeout_ms,
                               std::chrono::microseconds spin) noexcept {
-  return spin_until([block] { return send_finished(block); }, timeout_ms, spin);
+  return spin_until([block] { return send_finished(block); }, timeout_ms, spin, nullptr);
 }
 
 // Spins for `spin` (and at most timeout_ms) driving the transports until
-// done() says so; whether it did.
+// done() says so; whether it did. op: the receive that waits (nullptr:
+// none), passed to the transports and told whether it was done at the
+// first look.
 template <class Done>
-bool Context::spin_until(Done done, int timeout_ms, std::chrono::microseconds spin) noexcept {
+bool Context::spin_until(Done done, int timeout_ms, std::chrono::microseconds spin,
+                         ReceiveOp *op) noexcept {
   using Clock = std::chrono::steady_clock;
-  t_done_at_first_look = done();
-  if (t_done_at_first_look) return true;
+  if (done()) {
+    if (op != nullptr) op->done_at_first_look = true;
+    return true;
+  }
   if (polled_.empty() || timeout_ms == 0) {
-    if (timeout_ms == 0) progress_transports();
+    if (timeout_ms == 0) progress_transports(op);
     return done();
   }
   if (timeout_ms > 0) spin = std::min(spin, std::chrono::microseconds(timeout_ms * 1000LL));
@@ -149,14 +146,14 @@ bool Context::spin_until(Done done, int timeout_ms, std::chrono::microseconds sp
       ok = true;
       break;
     }
-    const int handled = progress_round(i);
+    const int handled = progress_round(i, op);
     if (handled != 0 && done()) {  // the common end: no clock read
-      t_done_at_first_look = i == 1;
+      if (op != nullptr) op->done_at_first_look = i == 1;
       ok = true;
       break;
     }
     if (handled == 0) {
-      if (i > kBusyRounds) cpu_relax();
+      if (i > kBusyRounds) platform::cpu_relax();
       // Reading the clock costs about as much as a poll; check now and then.
       if ((i & 15u) == 0) {
         const Clock::time_point now = read_clock();

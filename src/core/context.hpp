@@ -24,6 +24,8 @@ struct rocl_request;
 
 namespace rocl::impl {
 
+struct ReceiveOp;
+
 class Context final : public MessageSink {
  public:
   // rocl_init / rocl_exit: reference-counted process-wide instance.
@@ -72,10 +74,10 @@ class Context final : public MessageSink {
   int cancel(rocl_request **req) noexcept;
 
   // MessageSink: arrivals from every transport.
-  int deliver(rocl_gid_t destination, Message *msg) noexcept override;
+  int deliver(rocl_gid_t destination, Message *msg, const Waiter *waiter) noexcept override;
   bool deliver_pieces(rocl_gid_t destination, const CoreHeader &header, const ByteRange *pieces,
-                      int count, std::size_t length) noexcept override;
-  bool may_take_pieces(rocl_gid_t destination) const noexcept override;
+                      int count, std::size_t length, const Waiter *waiter) noexcept override;
+  bool may_take_pieces(rocl_gid_t destination, const Waiter *waiter) const noexcept override;
   void progressed() noexcept override {
     if (acks_waiting_.load(std::memory_order_acquire)) send_acks();
   }
@@ -84,7 +86,7 @@ class Context final : public MessageSink {
   struct Outgoing;
   int prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept;
   void undo_outgoing(Outgoing &out) noexcept;
-  Resource *arrival_resource(rocl_gid_t destination) const noexcept;
+  Resource *arrival_resource(rocl_gid_t destination, const ReceiveOp *op) const noexcept;
   [[gnu::noinline]] int recv_posted(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
                                     void *into, std::size_t cap, rocl_status_t *status,
                                     int timeout) noexcept;
@@ -150,10 +152,10 @@ class Context final : public MessageSink {
                                      int timeout) noexcept;
   bool origin_gone(rocl_gid_t origin) noexcept;
   // spun: the caller spun already (await_hand_off): sleep at once.
-  int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg,
+  int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg, ReceiveOp &op,
                     bool spun = false) noexcept;
   int await_hand_off(Resource *r, Envelope &env, std::uint64_t ticket, int timeout,
-                     Envelope **msg) noexcept;
+                     Envelope **msg, ReceiveOp &op) noexcept;
   void free_message(Envelope *msg) noexcept;
   void start_transports();
   // ROCL_FLAG_ACK (acks.cpp): a message matched on `receiver`: queue its
@@ -173,14 +175,18 @@ class Context final : public MessageSink {
   // transports between processes; and a spin of at most ROCL_SPIN_US (and
   // timeout_ms) that drives them until `done`, round i polling the
   // transports due in it (progress_round). Returns whether done.
-  int progress_transports() noexcept;
-  int progress_round(unsigned round) noexcept;
-  bool spin_with_progress(const generic::Completion &done, int timeout_ms) noexcept;
-  bool spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket, int timeout_ms) noexcept;
+  // op: the receive that waits, passed down to the transports (nullptr:
+  // none waits, e.g. a send's completion or a probe).
+  int progress_transports(const ReceiveOp *op = nullptr) noexcept;
+  int progress_round(unsigned round, const ReceiveOp *op) noexcept;
+  bool spin_with_progress(const generic::Completion &done, int timeout_ms, ReceiveOp *op) noexcept;
+  bool spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket, int timeout_ms,
+                         ReceiveOp *op) noexcept;
   bool spin_until_sent(const BlockHeader *block, int timeout_ms,
                        std::chrono::microseconds spin) noexcept;
   template <class Done>  // caller_progress.cpp only
-  bool spin_until(Done done, int timeout_ms, std::chrono::microseconds spin) noexcept;
+  bool spin_until(Done done, int timeout_ms, std::chrono::microseconds spin,
+                  ReceiveOp *op) noexcept;
   void yield_crowded_cpu(std::chrono::microseconds *spin,
                          std::chrono::steady_clock::time_point *end,
                          std::chrono::steady_clock::time_point limit) noexcept;

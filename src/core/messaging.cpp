@@ -13,10 +13,10 @@
 #include <optional>
 #include <thread>
 
-#include "core/cache_line.hpp"
+#include "rocl/platform/cpu.hpp"
 #include "core/context.hpp"
-#include "core/small_copy.hpp"
-#include "core/waiting.hpp"
+#include "rocl/platform/small_copy.hpp"
+#include "core/receive_op.hpp"
 #include "status/status.hpp"
 
 namespace rocl::impl {
@@ -387,14 +387,11 @@ int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domai
   return ROCL_OK;
 }
 
-constinit thread_local Waiting t_waiting;
-constinit thread_local bool t_done_at_first_look = false;
-
 namespace {
-// Completes a matched receive: this thread's own rocl_recv (it polled the
-// message itself, so it is not asleep) without a locked instruction.
-void signal_receive(Envelope *recv) noexcept {
-  if (recv == t_waiting.own_receive) {
+// Completes a matched receive: the rocl_recv of the thread whose progress()
+// brought the message (op: it is not asleep) without a locked instruction.
+void signal_receive(Envelope *recv, const ReceiveOp *op) noexcept {
+  if (op != nullptr && recv == op->own_receive) {
     recv->complete.signal_own();
   } else {
     recv->complete.signal();
@@ -402,8 +399,8 @@ void signal_receive(Envelope *recv) noexcept {
 }
 }  // namespace
 
-// The destination of an arrival, without a reference: the resource this
-// thread waits on (t_waiting), or a look in the table. What is done to its
+// The destination of an arrival, without a reference: the resource the
+// receive whose progress() brought it waits on (op), or a look in the table. What is done to its
 // mailbox is checked under the mailbox's lock (still_mine: still
 // `destination`'s), which is safe without a reference because Resource
 // objects live as long as the context and their mailboxes are reopened,
@@ -412,13 +409,13 @@ void signal_receive(Envelope *recv) noexcept {
 // resource's counters, on a line of their own, stay the receiver's: its
 // receive takes and drops its reference there without waiting for the
 // line a sender wrote (Resource).
-Resource *Context::arrival_resource(rocl_gid_t destination) const noexcept {
-  const bool waits_here = t_waiting.context == this && t_waiting.gid == destination;
-  return waits_here ? t_waiting.resource : resources_.peek(destination);
+Resource *Context::arrival_resource(rocl_gid_t destination, const ReceiveOp *op) const noexcept {
+  return op != nullptr && op->gid == destination ? op->resource : resources_.peek(destination);
 }
 
-int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
-  Resource *r = arrival_resource(destination);
+int Context::deliver(rocl_gid_t destination, Message *msg, const Waiter *waiter) noexcept {
+  const ReceiveOp *op = ReceiveOp::of(waiter, this);
+  Resource *r = arrival_resource(destination, op);
   if (r == nullptr) {
     // A peer may have found the resource in the directory before its
     // registration reached our table: wait for registrations in progress
@@ -441,7 +438,7 @@ int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
   try {
     Envelope *recv;
     d = r->mailbox().deliver(msg, &recv, still_mine);
-    if (recv != nullptr) signal_receive(recv);
+    if (recv != nullptr) signal_receive(recv, op);
   } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
     return fail(ROCL_ENOMEM, "out of memory queuing a message for %#llx", ull(destination));
   }
@@ -449,13 +446,13 @@ int Context::deliver(rocl_gid_t destination, Message *msg) noexcept {
   return d == generic::Delivery::kClosed ? ROCL_EDELETED : ROCL_OK;
 }
 
-// Not when this thread waits on `destination` with a zero-copy receive
-// (rocl_recv; t_waits_for_block, set by WaitingOn): the receive a message
-// there would meet first is most likely that one, which takes a block, so
-// gathering the pieces first is wasted. (A hint: a wrong no only sends the
-// message the usual way, deliver().)
-bool Context::may_take_pieces(rocl_gid_t destination) const noexcept {
-  return destination != t_waits_for_block;
+// Not when the waiter whose progress() brought the message waits on
+// `destination` with a zero-copy receive (Waiter::takes_block): the receive
+// a message there would meet first is most likely that one, which takes a
+// block, so gathering the pieces first is wasted. (A hint: a wrong no only
+// sends the message the usual way, deliver().)
+bool Context::may_take_pieces(rocl_gid_t destination, const Waiter *waiter) const noexcept {
+  return waiter == nullptr || !waiter->wants_block_for(destination);
 }
 
 // A blocking receive into caller memory posts its envelope with data = that
@@ -466,14 +463,16 @@ bool Context::may_take_pieces(rocl_gid_t destination) const noexcept {
 // instead of twice. The receive learns it from matched == nullptr with
 // status 0; `arrived` and length are then the message's header and length.
 bool Context::deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
-                             const ByteRange *pieces, int count, std::size_t length) noexcept {
+                             const ByteRange *pieces, int count, std::size_t length,
+                             const Waiter *waiter) noexcept {
   // This thread waits there with a zero-copy receive (may_take_pieces):
   // the receive the message meets first is most likely that one, which
   // declines the bytes, and finding that out took the mailbox's lock (on
   // the one-way path of a zero-copy ping-pong, and at the start of every
   // run a stream's receiver drains).
-  if (!may_take_pieces(destination)) return false;
-  Resource *r = arrival_resource(destination);
+  if (!may_take_pieces(destination, waiter)) return false;
+  const ReceiveOp *op = ReceiveOp::of(waiter, this);
+  Resource *r = arrival_resource(destination, op);
   if (r == nullptr) return false;
   auto &mailbox = r->mailbox();
   Envelope *recv = nullptr;
@@ -486,7 +485,7 @@ bool Context::deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
     std::size_t room = recv->length;  // cut to fit
     if (count == 1 && pieces[0].length <= std::min<std::size_t>(room, 64)) {
       // A small message whole (a short frame): no call to memcpy.
-      copy_upto64(to, static_cast<const std::byte *>(pieces[0].bytes), pieces[0].length);
+      platform::copy_upto64(to, static_cast<const std::byte *>(pieces[0].bytes), pieces[0].length);
     } else {
       for (int k = 0; k < count && room != 0; ++k) {
         const std::size_t n = std::min(pieces[k].length, room);
@@ -498,7 +497,7 @@ bool Context::deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
     recv->arrived = header;
     recv->length = length;
     recv->status = ROCL_OK;
-    signal_receive(recv);  // the last touch of recv
+    signal_receive(recv, op);  // the last touch of recv
     note_match(destination, header, false);
   }
   return recv != nullptr;
@@ -529,18 +528,18 @@ bool Context::origin_gone(rocl_gid_t origin) noexcept {
 // withdraws its ticket and waits as any receive (await_receive, which
 // sleeps), for what is left of the timeout.
 int Context::await_hand_off(Resource *r, Envelope &env, std::uint64_t ticket, int timeout,
-                            Envelope **msg) noexcept {
+                            Envelope **msg, ReceiveOp &op) noexcept {
   Mailbox &mailbox = r->mailbox();
   const auto start =
       timeout > 0 ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  if (!spin_for_hand_off(mailbox, ticket, timeout) && mailbox.withdraw(ticket)) {
+  if (!spin_for_hand_off(mailbox, ticket, timeout, &op) && mailbox.withdraw(ticket)) {
     int left = timeout;
     if (timeout > 0) {
       const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::steady_clock::now() - start);
       left = static_cast<int>(std::max<long long>(timeout - spent.count(), 0));
     }
-    return await_receive(r, env, left, msg, /*spun=*/true);
+    return await_receive(r, env, left, msg, op, /*spun=*/true);
   }
   if (Envelope *handed = mailbox.take_handed(&env, ticket); handed != nullptr) {
     *msg = handed;
@@ -548,11 +547,11 @@ int Context::await_hand_off(Resource *r, Envelope &env, std::uint64_t ticket, in
   }
   // Claimed by a locked call (a delivery, or close()): its completion is
   // signalled or about to be.
-  return await_receive(r, env, timeout, msg);
+  return await_receive(r, env, timeout, msg, op);
 }
 
 int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg,
-                           bool spun) noexcept {
+                           ReceiveOp &op, bool spun) noexcept {
   // No clock read unless there is a timeout: a receive waiting for ever
   // reads none before it spins (each read costs about one poll).
   const auto deadline = timeout > 0
@@ -560,7 +559,7 @@ int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **m
                             : std::chrono::steady_clock::time_point::max();
   // Spin first, reading the transports' rings and sockets ourselves; only
   // then sleep (and let the transports' threads wake us).
-  bool done = spun ? env.complete.is_done() : spin_with_progress(env.complete, timeout);
+  bool done = spun ? env.complete.is_done() : spin_with_progress(env.complete, timeout, &op);
   auto spin = polled_.empty() && !spun ? std::chrono::microseconds(options_.spin_us)
                                        : std::chrono::microseconds(0);
   // A receive from one origin also watches that the origin still exists:
@@ -698,10 +697,6 @@ bool Context::take_waiting(Resource *r, rocl_gid_t dgid, const CoreHeader &patte
 }
 
 namespace {
-// Receives of this thread that do not look at the transports' inputs
-// first (Context::take_arrived, reset by recv_posted).
-constinit thread_local unsigned t_take_skip = 0;
-
 // What a take past the mailbox asks, under the transport's input
 // (Transport::take_arrived's ready): nothing waits in the mailbox that the
 // receive should match first, and the resource is still dgid's.
@@ -730,15 +725,15 @@ int Context::finish_take(rocl_gid_t dgid, Message *msg, void *into, std::size_t 
 // message queued that it should take first), and the resource is still
 // dgid's. A miss costs a look at every polled transport's inputs, which a
 // ping-pong's receive makes for nothing (its message is not there yet):
-// after one, the next kSkipAfterMiss receives of the thread do not look
+// after one, the next kSkipAfterMiss receives on the resource do not look
 // here (spin_take, where it applies, looks at once instead), unless one of
 // them finds its message at its first poll (recv_posted) or look
 // (spin_take).
 bool Context::take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
                            std::size_t cap, rocl_status_t *status, int *rc) noexcept {
   constexpr unsigned kSkipAfterMiss = 16;
-  if (t_take_skip != 0) {
-    --t_take_skip;
+  if (const unsigned skip = r->take_skip(); skip != 0) {
+    r->set_take_skip(skip - 1);
     return false;
   }
   const TakeCheck check{r, dgid};
@@ -749,7 +744,7 @@ bool Context::take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &patte
       return true;
     }
   }
-  t_take_skip = kSkipAfterMiss;
+  r->set_take_skip(kSkipAfterMiss);
   return false;
 }
 
@@ -813,7 +808,7 @@ bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
   for (std::size_t k = 0; k < n; ++k) looked[k]->poll_end(/*will_sleep=*/false);
   // There at the first look (take_arrived's was skipped): the sender is
   // ahead, as in a stream, and the next receive looks first again.
-  if (round == 0 && (msg != nullptr || queued)) t_take_skip = 0;
+  if (round == 0 && (msg != nullptr || queued)) r->set_take_skip(0);
   if (msg != nullptr) *rc = finish_take(dgid, msg, into, cap, status);
   return queued || msg != nullptr;
 }
@@ -869,17 +864,16 @@ int Context::recv_posted(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern
   int rc = ROCL_OK;
   if (msg != nullptr) note_match(dgid, msg->header, true);
   if (msg == nullptr) {
-    const WaitingOn waiting(this, dgid, r, into != nullptr, &env);
-    t_takes_arrived = true;
-    t_done_at_first_look = false;  // set by this wait's spin_until only
-    rc = ticket != 0 ? await_hand_off(r, env, ticket, timeout, &msg)
-                     : await_receive(r, env, timeout, &msg);
-    t_takes_arrived = false;
+    // Its next receives take their messages at the inputs' fronts
+    // (take_arrived, spin_take): the transports stop at the first.
+    ReceiveOp op(this, dgid, r, /*takes_block=*/into == nullptr, /*takes_arrived=*/true, &env);
+    rc = ticket != 0 ? await_hand_off(r, env, ticket, timeout, &msg, op)
+                     : await_receive(r, env, timeout, &msg, op);
     // Its message was there at the first poll: the sender is ahead (a
     // stream whose receiver caught up once, at the start of a window), and
     // the next receives take theirs from the ring again rather than post
     // and poll for each (the skip after a miss is for ping-pongs).
-    if (t_done_at_first_look) t_take_skip = 0;
+    if (op.done_at_first_look) r->set_take_skip(0);
   }
   if (msg != nullptr) {
     // The lines this receive (and a send of the same buffer) writes next:
@@ -889,9 +883,9 @@ int Context::recv_posted(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern
     // between threads 0.34 -> 0.28 us; signalling the receive after the
     // sender drops its reference instead cost 0.1 us: the wake is the
     // critical path).
-    prefetch_for_write(block_of(msg));
-    prefetch_for_write(msg);
-    prefetch_for_write(r);
+    platform::prefetch_for_write(block_of(msg));
+    platform::prefetch_for_write(msg);
+    platform::prefetch_for_write(r);
   }
   if (rc != ROCL_OK) resources_.put(r);
   if (rc == ROCL_ETIMEDOUT) {

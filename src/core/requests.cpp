@@ -3,7 +3,7 @@
 #include <new>
 
 #include "core/context.hpp"
-#include "core/waiting.hpp"
+#include "core/receive_op.hpp"
 #include "rocl/generic/recycled.hpp"
 #include "status/status.hpp"
 
@@ -214,10 +214,12 @@ int Context::wait_pending(rocl_request **req, rocl_status_t *status, int timeout
       polled_.empty() ? std::chrono::microseconds(options_.spin_us) : std::chrono::microseconds(0);
   if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr) {
     // Announced by gid: what our own polls deliver to the resource while we
-    // wait needs no reference (waiting.hpp); the mailbox's calls check
-    // under its lock that it still is gid's (the request holds none).
-    const WaitingOn waiting(this, r->gid, r->resource, r->env.data != nullptr);
-    if (!spin_with_progress(r->env.complete, timeout) && !r->env.complete.wait(timeout, spin)) {
+    // wait needs no reference (ReceiveOp); the mailbox's calls check under
+    // its lock that it still is gid's (the request holds none).
+    ReceiveOp op(this, r->gid, r->resource, /*takes_block=*/r->env.data == nullptr,
+                 /*takes_arrived=*/false, /*own_receive=*/nullptr);
+    if (!spin_with_progress(r->env.complete, timeout, &op) &&
+        !r->env.complete.wait(timeout, spin)) {
       if (timeout == 0) return ROCL_ETIMEDOUT;
       return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms",
                   timeout);

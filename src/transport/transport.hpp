@@ -17,15 +17,40 @@
 #include <vector>
 
 #include "buffer/buffer_pool.hpp"
-#include "core/message.hpp"
+#include "message/message.hpp"
 
 namespace rocl::impl {
 
-// The resource this thread waits on in a receive that takes its message's
-// block (a zero-copy rocl_recv), or ROCL_NULL_GID; set by the core while it
-// waits. A message for it that this thread polls goes to deliver(): the
-// receive it meets first is most likely that one, which declines bytes.
-inline thread_local rocl_gid_t t_waits_for_block = ROCL_NULL_GID;
+class MessageSink;
+
+// A thread that drives a transport while it waits for a receive (caller
+// progress) says so: it passes a Waiter down progress(), and the transport
+// hands it on to the MessageSink with every arrival of that call, so that
+// both decide knowing whose wait this is. A transport's own thread, and a
+// caller that waits for no receive (a send's completion, a probe), pass
+// nullptr. Made and owned by the sink (the core), which may extend it; it
+// lives for the duration of the call it is passed to.
+struct Waiter {
+  // The sink that made it: a sink reads what it added only in its own.
+  const MessageSink *sink = nullptr;
+  // The local resource the receive waits on.
+  rocl_gid_t gid = ROCL_NULL_GID;
+  // The receive takes its message's block (a zero-copy receive), so a
+  // message for gid is best delivered as a block: the receive it meets
+  // first is most likely this one, which declines bytes (deliver_bytes).
+  bool takes_block = false;
+  // The waiting thread's next receives take their messages at an input's
+  // front themselves (Transport::take_arrived): progress() then stops at
+  // the first whole message instead of also delivering those behind it
+  // into the mailbox, where the next receives would take them back out
+  // under its lock.
+  bool takes_arrived = false;
+
+  // Whether a message for `destination` is better left a block.
+  bool wants_block_for(rocl_gid_t destination) const noexcept {
+    return takes_block && destination == gid;
+  }
+};
 
 // The core's side of a transport: where arrived messages go.
 class MessageSink {
@@ -40,7 +65,8 @@ class MessageSink {
   // except for an unknown destination while a registration of this process
   // is in progress (at most one directory round trip), so that a message
   // for a resource a peer has just found in the directory is not refused.
-  virtual int deliver(rocl_gid_t destination, Message *msg) noexcept = 0;
+  // `waiter`: the caller whose progress() brought msg, or nullptr.
+  virtual int deliver(rocl_gid_t destination, Message *msg, const Waiter *waiter) noexcept = 0;
   // An arrived message whose `length` bytes are still where they arrived
   // (`bytes`, in the transport's memory): if the receive posted earliest at
   // the local resource `destination` that matches `header` has memory of
@@ -49,15 +75,13 @@ class MessageSink {
   // matching, a zero-copy receive first, an unknown or closing resource)
   // false and nothing changed: make a message and deliver() it. Thread
   // safe; never blocks (an unknown resource is left to deliver()).
-  // (Not virtual: one indirect call on a short message's path, the one to
-  // deliver_pieces, and none for a message this thread waits for with a
-  // zero-copy receive, t_waits_for_block: the call and its refusal were
-  // about 35 instructions on a zero-copy ping-pong's one-way path.)
+  // (Not virtual, so that a message the waiter wants as a block costs no
+  // indirect call on a zero-copy ping-pong's one-way path.)
   bool deliver_bytes(rocl_gid_t destination, const CoreHeader &header, const void *bytes,
-                     std::size_t length) noexcept {
-    if (destination == t_waits_for_block) return false;
+                     std::size_t length, const Waiter *waiter) noexcept {
+    if (waiter != nullptr && waiter->wants_block_for(destination)) return false;
     const ByteRange piece{bytes, length};
-    return deliver_pieces(destination, header, &piece, 1, length);
+    return deliver_pieces(destination, header, &piece, 1, length, waiter);
   }
   // deliver_bytes for a message whose bytes lie in `count` pieces (in
   // order; their lengths add up to `length`), e.g. the fragments of a
@@ -68,15 +92,16 @@ class MessageSink {
     std::size_t length;
   };
   virtual bool deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
-                              const ByteRange *pieces, int count, std::size_t length) noexcept {
-    (void)destination, (void)header, (void)pieces, (void)count, (void)length;
+                              const ByteRange *pieces, int count, std::size_t length,
+                              const Waiter *waiter) noexcept {
+    (void)destination, (void)header, (void)pieces, (void)count, (void)length, (void)waiter;
     return false;
   }
   // A hint, before a transport gathers the pieces of a message (which costs
   // reads of its ring): false if deliver_pieces() for `destination` would
   // most likely say no. Thread safe, cheap, never blocks.
-  virtual bool may_take_pieces(rocl_gid_t destination) const noexcept {
-    (void)destination;
+  virtual bool may_take_pieces(rocl_gid_t destination, const Waiter *waiter) const noexcept {
+    (void)destination, (void)waiter;
     return false;
   }
   // Called by a transport's own thread after a round of progress, outside
@@ -85,13 +110,6 @@ class MessageSink {
   // there is nothing (one load).
   virtual void progressed() noexcept {}
 };
-
-// True while this thread waits in a receive whose next receives take their
-// messages at an input's front themselves (Transport::take_arrived; set by
-// the core): a caller's progress() then stops at the first whole message
-// instead of also delivering those behind it into the mailbox, where the
-// next receives would have to take them back out under its lock.
-inline thread_local bool t_takes_arrived = false;
 
 // What a transport's log says of a message deliver() refused with rc, before
 // the destination gid: "for unknown resource 0x...".
@@ -257,9 +275,10 @@ class Transport {
   // Drives arrivals and completions from the calling thread; returns how
   // many events it handled. Never blocks: if another thread is already
   // driving this transport it returns 0 at once (a try-lock). May call
-  // MessageSink::deliver. Called by the transport's thread or by a waiting
-  // caller between poll_begin() and poll_end().
-  virtual int progress() noexcept = 0;
+  // MessageSink::deliver and its kin, passing them `waiter` (the caller's
+  // receive, or nullptr: see Waiter). Called by the transport's thread or
+  // by a waiting caller between poll_begin() and poll_end().
+  virtual int progress(const Waiter *waiter) noexcept = 0;
 
   // A receive's shortcut past the mailbox (optional; caller progress, as
   // progress()). If no other thread drives this transport now, and then
@@ -385,6 +404,14 @@ inline void finish_sent_block(const TransportEnv &env, BlockHeader *block, bool 
     block->send_status.store(ok ? SendStatus::kSent : SendStatus::kFailed,
                              std::memory_order_release);
   }
+}
+
+// The transport that made a rendezvous stub (Transport::pull): the first
+// bytes of the stub's payload.
+inline Transport *rendezvous_transport(Envelope *stub) {
+  Transport *t;
+  __builtin_memcpy(&t, payload_of(block_of(stub)), sizeof t);
+  return t;
 }
 
 // One row of the registration table.

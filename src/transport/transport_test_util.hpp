@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "buffer/buffer_pool.hpp"
-#include "core/message.hpp"
+#include "message/message.hpp"
 #include "status/status.hpp"
 #include "transport/transport.hpp"
 
@@ -51,7 +51,7 @@ struct RecordingSink : MessageSink {
   std::vector<Message *> stubs;
   std::atomic<int> stubs_seen{0};
 
-  int deliver(rocl_gid_t destination, Message *msg) noexcept override {
+  int deliver(rocl_gid_t destination, Message *msg, const Waiter *) noexcept override {
     if (destination == 404) return ROCL_EBADGID;
     if (msg->rendezvous) {
       if (keep_stubs) {  // counted once it is in `stubs`, so a test may take it

@@ -8,15 +8,14 @@
 // waiting thread's stack.
 #pragma once
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdint>
 #include <ctime>
+
+#include "rocl/platform/cpu.hpp"
+#include "rocl/platform/futex.hpp"
 
 namespace rocl::generic {
 
@@ -81,7 +80,7 @@ class Completion {
       // and then.
       for (unsigned i = 1;; ++i) {
         if (is_done()) return true;
-        cpu_relax();
+        platform::cpu_relax();
         if ((i & 63u) == 0 && Clock::now() >= spin_end) break;
       }
     }
@@ -110,8 +109,7 @@ class Completion {
       // Returns at once if the word is no longer 2 (EAGAIN), on a wake, on
       // EINTR or on ETIMEDOUT; every case is handled by re-reading the state
       // and the clock at the top of the loop.
-      syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&state_), FUTEX_WAIT_PRIVATE, kSleeper,
-              timeout, nullptr, 0);
+      platform::futex_wait(&state_, kSleeper, timeout);
     }
   }
 
@@ -120,16 +118,7 @@ class Completion {
   static constexpr std::uint32_t kDone = 1;
   static constexpr std::uint32_t kSleeper = 2;  // pending, and someone may be asleep
 
-  static void wake_all(std::atomic<std::uint32_t> *word) noexcept {
-    syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(word), FUTEX_WAKE_PRIVATE, INT_MAX,
-            nullptr, nullptr, 0);
-  }
-
-  static void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
+  static void wake_all(std::atomic<std::uint32_t> *word) noexcept { platform::futex_wake(word); }
 
   // The futex syscall operates on the 32-bit word inside the atomic.
   static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));

@@ -23,10 +23,10 @@ class InprocTransport final : public Transport {
     if (peer_address != address_) return ROCL_EPEER;
     // The receiver now owns the block: whether or not it was marked
     // return_after_send, the sender has nothing left to do with it.
-    return sink_->deliver(destination, msg);
+    return sink_->deliver(destination, msg, nullptr);
   }
 
-  int progress() noexcept override { return 0; }  // delivery is synchronous
+  int progress(const Waiter *) noexcept override { return 0; }  // delivery is synchronous
   int register_memory(void *, std::size_t) noexcept override { return ROCL_OK; }
 
  private:

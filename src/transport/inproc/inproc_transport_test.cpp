@@ -10,7 +10,7 @@ namespace rocl::impl {
 namespace {
 
 struct RecordingSink : MessageSink {
-  int deliver(rocl_gid_t destination, Message *msg) noexcept override {
+  int deliver(rocl_gid_t destination, Message *msg, const Waiter *) noexcept override {
     if (destination == 404) return ROCL_EBADGID;
     delivered.push_back({destination, msg});
     return ROCL_OK;
@@ -50,7 +50,7 @@ TEST(InprocTransport, UnknownDestinationLeavesTheMessageWithTheCaller) {
   RecordingSink sink;
   auto t = make_inproc_transport(TransportEnv{&sink, 3});
   EXPECT_EQ(t->send(1, t->address(), 404, nullptr), ROCL_EBADGID);
-  EXPECT_EQ(t->progress(), 0);
+  EXPECT_EQ(t->progress(nullptr), 0);
 }
 
 }  // namespace

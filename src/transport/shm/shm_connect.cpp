@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -36,7 +37,7 @@ ShmTransportImpl::~ShmTransportImpl() {
   if (thread_.joinable()) {
     stop_.store(true);
     hdr_->wake_seq.fetch_add(1);
-    futex(&hdr_->wake_seq, FUTEX_WAKE, 1, nullptr);
+    wake_inbox(&hdr_->wake_seq);
     thread_.join();
   }
   for (auto &s : rx_) drop_partial(s);

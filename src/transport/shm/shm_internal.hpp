@@ -14,9 +14,7 @@
 //                       pool: requests, stubs, pull/discard, reaping
 #pragma once
 
-#include <linux/futex.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,8 +34,10 @@
 #include <vector>
 
 #include "buffer/buffer_pool.hpp"
-#include "core/cache_line.hpp"
-#include "core/small_copy.hpp"
+#include "rocl/platform/cpu.hpp"
+#include "rocl/platform/futex.hpp"
+#include "rocl/platform/locks.hpp"
+#include "rocl/platform/small_copy.hpp"
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
 #include "transport/shm/shm_layout.hpp"
@@ -50,16 +50,16 @@ namespace rocl::impl::shm::detail {
 
 // ---- Waiting ----------------------------------------------------------------
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
+using platform::cpu_relax;
+using platform::FutexScope;
 
-inline long futex(std::atomic<std::uint32_t> *addr, int op, std::uint32_t val, const timespec *ts) {
-  return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(addr), op, val, ts, nullptr, 0);
+// The inbox's wake-up word is shared between processes.
+inline void wake_inbox(std::atomic<std::uint32_t> *word) {
+  platform::futex_wake(word, 1, FutexScope::kShared);
+}
+inline void sleep_on_inbox(std::atomic<std::uint32_t> *word, std::uint32_t seen,
+                           const timespec *timeout) {
+  platform::futex_wait(word, seen, timeout, FutexScope::kShared);
 }
 
 // Payload bytes a short frame's first line holds after the seal and the
@@ -73,47 +73,10 @@ inline constexpr std::uint64_t kFirstLinePayload =
 // with wraps and 16 KiB laps streamed at 0.5x (alternated runs, 2026-11-29).
 inline constexpr std::uint64_t kMaxWrapFrame = 4096;
 
-// The lock of a connection's senders: uncontended, lock and unlock are one
-// atomic instruction each, inline (std::mutex: two calls into libc, ~60
-// instructions on the path of every small message). Contended, it spins
-// briefly, then sleeps on a futex (a sender may hold it while it waits for
-// ring space). 0 free, 1 held, 2 held and someone may sleep.
-class ConnMutex {
- public:
-  void lock() noexcept {
-    std::uint32_t c = 0;
-    if (!word_.compare_exchange_strong(c, 1, std::memory_order_acquire)) lock_slow(c);
-  }
-  bool try_lock() noexcept {
-    std::uint32_t c = 0;
-    return word_.compare_exchange_strong(c, 1, std::memory_order_acquire);
-  }
-  void unlock() noexcept {
-    if (word_.exchange(0, std::memory_order_release) == 2) {
-      ::syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&word_), FUTEX_WAKE_PRIVATE, 1,
-                nullptr, nullptr, 0);
-    }
-  }
-
- private:
-  void lock_slow(std::uint32_t c) noexcept {
-    for (int i = 0; i < 200 && c != 2; ++i) {
-      cpu_relax();
-      c = 0;
-      if (word_.load(std::memory_order_relaxed) == 0 &&
-          word_.compare_exchange_strong(c, 1, std::memory_order_acquire)) {
-        return;
-      }
-    }
-    if (c != 2) c = word_.exchange(2, std::memory_order_acquire);
-    while (c != 0) {
-      ::syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(&word_), FUTEX_WAIT_PRIVATE, 2,
-                nullptr, nullptr, 0);
-      c = word_.exchange(2, std::memory_order_acquire);
-    }
-  }
-  std::atomic<std::uint32_t> word_{0};
-};
+// The lock of a connection's senders: uncontended, one atomic instruction
+// each way, inline; it may be held while a sender waits for ring space, so
+// contended it sleeps.
+using ConnMutex = platform::FutexMutex;
 
 // ---- Connections and slots -------------------------------------------------
 
@@ -262,7 +225,7 @@ class ShmTransportImpl final : public ShmTransport {
                  bool in_pool) noexcept override;
 
   // shm_receive.cpp
-  int progress() noexcept override;
+  int progress(const Waiter *waiter) noexcept override;
   Message *take_arrived(rocl_gid_t destination, const CoreHeader &pattern, ReadyFn ready,
                         const void *arg, bool *left) noexcept override;
   bool takes_arrived() const noexcept override { return true; }
@@ -358,7 +321,7 @@ class ShmTransportImpl final : public ShmTransport {
 
   // ---- Receiving (shm_receive.cpp; whoever holds rx_busy_: the thread or a
   // polling caller) -------------------------------------------------------------
-  int poll_locked(bool wait) noexcept;
+  int poll_locked(bool wait, const Waiter *waiter = nullptr) noexcept;
   // Whether `pollers` is raised: callers poll, or their lease runs.
   bool callers_poll() const noexcept { return raised_.load(std::memory_order_acquire); }
   void raise_pollers() noexcept;
@@ -523,6 +486,11 @@ class ShmTransportImpl final : public ShmTransport {
   std::atomic<std::uint32_t> paused_slots_{0};
   std::chrono::steady_clock::time_point next_retry_{};
   std::atomic_flag rx_busy_ = ATOMIC_FLAG_INIT;
+  // The receive whose caller drives the input now (rx_busy_ held), handed
+  // to the sink with each arrival; nullptr while the transport's thread or
+  // a caller waiting for no receive drives it. Set and cleared under
+  // rx_busy_ only.
+  const Waiter *rx_waiter_ = nullptr;
   // The poll lease (shm_transport.hpp): whether hdr_->pollers is raised
   // (changed under lease_mu_), callers' polls (the thread's copy of it from
   // the last period, under lease_mu_), and whether a caller handed back.

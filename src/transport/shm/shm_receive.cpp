@@ -31,14 +31,14 @@ namespace {
 thread_local int t_spins = 0;  // poll_begin()s of this thread not ended yet
 }  // namespace
 
-int ShmTransportImpl::progress() noexcept {
+int ShmTransportImpl::progress(const Waiter *waiter) noexcept {
   polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (t_spins != 0 && !raised_.load(std::memory_order_relaxed)) raise_pollers();
   // Freed buffers count as events: a sender waiting for lent sends to
   // complete spins on while they do (a window of them completes one by one,
   // and a sleep between two cost the window up to the sleep).
   const int reaped = reap_all();
-  return reaped + poll_locked(false);
+  return reaped + poll_locked(false, waiter);
 }
 
 // The shortcut of a receive whose message waits at the front of a ring
@@ -193,7 +193,7 @@ bool ShmTransportImpl::lower_pollers_if_idle() noexcept {
 // for may share that cpu (a process pinned to one core), and then a plain
 // spin lasts until the scheduler preempts it (measured: the progress thread
 // of a pinned receiver spent 11 % of the process's time here in a stream).
-int ShmTransportImpl::poll_locked(bool wait) noexcept {
+int ShmTransportImpl::poll_locked(bool wait, const Waiter *waiter) noexcept {
   constexpr int kSpinsBeforeYield = 64;
   // Test before test-and-set: many spinning callers must not keep
   // writing the flag's cache line while one of them polls.
@@ -207,7 +207,9 @@ int ShmTransportImpl::poll_locked(bool wait) noexcept {
       ::sched_yield();
     }
   }
+  rx_waiter_ = waiter;
   const int n = poll_once(!wait);
+  rx_waiter_ = nullptr;
   rx_busy_.clear(std::memory_order_release);
   return n;
 }
@@ -268,7 +270,7 @@ void ShmTransportImpl::run() {
         lease_us_ = std::min(lease_us_ * 2, shm::kMaxPollLeaseUs);  // polled: the next is longer
       }
       timespec ts{0, us * 1000};
-      futex(&hdr_->wake_seq, FUTEX_WAIT, seq, &ts);
+      sleep_on_inbox(&hdr_->wake_seq, seq, &ts);
       long_sleep_.store(false, std::memory_order_relaxed);
     }
     hdr_->sleeping.store(0, std::memory_order_relaxed);
@@ -299,8 +301,9 @@ void ShmTransportImpl::rebuild_active(std::uint32_t claims) {
 // and the caller drains them too (up to the round's bound), so that the
 // receives after this one find their messages queued instead of each
 // polling, waiting and being signalled for one; but not for a rocl_recv
-// (t_takes_arrived), whose next receives take them from the ring
-// themselves, at less cost than through the mailbox (take_arrived).
+// whose next receives take them from the ring
+// themselves, at less cost than through the mailbox (take_arrived;
+// Waiter::takes_arrived).
 // The next poll then starts at the slot after that one, so that a sender
 // that streams does not keep a caller from the others' messages.
 int ShmTransportImpl::poll_once(bool caller) {
@@ -335,8 +338,8 @@ int ShmTransportImpl::poll_once(bool caller) {
       if (caller && r == kMessageDone) {
         took_message = true;
         // Not behind a stream, or the caller takes its next messages
-        // from the ring itself (t_takes_arrived): stop at the first.
-        if (++s.found_in_row < 2 || t_takes_arrived) break;
+        // from the ring itself (Waiter::takes_arrived): stop at the first.
+        if (++s.found_in_row < 2 || (rx_waiter_ != nullptr && rx_waiter_->takes_arrived)) break;
       }
     }
     if (took_message) {
@@ -351,7 +354,7 @@ int ShmTransportImpl::poll_once(bool caller) {
 // past the tail.
 void ShmTransportImpl::prefetch_ahead(const RxSlot &s, int from, int to) const {
   for (int f = from; f <= to; ++f) {
-    __builtin_prefetch(s.ring + ((s.tail + f * kFrameAlign) & (cfg_.ring_bytes - 1)), 0, 3);
+    platform::prefetch_for_read(s.ring + ((s.tail + f * kFrameAlign) & (cfg_.ring_bytes - 1)));
   }
 }
 
@@ -540,7 +543,7 @@ void ShmTransportImpl::prefetch_frame(const RxSlot &s, const std::byte *at) cons
   const std::uint64_t end =
       std::min(frame_bytes(sizeof(wire::ShortHeader), claimed), kPrefetchFrameBytes);
   for (std::uint64_t off = kFrameAlign; off < end; off += kFrameAlign) {
-    __builtin_prefetch(s.ring + ((s.tail + off) & (cfg_.ring_bytes - 1)), 0, 3);
+    platform::prefetch_for_read(s.ring + ((s.tail + off) & (cfg_.ring_bytes - 1)));
   }
 }
 
@@ -550,13 +553,13 @@ void ShmTransportImpl::copy_short(const RxSlot &s, const std::byte *at, const wi
   const std::uint64_t frame = frame_bytes(sizeof h, h.length);
   const std::byte *payload = at + kSealBytes + sizeof h;
   if (frame == kFrameAlign) {
-    copy_small(payload_of(b), payload, h.length);
+    platform::copy_small(payload_of(b), payload, h.length);
   } else if (frame <= kPrefetchFrameBytes &&
              (s.tail & (cfg_.ring_bytes - 1)) + frame <= cfg_.ring_bytes) {
     // 25 B to 1 KiB, not wrapped: fixed-size moves (copy_out calls memcpy).
     // One copy: the payload lies whole after the header (the sender splits
     // it only to write the first line last).
-    copy_upto1k(payload_of(b), payload, h.length);
+    platform::copy_upto1k(payload_of(b), payload, h.length);
   } else {
     copy_out(s, s.tail + kSealBytes + sizeof h, payload_of(b), h.length);
   }
@@ -575,7 +578,7 @@ int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const
   if ((s.tail & (cfg_.ring_bytes - 1)) + frame <= cfg_.ring_bytes) {
     count(arrivals_);  // before the hand-over (streams()); again by deliver_block if refused
     if (env_.sink->deliver_bytes(h.destination, CoreHeader{h.source, h.tag, h.domain},
-                                 at + kSealBytes + sizeof h, h.length)) {
+                                 at + kSealBytes + sizeof h, h.length, rx_waiter_)) {
       consume(s, ctl, frame);
       count(delivered_);
       return kMessageDone;
@@ -617,7 +620,7 @@ bool ShmTransportImpl::deliver_whole_in_ring(RxSlot &s, SlotCtl *ctl,
     return false;
   }
   const std::uint64_t chunk = first.fragment_length, total = first.total_length;
-  if (chunk == 0 || total > cfg_.ring_bytes / 2 || !env_.sink->may_take_pieces(first.destination)) {
+  if (chunk == 0 || total > cfg_.ring_bytes / 2 || !env_.sink->may_take_pieces(first.destination, rx_waiter_)) {
     return false;
   }
   const std::uint64_t n = (total + chunk - 1) / chunk;
@@ -643,7 +646,7 @@ bool ShmTransportImpl::deliver_whole_in_ring(RxSlot &s, SlotCtl *ctl,
   count(arrivals_);
   if (!env_.sink->deliver_pieces(first.destination,
                                  CoreHeader{first.source, first.tag, first.domain}, pieces, np,
-                                 total)) {
+                                 total, rx_waiter_)) {
     s.whole_skip = kSkipAfterMiss;
     return false;
   }
@@ -743,7 +746,7 @@ int ShmTransportImpl::deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b,
                                     std::uint64_t length) {
   Message *m = message_of(b, header, length);
   count(arrivals_);
-  if (const int rc = env_.sink->deliver(destination, m); rc != ROCL_OK) {
+  if (const int rc = env_.sink->deliver(destination, m, rx_waiter_); rc != ROCL_OK) {
     count(unknown_);
     char line[192];
     std::snprintf(line, sizeof line, "shm: message from slot %u (pid %u) for %s 0x%016" PRIx64, i,

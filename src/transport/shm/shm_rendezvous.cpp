@@ -316,7 +316,7 @@ int ShmTransportImpl::take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
   m->rendezvous = true;
   b->state.store(BlockState::kLibrary, std::memory_order_release);
   count(arrivals_);
-  if (const int rc = env_.sink->deliver(h.destination, m); rc != ROCL_OK) {
+  if (const int rc = env_.sink->deliver(h.destination, m, rx_waiter_); rc != ROCL_OK) {
     count(unknown_);
     char line[192];
     std::snprintf(line, sizeof line, "shm: rendezvous message from pid %u for %s 0x%016" PRIx64,

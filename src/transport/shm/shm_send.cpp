@@ -167,7 +167,7 @@ bool ShmTransportImpl::put_lines(Conn &c, const wire::ShortHeader &h, const std:
   const std::uint64_t off = c.head & (c.ring_bytes - 1);
   if (off + bytes > c.ring_bytes) return false;
   std::byte *at = c.ring + off;
-  copy_upto1k(at + kFrameAlign, payload + kFirstLinePayload, len - kFirstLinePayload);
+  platform::copy_upto1k(at + kFrameAlign, payload + kFirstLinePayload, len - kFirstLinePayload);
   std::memcpy(at + kSealBytes, &h, sizeof h);
   std::memcpy(at + kSealBytes + sizeof h, payload, kFirstLinePayload);
   seal_frame(c, at, bytes);
@@ -189,7 +189,7 @@ void ShmTransportImpl::seal_frame(Conn &c, std::byte *at, std::uint64_t bytes) {
   // frame) rather than when the next frame is written: in a stream, each
   // publish's fence waited for that line to come from the receiver's cache
   // (8-byte stream: +8-12 % messages/s).
-  prefetch_for_write(c.ring + (c.head & (c.ring_bytes - 1)));
+  platform::prefetch_for_write(c.ring + (c.head & (c.ring_bytes - 1)));
 }
 
 void ShmTransportImpl::wake_if_asleep(const Conn &c) {
@@ -203,13 +203,13 @@ void ShmTransportImpl::wake_if_asleep(const Conn &c) {
 // caller's reference) holds it, and a Conn unmaps only when destroyed.
 void ShmTransportImpl::send_unlock(Conn &c, std::unique_lock<ConnMutex> &lk) {
   lk.unlock();
-  fence_after_locked_rmw();
+  platform::fence_after_locked_rmw();
   wake_if_asleep(c);
 }
 
 void ShmTransportImpl::wake(SegHeader *h) {
   h->wake_seq.fetch_add(1, std::memory_order_release);
-  futex(&h->wake_seq, FUTEX_WAKE, 1, nullptr);
+  wake_inbox(&h->wake_seq);
 }
 
 // wait_space past the room the tail seen last leaves.
@@ -328,7 +328,7 @@ void ShmTransportImpl::own_ahead(const Conn &c, std::uint64_t bytes) {
   const std::uint64_t free = c.ring_bytes - (c.head - c.seen_tail);
   const std::uint64_t n = std::min({bytes, kMost, free});
   for (std::uint64_t off = kFrameAlign; off < n; off += kFrameAlign) {
-    prefetch_for_write(c.ring + ((c.head + off) & (c.ring_bytes - 1)));
+    platform::prefetch_for_write(c.ring + ((c.head + off) & (c.ring_bytes - 1)));
   }
 }
 
@@ -376,7 +376,7 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, const CoreH
     // One line, which never wraps: written with fixed-size moves.
     std::byte *at = c.ring + (c.head & (c.ring_bytes - 1));
     std::memcpy(at + kSealBytes, &h, sizeof h);
-    copy_small(at + kSealBytes + sizeof h, data, total);
+    platform::copy_small(at + kSealBytes + sizeof h, data, total);
     seal_frame(c, at, bytes);  // the caller's send_unlock fences and wakes
     return ROCL_OK;
   }

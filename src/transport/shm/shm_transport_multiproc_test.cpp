@@ -110,7 +110,7 @@ TEST(ShmMultiproc, ForkedChildSendsToItsParent) {
 
 // Blocks the child's progress thread forever on the first arrival.
 struct StuckSink : MessageSink {
-  int deliver(rocl_gid_t, Message *) noexcept override {
+  int deliver(rocl_gid_t, Message *, const Waiter *) noexcept override {
     for (;;) ::pause();
   }
 };
@@ -268,14 +268,14 @@ void send_lent_to_child(bool child_drops_to_nobody) {
     ASSERT_TRUE(write_all(child.to[1], "pull"));
   } else {
     std::this_thread::sleep_for(100ms);
-    t->progress();
+    t->progress(nullptr);
     EXPECT_EQ(b->send_status.load(), SendStatus::kPending) << "lent until the child pulls";
     ASSERT_TRUE(write_all(child.to[1], "pull"));
     EXPECT_EQ(read_all(child.from[0]), "pulled");
     const auto deadline = std::chrono::steady_clock::now() + 5s;
     while (b->send_status.load() == SendStatus::kPending &&
            std::chrono::steady_clock::now() < deadline) {
-      t->progress();
+      t->progress(nullptr);
       std::this_thread::sleep_for(1ms);
     }
     EXPECT_EQ(b->send_status.load(), SendStatus::kSent);
@@ -358,7 +358,7 @@ TEST(ShmMultiproc, TheWaitingSenderCopiesPartOfALentMessage) {
       }
       return true;
     };
-    while (!all_sent() && std::chrono::steady_clock::now() < deadline) t->progress();
+    while (!all_sent() && std::chrono::steady_clock::now() < deadline) t->progress(nullptr);
     for (BlockHeader *b : blocks) {
       ASSERT_EQ(b->send_status.load(), SendStatus::kSent) << "batch " << batches;
       std::destroy_at(message_in(b));
@@ -392,7 +392,7 @@ SendStatus spin_until_sent(ShmTransport *t, Message *m) {
   BlockHeader *b = block_of(m);
   while (b->send_status.load() == SendStatus::kPending &&
          std::chrono::steady_clock::now() < deadline) {
-    t->progress();
+    t->progress(nullptr);
   }
   return b->send_status.load();
 }

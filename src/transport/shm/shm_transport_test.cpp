@@ -67,7 +67,7 @@ void claim_and_poll(End &a, End &b) {
   b.t->poll_begin();
   for (auto end = std::chrono::steady_clock::now() + 20ms;
        std::chrono::steady_clock::now() < end;) {
-    EXPECT_EQ(b.t->progress(), 0);  // the thread leaves the ring to us
+    EXPECT_EQ(b.t->progress(nullptr), 0);  // the thread leaves the ring to us
   }
 }
 
@@ -306,7 +306,7 @@ TEST(ShmTransport, APollingCallerIsNotStarvedByOneBusySender) {
   // stops polling for a lease period gets the thread back).
   for (auto end = std::chrono::steady_clock::now() + 20ms;
        std::chrono::steady_clock::now() < end;) {
-    EXPECT_EQ(b.t->progress(), 0);
+    EXPECT_EQ(b.t->progress(nullptr), 0);
   }
   for (int i = 0; i < 200; ++i) {
     ASSERT_EQ(busy.t->send(2, b.t->address(), 21, make_message(busy.pool, 8, i, 11, 1)), ROCL_OK);
@@ -326,7 +326,7 @@ TEST(ShmTransport, APollingCallerIsNotStarvedByOneBusySender) {
   int polls = 0;
   for (auto end = std::chrono::steady_clock::now() + 2s;
        polls < 4 && !has_other() && std::chrono::steady_clock::now() < end;) {
-    if (b.t->progress() > 0) ++polls;
+    if (b.t->progress(nullptr) > 0) ++polls;
   }
   EXPECT_TRUE(has_other()) << "the other sender's message waited behind the busy one's";
   b.t->poll_end(false);
@@ -348,7 +348,7 @@ TEST(ShmTransport, ACallerBehindAStreamingSenderTakesSeveralMessagesAPoll) {
   std::vector<int> taken;  // messages per poll that found any
   for (auto end = std::chrono::steady_clock::now() + 2s;
        b.sink.snapshot().size() < kStream + 1 && std::chrono::steady_clock::now() < end;) {
-    if (const int n = b.t->progress(); n > 0) taken.push_back(n);
+    if (const int n = b.t->progress(nullptr); n > 0) taken.push_back(n);
   }
   b.t->poll_end(false);
   ASSERT_TRUE(b.sink.wait_for(kStream + 1));
@@ -418,7 +418,7 @@ TEST(ShmTransport, AReceiveTakesOnlyItsOwnMessageFromTheFrontOfTheRing) {
   EXPECT_TRUE(left) << "22's message is progress()'s";
   for (auto end = std::chrono::steady_clock::now() + 2s;
        b.sink.count() < 2 && std::chrono::steady_clock::now() < end;) {
-    b.t->progress();  // delivers 22's (and stops there: a caller's poll)
+    b.t->progress(nullptr);  // delivers 22's (and stops there: a caller's poll)
   }
   ASSERT_EQ(b.sink.count(), 2u);
   EXPECT_EQ(b.sink.snapshot()[1].destination, 22u);
@@ -510,7 +510,7 @@ TEST_F(ShmPair, AMessageAfterTheLastPollIsDeliveredWhenTheLeaseRunsOut) {
     const auto deadline = std::chrono::steady_clock::now() + 8s;
     while (b.sink.count() < static_cast<std::size_t>(2 * round) &&
            std::chrono::steady_clock::now() < deadline) {
-      b.t->progress();
+      b.t->progress(nullptr);
     }
     b.t->poll_end(false);  // the lease starts; nobody calls progress() now
     ASSERT_EQ(b.sink.count(), static_cast<std::size_t>(2 * round)) << "round " << round;
@@ -534,7 +534,7 @@ TEST_F(ShmPair, ALeaseStartedWhileTheThreadSleepsLongStillRunsOut) {
   for (int round = 1; round <= 7; ++round) {
     std::this_thread::sleep_for(20ms);  // the thread is in its long sleep now
     b.t->poll_begin();
-    b.t->progress();
+    b.t->progress(nullptr);
     b.t->poll_end(false);  // the lease starts; nobody polls any more
     const auto sent = std::chrono::steady_clock::now();
     ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 8, round, 11, 1)), ROCL_OK);

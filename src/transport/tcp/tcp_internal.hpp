@@ -61,12 +61,6 @@ bool io_full(int fd, void *buf, std::size_t len, bool writing, Clock::time_point
 
 // ---- Helpers (tcp_progress.cpp) --------------------------------------------
 
-// The thread parks on the poller count itself: pollers pay nothing to keep it
-// parked, and the last one can wake it with a single syscall.
-static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);
-void futex_wait(std::atomic<int> &word, int expected, int timeout_ms);
-void futex_wake_all(std::atomic<int> &word);
-
 // The transport whose receive lock the calling thread holds (nullptr: none),
 // so that send() and progress() called from inside MessageSink::deliver know
 // they run on a driver: progress() must not try-lock a mutex its thread owns,
@@ -279,7 +273,7 @@ class TcpTransportImpl final : public TcpTransport {
            Message *msg) noexcept override;
 
   // tcp_progress.cpp
-  int progress() noexcept override;
+  int progress(const Waiter *waiter) noexcept override;
   void flush(Clock::time_point deadline) noexcept override;
   // An epoll_wait per call: polled once every 32 rounds next to shm.
   unsigned progress_stride() const noexcept override { return 32; }
@@ -443,13 +437,20 @@ class TcpTransportImpl final : public TcpTransport {
   // Driving. rx_mu_ is the receive lock: whoever holds it drives (polls
   // epoll with timeout 0 and handles), and the fields below it are its own.
   std::mutex rx_mu_;
+  // The receive whose caller drives now (rx_mu_ held), handed to the sink
+  // with each arrival; nullptr while the transport's thread or a caller
+  // waiting for no receive drives. Set and cleared under rx_mu_ only.
+  const Waiter *rx_waiter_ = nullptr;
   std::vector<std::shared_ptr<Conn>> graveyard_;  // dropped this batch
   std::vector<Conn *> paused_;                    // connections waiting for a block
   Clock::time_point next_retry_{};
   int resumed_ = 0;                       // paused connections that got a block, this drive
   std::atomic<std::size_t> paused_n_{0};  // paused_.size(), for the thread's epoll timeout
   std::atomic<std::size_t> held_{0};      // live connections with rx_paused set
-  std::atomic<int> pollers_{0};           // callers between poll_begin and poll_end; a futex
+  // Callers between poll_begin and poll_end. The transport's thread parks
+// on this count itself (a futex): pollers pay nothing to keep it parked,
+// and the last one wakes it with a single system call.
+  std::atomic<std::int32_t> pollers_{0};
   std::atomic<bool> in_epoll_{false};     // the thread is in (or about to enter) epoll_wait
   int drive_depth_ = 0;                   // > 1: a nested drive (pull inside deliver)
   unsigned direct_drives_ = 0;            // drives that read solo_ without epoll

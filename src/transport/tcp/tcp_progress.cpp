@@ -2,37 +2,26 @@
 // (epoll peek, parking while callers poll) and callers' progress() with
 // poll_begin()/poll_end(), all under the one receive lock (see "Progress" in
 // tcp_transport.hpp), and the dispatch of one epoll event.
-#include <linux/futex.h>
 #include <sys/epoll.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
-#include <ctime>
 
+#include "rocl/platform/futex.hpp"
 #include "transport/tcp/tcp_internal.hpp"
 
 namespace rocl::impl::tcp::detail {
 
-void futex_wait(std::atomic<int> &word, int expected, int timeout_ms) {
-  timespec ts{0, timeout_ms * 1000000L};
-  ::syscall(SYS_futex, reinterpret_cast<int *>(&word), FUTEX_WAIT_PRIVATE, expected, &ts, nullptr,
-            0);
-}
-void futex_wake_all(std::atomic<int> &word) {
-  ::syscall(SYS_futex, reinterpret_cast<int *>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
-            nullptr, 0);
-}
-
-int TcpTransportImpl::progress() noexcept {
+int TcpTransportImpl::progress(const Waiter *waiter) noexcept {
   if (t_driving == this) return 0;  // from inside deliver: this thread is driving already
   // No connection: only the listening socket could be ready, and the thread
   // accepts (it stays in epoll_wait while there is no connection).
   if (conn_count_.load(std::memory_order_relaxed) == 0) return 0;
   std::unique_lock lock(rx_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return 0;
+  rx_waiter_ = waiter;
   const int n = drive_locked(true);
+  rx_waiter_ = nullptr;
   caller_events_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
   return n;
 }
@@ -52,7 +41,7 @@ void TcpTransportImpl::poll_end(bool will_sleep) noexcept {
   // that answers it (a ping-pong's critical path).
   // Prompt hand-back: the last poller wakes the thread, which then polls
   // every descriptor (level-triggered: nothing ready is missed).
-  if (pollers_.fetch_sub(1) == 1 && will_sleep) futex_wake_all(pollers_);
+  if (pollers_.fetch_sub(1) == 1 && will_sleep) platform::futex_wake(&pollers_);
 }
 
 void TcpTransportImpl::run() {
@@ -75,7 +64,7 @@ void TcpTransportImpl::run() {
 // kParkMs: poll_end(false) does not wake the thread.
 void TcpTransportImpl::park() {
   const int n = pollers_.load();
-  if (n > 0) futex_wait(pollers_, n, tcp::kParkMs);
+  if (n > 0) platform::futex_wait_for(&pollers_, n, std::chrono::milliseconds(tcp::kParkMs));
 }
 
 // Waits, without the receive lock, until a descriptor is ready or a paused

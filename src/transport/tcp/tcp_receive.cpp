@@ -371,7 +371,7 @@ bool TcpTransportImpl::end_frame(Conn &c) {
   m->data = payload_of(b);
   m->length = first.total_length;
   b->state.store(BlockState::kLibrary, std::memory_order_release);
-  if (const int rc = env_.sink->deliver(first.destination, m); rc != ROCL_OK) {
+  if (const int rc = env_.sink->deliver(first.destination, m, rx_waiter_); rc != ROCL_OK) {
     unknown_.fetch_add(1);
     char line[192];
     std::snprintf(line, sizeof line, "tcp: message from %s for %s 0x%016" PRIx64,

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <new>
 
+#include "rocl/platform/cpu.hpp"
 #include "transport/tcp/tcp_internal.hpp"
 
 namespace rocl::impl::tcp::detail {
@@ -32,14 +33,6 @@ constexpr auto kPullSpin = std::chrono::microseconds(200);
 // How long a pull waits while reading is paused for want of buffers before
 // it says why it may wait on (wait_pull).
 constexpr auto kPausedPullNotice = std::chrono::seconds(1);
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 wire::MessageHeader frame_header(wire::Kind kind) {
   wire::MessageHeader h{};
@@ -337,7 +330,7 @@ bool TcpTransportImpl::deliver_stub(Conn &c) {
   m->rendezvous = true;
   b->state.store(BlockState::kLibrary, std::memory_order_release);
   rndv_stubs_.fetch_add(1, std::memory_order_relaxed);
-  if (const int rc = env_.sink->deliver(h.destination, m); rc != ROCL_OK) {
+  if (const int rc = env_.sink->deliver(h.destination, m, rx_waiter_); rc != ROCL_OK) {
     unknown_.fetch_add(1);
     log("tcp: rendezvous message from " + c.peer_name + " for " + refusal(rc) + " " +
         hex(h.destination));
@@ -613,10 +606,10 @@ void TcpTransportImpl::wait_pull(Pull &p, const Stub &st, std::size_t len) {
   auto idle_since = Clock::now();
   bool busy = false;
   for (unsigned i = 1; !done(); ++i) {
-    if (progress() > 0) {
+    if (progress(nullptr) > 0) {
       busy = true;
     } else {
-      cpu_relax();
+      platform::cpu_relax();
     }
     // Reading the clock costs about as much as a poll; check now and then.
     if ((i & 15u) == 0) {

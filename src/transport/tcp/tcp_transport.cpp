@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "rocl/platform/futex.hpp"
 #include "transport/tcp/tcp_internal.hpp"
 
 namespace rocl::impl {
@@ -47,7 +48,7 @@ TcpTransportImpl::~TcpTransportImpl() {
     }
     stop_.store(true);
     kick();
-    futex_wake_all(pollers_);
+    platform::futex_wake(&pollers_);
     thread_.join();
   }
   std::lock_guard lock(mu_);

@@ -116,7 +116,7 @@ TEST(TcpTransport, IsInTheRegistrationTableAndListensOnLoopback) {
   EXPECT_EQ(t->address().rfind("tcp:127.0.0.1:", 0), 0u) << t->address();
   EXPECT_TRUE(t->reaches("tcp:10.0.0.1:5"));
   EXPECT_FALSE(t->reaches("pid:1/2"));
-  EXPECT_EQ(t->progress(), 0);
+  EXPECT_EQ(t->progress(nullptr), 0);
 }
 
 TEST(TcpTransport, SizesBothWaysWithChecksums) {
@@ -571,7 +571,7 @@ bool progress_until(TcpTransport &t, RecordingSink &sink, std::size_t n,
   const auto end = std::chrono::steady_clock::now() + limit;
   while (sink.count() < n) {
     if (std::chrono::steady_clock::now() > end) return false;
-    t.progress();
+    t.progress(nullptr);
   }
   return true;
 }
@@ -654,7 +654,7 @@ TEST(TcpTransport, APollingCallerWithNoConnectionLeavesAcceptingToTheThread) {
   Node a(1, &secret), b(2, &secret);
   b.t->poll_begin();
   std::this_thread::sleep_for(20ms);
-  EXPECT_EQ(b.t->progress(), 0);
+  EXPECT_EQ(b.t->progress(nullptr), 0);
   EXPECT_EQ(b.t->stats().thread_events, 0u);
   std::thread sender([&] { send_range(a, b, 0, 100); });
   EXPECT_TRUE(progress_until(*b.t, b.sink, 100));
@@ -702,13 +702,13 @@ TEST(TcpTransport, ConcurrentProgressDeliversEachMessageOnceInOrder) {
   // One caller calls progress() bare; two run poll_begin/progress/poll_end
   // cycles, ending awake or about to sleep in turn. The thread drives too.
   drivers.threads.emplace_back([&] {
-    while (!drivers.done) b.t->progress();
+    while (!drivers.done) b.t->progress(nullptr);
   });
   for (int k = 0; k < 2; ++k) {
     drivers.threads.emplace_back([&, k] {
       for (unsigned cycle = 0; !drivers.done; ++cycle) {
         b.t->poll_begin();
-        for (int i = 0; i < 200; ++i) b.t->progress();
+        for (int i = 0; i < 200; ++i) b.t->progress(nullptr);
         b.t->poll_end((cycle + k) % 2 == 0);
       }
     });
@@ -757,7 +757,7 @@ struct SlowSink : MessageSink {
   std::vector<Arrival> got;
   std::size_t released = 0;  // got[0, released) are complete
 
-  int deliver(rocl_gid_t destination, Message *msg) noexcept override {
+  int deliver(rocl_gid_t destination, Message *msg, const Waiter *) noexcept override {
     std::lock_guard lock(mu);
     held.push_back(msg);
     got.push_back(Arrival{destination, 0, 0, 0, 0, 0, 0});  // completed at release
@@ -891,14 +891,14 @@ TEST(TcpTransport, APauseSeenByAPollingCallerIsRetriedByTheThreadLater) {
     std::this_thread::sleep_for(20ms);  // b's thread now waits in epoll_wait
     const std::uint64_t paused = b.t->stats().paused_reads;
     b.t->poll_begin();
-    (void)b.t->progress();  // what would have read the kick of poll_begin()
+    (void)b.t->progress(nullptr);  // what would have read the kick of poll_begin()
     ASSERT_EQ(a.t->send(2, b.t->address(), 5, a.make(24 << 10, 1)), ROCL_OK);
     const auto end = std::chrono::steady_clock::now() + 5s;
     while (b.t->stats().paused_reads == paused && std::chrono::steady_clock::now() < end) {
-      (void)b.t->progress();
+      (void)b.t->progress(nullptr);
     }
     ASSERT_GT(b.t->stats().paused_reads, paused) << "the caller never paused the connection";
-    for (int i = 0; i < 100; ++i) (void)b.t->progress();  // and would have read that kick
+    for (int i = 0; i < 100; ++i) (void)b.t->progress(nullptr);  // and would have read that kick
     b.t->poll_end(true);
     for (BlockHeader *blk : taken) b.pool.release(blk, BlockState::kUser);
     b.pool.flush_thread_cache();
@@ -1649,12 +1649,12 @@ TEST(TcpRendezvous, ConcurrentDriversAndNestedPullsDeliverEachMessageOnce) {
   std::vector<std::vector<std::uint64_t>> sums(kSenders, std::vector<std::uint64_t>(kPerSender));
   Drivers drivers;
   drivers.threads.emplace_back([&] {
-    while (!drivers.done) b.t->progress();
+    while (!drivers.done) b.t->progress(nullptr);
   });
   drivers.threads.emplace_back([&] {
     for (unsigned cycle = 0; !drivers.done; ++cycle) {
       b.t->poll_begin();
-      for (int i = 0; i < 200; ++i) b.t->progress();
+      for (int i = 0; i < 200; ++i) b.t->progress(nullptr);
       b.t->poll_end(cycle % 2 == 0);
     }
   });
@@ -2121,10 +2121,10 @@ constexpr rocl_gid_t kGated = 99;
 struct GatedSink : RecordingSink {
   std::atomic<bool> closed{true};
   std::atomic<bool> stalled{false};
-  int deliver(rocl_gid_t destination, Message *msg) noexcept override {
+  int deliver(rocl_gid_t destination, Message *msg, const Waiter *) noexcept override {
     if (destination == kGated) stalled = true;
     while (destination == kGated && closed.load()) std::this_thread::sleep_for(1ms);
-    return RecordingSink::deliver(destination, msg);
+    return RecordingSink::deliver(destination, msg, nullptr);
   }
 };
 

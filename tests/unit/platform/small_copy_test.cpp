@@ -1,7 +1,7 @@
 // small_copy_test.cpp - the fixed-move copies of small_copy.hpp copy exactly
 // n bytes, whatever n and the alignment of either side: every byte of the
 // destination up to n is the source's, and nothing after it is touched.
-#include "core/small_copy.hpp"
+#include "rocl/platform/small_copy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace rocl::impl {
+namespace rocl::platform {
 namespace {
 
 constexpr std::byte kGuard{0xa5};
@@ -50,4 +50,4 @@ TEST(SmallCopy, CopyUpTo1KCopiesEveryLengthExactlyAtAnyAlignment) {
 }
 
 }  // namespace
-}  // namespace rocl::impl
+}  // namespace rocl::platform

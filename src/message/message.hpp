@@ -1,6 +1,9 @@
-// message.hpp - a message as the core queues it: an Envelope living in the
-// owner area of the pool block that holds the payload, so that queuing,
-// matching and handing a message to another thread never allocate or copy.
+// message.hpp - a message as the core queues it and the transports carry
+// it: an Envelope living in the owner area of the pool block that holds the
+// payload, so that queuing, matching and handing a message to another
+// thread never allocate or copy. The layer below the transports and the
+// core: it knows blocks (buffer/) and the generic matching (rocl/generic),
+// nothing above.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +37,8 @@ struct CoreHeader {
   std::uint32_t domain;  // the domain word: domain | flags << kFlagsShift
 
   bool is_pattern() const { return source == ROCL_ANY_GID || tag == ROCL_ANY_TAG; }
-  // Forced inline: GCC left it a call in the mailbox's matching (its hint
-  // check, its queue walk), 15 instructions of every posted receive's match
-  // (callgrind, rocl's MPI stream receiver, 2026-11-28).
+  // Forced inline: GCC otherwise leaves it a call in the mailbox's
+  // matching, on the path of every posted receive's match.
   [[gnu::always_inline]] bool operator==(const CoreHeader &o) const {
     return (source == o.source || source == ROCL_ANY_GID || o.source == ROCL_ANY_GID) &&
            (tag == o.tag || tag == ROCL_ANY_TAG || o.tag == ROCL_ANY_TAG) &&
@@ -65,10 +67,9 @@ static_assert(std::is_trivially_destructible_v<Message>,
 // forth, as a ping-pong's echo does, or one the pool hands out again from
 // a thread cache) keeps its envelope, renewed (Envelope::renew): its first
 // cache line only is written, the one the receiver reads anyway;
-// constructing it anew wrote the second line too (about 30 instructions on
-// every received message), which then moved between the threads with every
-// message. (A block goes back to the pool without its message ended, which
-// needs nothing destroyed.)
+// constructing it anew would write the second line too, which would then
+// move between the threads with every message. (A block goes back to the
+// pool without its message ended, which needs nothing destroyed.)
 inline Message *message_in(BlockHeader *block) {
   void *area = owner_area_of(block);
   if (block->has_message) {
@@ -97,16 +98,6 @@ inline const BlockHeader *block_of(const Envelope *msg) {
 // request waits for the transport to finish it (Transport::send).
 inline bool is_lent(const Envelope *msg) {
   return block_of(msg)->lent;
-}
-
-class Transport;
-
-// The transport that made a rendezvous stub (Transport::pull): the first
-// bytes of the stub's payload.
-inline Transport *rendezvous_transport(Envelope *stub) {
-  Transport *t;
-  __builtin_memcpy(&t, payload_of(block_of(stub)), sizeof t);
-  return t;
 }
 
 }  // namespace rocl::impl

@@ -1,6 +1,6 @@
 // small_copy.hpp - copies of a few bytes without a call to memcpy, for the
-// payloads of small messages (a call to memcpy for one cost as much as the
-// rest of its copy): fixed-size moves, which the compiler makes a register
+// payloads of small messages, where the call and its size dispatch cost as
+// much as the copy: fixed-size moves, which the compiler makes a register
 // load and store each. Used by the shm transport (into and out of its
 // rings) and by the core (a small message copied into a receive's memory).
 #pragma once
@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstring>
 
-namespace rocl::impl {
+namespace rocl::platform {
 
 // Copies n <= 24 bytes with at most two fixed-size moves of 1 to 16 bytes
 // (overlapping).
@@ -59,4 +59,4 @@ inline void copy_upto1k(std::byte *dst, const std::byte *src, std::size_t n) noe
   std::memcpy(dst + n - 32, src + n - 32, 32);
 }
 
-}  // namespace rocl::impl
+}  // namespace rocl::platform
