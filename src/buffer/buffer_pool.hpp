@@ -91,7 +91,7 @@ class BufferPool {
   // be exceeded, or fail(ROCL_ETOOBIG) if len can never fit.
   // (Inline, the fast path: a block of the thread cache this thread used
   // last; link-time optimisation left the whole function a call on every
-  // small message's path, about 55 instructions, and give_back about 50.)
+  // small message's path, and give_back too: rocl-bench latency shows it.)
   BlockHeader *allocate(std::size_t len) noexcept;
 
   // Returns a block to the pool if its state is `from` (CAS from -> kFree);

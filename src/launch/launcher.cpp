@@ -57,7 +57,7 @@ using std::chrono::milliseconds;
 // round robin over the allowed cpus). Unbound, 1: a rank may narrow its own
 // affinity (a benchmark pinning itself), and then "all ranks share my cpus"
 // would be false; it made a lone spinner yield to its own compute thread
-// (rocl-bench compare's sustainability round trip 0.9 us -> 4 ms).
+// (rocl-bench compare's sustainability stage shows the cost).
 int cpu_sharers(bool bound, int rank, int size) {
   cpu_set_t allowed;
   if (!bound || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return 1;

@@ -42,12 +42,11 @@ class Recycled {
  private:
   // Trivial and constant-initialised, so that every access is a plain
   // thread-local load or store: a function-local thread_local with a
-  // destructor (as this was) costs a guard check on every use. `room` is
-  // Keep while the cache may be used and 0 before its first use and after
-  // the thread's exit freed it, so that the common case of new and delete
-  // is one comparison (18 instructions each before, 10-13 now; four of them
-  // per message of an MPI_Irecv/MPI_Wait loop). The destructor lives in
-  // Reaper.
+  // destructor costs a guard check on every use. `room` is Keep while the
+  // cache may be used and 0 before its first use and after the thread's
+  // exit freed it, so that the common case of new and delete is one
+  // comparison (an MPI_Irecv/MPI_Wait loop makes four of them per message:
+  // compare's rocl-mpi-shm streams show it). The destructor lives in Reaper.
   struct Cache {
     void *items[Keep];
     std::size_t count;

@@ -130,8 +130,8 @@ void deliver(const std::vector<char> &acc, void *recvbuf, MPI_Datatype t) {
 // The first step sends from sendbuf (unless in place) and receives into
 // recvbuf, then combines sendbuf into it: no copy of sendbuf into recvbuf
 // first, and recvbuf is written only by this rank. (Combining into the
-// buffer the partner has just read, lent, made each written line a round
-// trip to the partner's cache: 256 KiB on 2 ranks 49 -> 62 us.)
+// buffer the partner has just read, lent, makes each written line a round
+// trip to the partner's cache: rocl-bench mpi's allreduce shows it.)
 int allreduce_dense(MPI_Comm comm, const void *sendbuf, void *recvbuf, int count, MPI_Datatype t,
                     MPI_Op op) {
   constexpr std::size_t kKeep = std::size_t{1} << 20;

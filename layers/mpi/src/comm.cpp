@@ -113,8 +113,8 @@ void teardown_world() {
 }
 
 // Two per immediate operation: plain read-modify-writes when one thread
-// at a time calls MPI (rocl's MPI stream, alternated 8 times: 1-64 B
-// +2.5-3.4 %, 7-8 of 8 rounds faster).
+// at a time calls MPI, as locked ones would cost every message of a
+// stream (compare's rocl-mpi-shm streams show it).
 void retain_comm(MPI_Comm comm) {
   if (one_caller_at_a_time()) {
     comm->refs.store(comm->refs.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
