@@ -14,8 +14,8 @@
 #include <chrono>
 
 #include "core/context.hpp"
-#include "rocl/platform/cpu.hpp"
 #include "core/receive_op.hpp"
+#include "rocl/platform/cpu.hpp"
 
 namespace rocl::impl {
 int Context::progress_transports(const ReceiveOp *op) noexcept {

@@ -131,24 +131,20 @@ Context::Context(const Options &options) : options_(options) {
 }
 
 void Context::start_transports() {
-  TransportEnv env{this, new_instance_id(), pool_.get(), secret_ ? &*secret_ : nullptr, ""};
+  TransportEnv env{this, new_instance_id(), pool_.get(), secret_ ? &*secret_ : nullptr};
   env.rendezvous_threshold = options_.rndv_threshold;
-  env.tcp_rendezvous_threshold = options_.tcp_rndv_threshold;
-  env.shm_rendezvous_threshold = options_.shm_rndv_threshold;
-  env.shm_stream_rendezvous_threshold = options_.shm_stream_rndv_threshold;
-  env.shm_lend_threshold = options_.shm_lend_threshold;
-  env.tcp_congestion = split_list(options_.tcp_congestion);
+  env.options = &options_.values;
   env.linger_ms = options_.linger_ms;
   env.spin_us = static_cast<std::uint32_t>(options_.spin_us);
   std::string list = options_.transports;
   if (list == "auto") {
     // Without a node directory no other process can find this context, so
-    // network end-points (a thread and a socket or segment each) would
-    // only cost start-up time.
+    // end-points that reach beyond it (a thread and a socket or segment
+    // each) would only cost start-up time.
     list.clear();
-    for (const auto &entry : transport_table()) {
-      if (!options_.directory.empty() || std::string_view(entry.name) == "inproc") {
-        list += std::string(list.empty() ? "" : ",") + entry.name;
+    for (const TransportEntry *entry : transport_table()) {
+      if (!options_.directory.empty() || entry->reach == Reach::kProcess) {
+        list += std::string(list.empty() ? "" : ",") + entry->name;
       }
     }
   }
@@ -158,14 +154,20 @@ void Context::start_transports() {
       throw std::invalid_argument("ROCL_TRANSPORTS names '" + name +
                                   "', which this build of rocl does not have (see rocl-info)");
     }
-    transports_.push_back(entry->make(env));
+    std::unique_ptr<Transport> made = entry->make(env);
+    if (!made) throw std::runtime_error("transport " + name + ": " + last_error());
+    transports_.push_back(std::move(made));
     Transport *t = transports_.back().get();
     if (t->register_memory(pool_->region_base(), pool_->region_bytes()) != ROCL_OK) {
       throw std::runtime_error("transport " + name + " cannot register the buffer pool");
     }
-    if (t->name() == "inproc") {
-      inproc_ = t;
-      inproc_address_ = t->address();
+    if (entry->reach == Reach::kProcess) {
+      if (local_ != nullptr) {
+        throw std::invalid_argument("ROCL_TRANSPORTS names two in-process transports ('" +
+                                    std::string(local_->name()) + "', '" + name + "')");
+      }
+      local_ = t;
+      local_address_ = t->address();
     } else {
       polled_.push_back(t);
     }

@@ -154,8 +154,8 @@ class Context final : public MessageSink {
   // spun: the caller spun already (await_hand_off): sleep at once.
   int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg, ReceiveOp &op,
                     bool spun = false) noexcept;
-  int await_hand_off(Resource *r, Envelope &env, std::uint64_t ticket, int timeout,
-                     Envelope **msg, ReceiveOp &op) noexcept;
+  int await_hand_off(Resource *r, Envelope &env, std::uint64_t ticket, int timeout, Envelope **msg,
+                     ReceiveOp &op) noexcept;
   void free_message(Envelope *msg) noexcept;
   void start_transports();
   // ROCL_FLAG_ACK (acks.cpp): a message matched on `receiver`: queue its
@@ -201,7 +201,8 @@ class Context final : public MessageSink {
   ResourceTable resources_;
   RouteCache routes_;  // resource -> (context, transport, address) of other processes
   std::vector<std::unique_ptr<Transport>> transports_;
-  Transport *inproc_ = nullptr;                 // the local hand-off, when enabled
+  // The in-process hand-off (a transport of Reach::kProcess), when enabled.
+  Transport *local_ = nullptr;
   static constexpr std::size_t kMaxPolled = 8;  // transports a spinning caller begins polling
   std::vector<Transport *> polled_;             // the others: driven by waiting callers too
   // polled_[i] is polled in the rounds r with (r & poll_masks_[i]) == 0:
@@ -216,7 +217,7 @@ class Context final : public MessageSink {
   alignas(64) std::atomic<int> spinners_{0};
   int cpus_ = 1;
   int sharers_ = 1;  // processes on those cpus (ROCL_CPU_SHARERS)
-  std::string inproc_address_;
+  std::string local_address_;
   rocl_gid_t gid_ = ROCL_NULL_GID;
   // Held exclusively while a registration is between the directory and the
   // resource table, so a sender that found the gid in the directory but not

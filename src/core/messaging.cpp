@@ -13,10 +13,10 @@
 #include <optional>
 #include <thread>
 
-#include "rocl/platform/cpu.hpp"
 #include "core/context.hpp"
-#include "rocl/platform/small_copy.hpp"
 #include "core/receive_op.hpp"
+#include "rocl/platform/cpu.hpp"
+#include "rocl/platform/small_copy.hpp"
 #include "status/status.hpp"
 
 namespace rocl::impl {
@@ -115,14 +115,14 @@ int Context::route(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous) noexce
   // lookups and the registration lock, each twice (a fair share of a small
   // message's send between processes).
   const bool elsewhere = found == RouteCache::Lookup::kHit && cached.context != gid_;
-  if (inproc_ != nullptr && !elsewhere) {
-    int rc = inproc_->send(gid_, inproc_address_, dgid, msg);
+  if (local_ != nullptr && !elsewhere) {
+    int rc = local_->send(gid_, local_address_, dgid, msg);
     if (rc == ROCL_EDELETED) rc = ROCL_EBADGID;  // being deleted: as good as gone
     if (rc != ROCL_EBADGID) return rc;
     // Not (yet) in the table: a registration may be between the directory
     // and the table; wait for it to finish, then look once more.
     { std::shared_lock wait_for_registration(registering_); }
-    rc = inproc_->send(gid_, inproc_address_, dgid, msg);
+    rc = local_->send(gid_, local_address_, dgid, msg);
     if (rc != ROCL_EBADGID) return rc;
   }
   return route_remote(dgid, msg, prefer_rendezvous, epoch, found, cached);
@@ -146,12 +146,12 @@ int Context::resolve(rocl_gid_t dgid, Route *route) noexcept {
       return fail(ROCL_EINTERNAL, "rocl_send: resource %#llx has no context attribute", ull(dgid));
     }
     std::memcpy(&route->context, ctx, sizeof route->context);
-    if (route->context == gid_ && inproc_ != nullptr) {  // ours, and being deleted
+    if (route->context == gid_ && local_ != nullptr) {  // ours, and being deleted
       return fail(ROCL_EBADGID, "rocl_send: destination gid %#llx is not a registered resource",
                   ull(dgid));
     }
     for (auto &t : transports_) {
-      if (t.get() == inproc_) continue;
+      if (t.get() == local_) continue;
       std::string name = "addr." + std::string(t->name());
       rocl_gid_t context = route->context;
       AttrList where(512);
@@ -550,8 +550,8 @@ int Context::await_hand_off(Resource *r, Envelope &env, std::uint64_t ticket, in
   return await_receive(r, env, timeout, msg, op);
 }
 
-int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg,
-                           ReceiveOp &op, bool spun) noexcept {
+int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg, ReceiveOp &op,
+                           bool spun) noexcept {
   // No clock read unless there is a timeout: a receive waiting for ever
   // reads none before it spins (each read costs about one poll).
   const auto deadline = timeout > 0

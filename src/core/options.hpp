@@ -1,35 +1,45 @@
-// options.hpp - every tunable of rocl in one declarative table, read from
-// ROCL_* environment variables, so tools can print them all with their docs.
+// options.hpp - the core's tunables, read from ROCL_* environment
+// variables through the option rows (config/options.hpp): the core's own
+// rows and every built transport's, so tools can print them all with their
+// docs.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <span>
 #include <string>
-#include <string_view>
-#include <vector>
+
+#include "config/options.hpp"
 
 namespace rocl::impl {
 
 struct Options {
-  std::size_t pool_max;                   // ROCL_POOL_MAX
-  std::size_t pool_thread_cache;          // ROCL_POOL_THREAD_CACHE
-  std::uint32_t spin_us;                  // ROCL_SPIN_US
-  std::uint32_t cpu_sharers;              // ROCL_CPU_SHARERS
-  std::uint32_t peer_check_ms;            // ROCL_PEER_CHECK_MS
-  std::size_t rndv_threshold;             // ROCL_RNDV_THRESHOLD
-  std::size_t rndv_copy_threshold;        // ROCL_RNDV_COPY_THRESHOLD
-  std::size_t tcp_rndv_threshold;         // ROCL_TCP_RNDV_THRESHOLD
-  std::size_t shm_rndv_threshold;         // ROCL_SHM_RNDV_THRESHOLD
-  std::size_t shm_stream_rndv_threshold;  // ROCL_SHM_STREAM_RNDV_THRESHOLD
-  std::string tcp_congestion;             // ROCL_TCP_CONGESTION
-  std::size_t lend_threshold;             // ROCL_LEND_THRESHOLD
-  std::size_t shm_lend_threshold;         // ROCL_SHM_LEND_THRESHOLD
-  std::uint32_t linger_ms;                // ROCL_LINGER_MS
-  std::string transports;                 // ROCL_TRANSPORTS
-  std::string directory;                  // ROCL_DIRECTORY
-  std::string secret_file;                // ROCL_SECRET_FILE
+  std::size_t pool_max = 0;             // ROCL_POOL_MAX
+  std::size_t pool_thread_cache = 0;    // ROCL_POOL_THREAD_CACHE
+  std::uint32_t spin_us = 0;            // ROCL_SPIN_US
+  std::uint32_t cpu_sharers = 1;        // ROCL_CPU_SHARERS
+  std::uint32_t peer_check_ms = 0;      // ROCL_PEER_CHECK_MS
+  std::size_t rndv_threshold = 0;       // ROCL_RNDV_THRESHOLD
+  std::size_t rndv_copy_threshold = 0;  // ROCL_RNDV_COPY_THRESHOLD
+  std::size_t lend_threshold = 0;       // ROCL_LEND_THRESHOLD
+  std::uint32_t linger_ms = 0;          // ROCL_LINGER_MS
+  std::string transports;               // ROCL_TRANSPORTS
+  std::string directory;                // ROCL_DIRECTORY
+  std::string secret_file;              // ROCL_SECRET_FILE
+  // Every option's value, the transports' own included: each transport
+  // reads its rows from here (TransportEnv::options).
+  OptionValues values;
 };
+
+// The core's option rows.
+std::span<const OptionRow> core_option_rows() noexcept;
+
+// The core's and every built transport's options at their defaults.
+OptionValues all_option_defaults();
+
+// The Options of `values` (which hold at least the core's rows).
+Options options_from(const OptionValues &values);
 
 // Defaults overridden by the environment. On a malformed value, prints a
 // warning naming the variable to stderr and keeps the default.
@@ -37,12 +47,5 @@ Options load_options();
 
 // Prints name, value in force, default and doc of every option.
 void print_options(std::FILE *out);
-
-// Parses "64K", "2M", "4G", "1048576"; false if malformed.
-bool parse_size(const char *text, std::size_t *out);
-
-// The names of a comma-separated option value ("shm,tcp"), in order; empty
-// ones ("a,,b", a trailing comma) are skipped.
-std::vector<std::string> split_list(std::string_view list);
 
 }  // namespace rocl::impl

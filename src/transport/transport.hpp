@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "buffer/buffer_pool.hpp"
+#include "config/options.hpp"
 #include "message/message.hpp"
 
 namespace rocl::impl {
@@ -132,31 +133,13 @@ struct TransportEnv {
   std::uint64_t instance;             // unique per context instance in this process
   BufferPool *pool = nullptr;         // where arriving messages are received
   const JobSecret *secret = nullptr;  // proved on every connection (nullptr: no job)
-  std::string bind_address;           // tcp: interface to listen on ("" = loopback)
   // Messages of at least this many bytes go by rendezvous where the
   // transport has a single-copy path (0: never). ROCL_RNDV_THRESHOLD.
   std::size_t rendezvous_threshold = 0;
-  // tcp: its own, lower threshold (ROCL_TCP_RNDV_THRESHOLD) for messages
-  // from the application's memory (lent, or msg->rendezvous): those go by
-  // rendezvous from min(this, rendezvous_threshold), unless that is 0
-  // (never); pool buffers from rendezvous_threshold. 0 here:
-  // rendezvous_threshold alone.
-  std::size_t tcp_rendezvous_threshold = 0;
-  // shm: the same for pool buffers (ROCL_SHM_RNDV_THRESHOLD).
-  std::size_t shm_rendezvous_threshold = 0;
-  // shm: pool buffers of at least this many bytes (below the thresholds
-  // above) go by rendezvous too while they stream to a process, i.e. when
-  // nothing arrived over shm since the sender's last such message to it
-  // (ROCL_SHM_STREAM_RNDV_THRESHOLD). 0: never.
-  std::size_t shm_stream_rendezvous_threshold = 0;
-  // shm: lent messages (the core's ROCL_LEND_THRESHOLD chose them) below
-  // this many bytes are copied through the ring instead of read from the
-  // sender's memory (ROCL_SHM_LEND_THRESHOLD). 0: every lent message is read.
-  std::size_t shm_lend_threshold = 0;
-  // tcp: the congestion control of every connection, the first of these
-  // names (ROCL_TCP_CONGESTION, for the TCP_CONGESTION socket option) the
-  // kernel accepts. None: the system's.
-  std::vector<std::string> tcp_congestion{};
+  // Every option's value (the core's and each transport's rows; see
+  // TransportEntry::options): a transport reads its own rows here when it
+  // is made. nullptr: the defaults (a transport made alone, in a test).
+  const OptionValues *options = nullptr;
   // Linger at shutdown (ROCL_LINGER_MS; the core passes it, 0 here so that
   // a bare transport closes at once): a transport whose accepted messages
   // may still be at the sender when it is destroyed (queued bytes, parked
@@ -414,15 +397,38 @@ inline Transport *rendezvous_transport(Envelope *stub) {
   return t;
 }
 
-// One row of the registration table.
+// Which peers a transport can reach at most: the core's choices depend on
+// it, never on a transport's name.
+enum class Reach {
+  kProcess,  // its own process only: a synchronous hand-off (send() delivers
+             // before it returns), nothing to progress, no address to publish
+             // but its own; enabled alone when no other process can find us
+  kHost,     // processes of its own host (shm)
+  kNetwork,  // processes of other hosts too (tcp, ucx)
+};
+
+// One row of the registration table. Each transport's folder defines its
+// row (transport_entry_<name>); the table lists the built ones in the
+// order of ROCL_TRANSPORT_LIST (src/transport/CMakeLists.txt), which is the
+// default order of preference.
 struct TransportEntry {
-  const char *name;
-  const char *doc;
+  const char *name;  // as in ROCL_TRANSPORTS
+  const char *doc;   // one line, for rocl-info
+  Reach reach;
+  // The transport's own options (ROCL_<NAME>_*), gathered by the core into
+  // TransportEnv::options and printed by rocl-info.
+  std::span<const OptionRow> options;
   std::unique_ptr<Transport> (*make)(const TransportEnv &env);
 };
 
+// The values of a transport's options: env.options, or the defaults of
+// `rows` when the transport is made without them.
+inline OptionValues options_of(const TransportEnv &env, std::span<const OptionRow> rows) {
+  return env.options != nullptr ? *env.options : OptionValues(rows);
+}
+
 // The transports built into this library, in default order of preference.
-std::span<const TransportEntry> transport_table() noexcept;
+std::span<const TransportEntry *const> transport_table() noexcept;
 
 // The row named `name`, or nullptr.
 const TransportEntry *find_transport(std::string_view name) noexcept;

@@ -21,8 +21,8 @@ namespace rocl::platform {
 // laid out as the integer itself.
 template <class Word>
 concept FutexWord = (std::is_same_v<Word, std::atomic<std::uint32_t>> ||
-                     std::is_same_v<Word, std::atomic<std::int32_t>>) &&
-                    sizeof(Word) == 4 && Word::is_always_lock_free;
+                     std::is_same_v<Word, std::atomic<std::int32_t>>)&&sizeof(Word) == 4 &&
+                    Word::is_always_lock_free;
 
 // Who may wait on and wake a word: threads of this process (the cheaper
 // private futex), or processes that map the word's shared memory.

@@ -40,4 +40,12 @@ std::unique_ptr<Transport> make_inproc_transport(const TransportEnv &env) {
   return std::make_unique<InprocTransport>(env);
 }
 
+// Constant-initialised, so that the table is whole before any code runs.
+extern constinit const TransportEntry transport_entry_inproc = {
+    "inproc",
+    "same process: hands the buffer pointer to the receiving resource, no copy",
+    Reach::kProcess,
+    {},
+    &make_inproc_transport};
+
 }  // namespace rocl::impl

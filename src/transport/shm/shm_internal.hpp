@@ -413,7 +413,7 @@ class ShmTransportImpl final : public ShmTransport {
   // Pool buffers from this size go by rendezvous (ROCL_SHM_RNDV_THRESHOLD,
   // or ROCL_RNDV_THRESHOLD if lower; nonzero: the caller checked that).
   // Whether a pool buffer of `length` bytes to c streams, and so goes by
-  // rendezvous from env_.shm_stream_rendezvous_threshold
+  // rendezvous from cfg_.stream_rendezvous_threshold
   // (ROCL_SHM_STREAM_RNDV_THRESHOLD): nothing arrived over shm since our
   // last message of such a size to c. A ping-pong's reply arrives in
   // between; its messages stay in the ring, whose copy answers sooner.
@@ -431,12 +431,12 @@ class ShmTransportImpl final : public ShmTransport {
   }
   // The smallest pool buffer streams() may send by rendezvous (no limit: never).
   std::size_t stream_from() const noexcept {
-    const std::size_t from = env_.shm_stream_rendezvous_threshold;
+    const std::size_t from = cfg_.stream_rendezvous_threshold;
     return from == 0 ? ~std::size_t{0} : from;
   }
   std::size_t rendezvous_threshold() const noexcept {
-    return env_.shm_rendezvous_threshold != 0
-               ? std::min(env_.rendezvous_threshold, env_.shm_rendezvous_threshold)
+    return cfg_.rendezvous_threshold != 0
+               ? std::min(env_.rendezvous_threshold, cfg_.rendezvous_threshold)
                : env_.rendezvous_threshold;
   }
   int take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const wire::MessageHeader &h,

@@ -620,7 +620,8 @@ bool ShmTransportImpl::deliver_whole_in_ring(RxSlot &s, SlotCtl *ctl,
     return false;
   }
   const std::uint64_t chunk = first.fragment_length, total = first.total_length;
-  if (chunk == 0 || total > cfg_.ring_bytes / 2 || !env_.sink->may_take_pieces(first.destination, rx_waiter_)) {
+  if (chunk == 0 || total > cfg_.ring_bytes / 2 ||
+      !env_.sink->may_take_pieces(first.destination, rx_waiter_)) {
     return false;
   }
   const std::uint64_t n = (total + chunk - 1) / chunk;

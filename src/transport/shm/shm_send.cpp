@@ -28,7 +28,7 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
   // (ROCL_SHM_LEND_THRESHOLD), else it is copied through the ring now.
   // A pool buffer goes by rendezvous from ROCL_SHM_RNDV_THRESHOLD, or
   // from ROCL_SHM_STREAM_RNDV_THRESHOLD while it streams (streams()).
-  bool rendezvous = is_lent(msg) ? c->lend_memory && msg->length >= env_.shm_lend_threshold
+  bool rendezvous = is_lent(msg) ? c->lend_memory && msg->length >= cfg_.lend_threshold
                                  : c->rendezvous && env_.rendezvous_threshold != 0 &&
                                        (msg->length >= rendezvous_threshold() || msg->rendezvous ||
                                         streams(*c, msg->length)) &&

@@ -26,6 +26,52 @@ shm::Stats ShmTransportImpl::stats() const noexcept {
 
 }  // namespace shm::detail
 
+namespace shm {
+namespace {
+constexpr OptionRow kOptions[] = {
+    {"ROCL_SHM_RNDV_THRESHOLD", "8K",
+     "Over shm, pool buffers of at least this many bytes (or ROCL_RNDV_THRESHOLD, if lower) "
+     "go by rendezvous: the receiver copies the payload from the sender's pool, mapped "
+     "read-only, when a receive matches, while the sender, waiting for a reply or its next "
+     "send, writes the other half into the receive's block through its mapping of the "
+     "receiver's pool (both cpus copy, each the half its cache holds when a message is sent "
+     "back). Below about 8 KiB the rings answer sooner; above, both cpus copying beats the "
+     "ring's two copies in a row (rocl-bench latency bandwidth --transport shm with another "
+     "value shows it). ROCL_RNDV_THRESHOLD=0 turns it off too (0: ROCL_RNDV_THRESHOLD alone).",
+     OptionType::kSize},
+    {"ROCL_SHM_STREAM_RNDV_THRESHOLD", "4K",
+     "Over shm, pool buffers of at least this many bytes, below ROCL_SHM_RNDV_THRESHOLD, go by "
+     "rendezvous too when they stream: when nothing arrived over shm since this sender's last "
+     "such message to the same process (no reply came in between). A ping-pong's message is "
+     "copied through the ring, which answers sooner; a stream's by rendezvous, where both "
+     "cpus copy (rocl-bench bandwidth --transport shm with this option at 0 shows it). 0: "
+     "never.",
+     OptionType::kSize},
+    {"ROCL_SHM_LEND_THRESHOLD", "128K",
+     "Over shm, what a send lends (ROCL_LEND_THRESHOLD) is read by the receiver from the "
+     "sender's memory only from this many bytes; a smaller lent message is copied through "
+     "the ring at once (memcpy in, memcpy out), and its send completes then. The kernel's "
+     "cross-memory copy costs a system call and page pinning per call, and on some machines "
+     "it copies far slower than memcpy, so below about 128 KiB the ring wins there (rocl-bench "
+     "mpi's latency and bw with this option at 0 show where reading pays on a machine). 0: "
+     "ROCL_LEND_THRESHOLD alone.",
+     OptionType::kSize},
+};
+}  // namespace
+
+std::span<const OptionRow> option_rows() noexcept {
+  return kOptions;
+}
+
+Config config_from(const OptionValues &options) {
+  Config c;
+  c.rendezvous_threshold = options.size("ROCL_SHM_RNDV_THRESHOLD");
+  c.stream_rendezvous_threshold = options.size("ROCL_SHM_STREAM_RNDV_THRESHOLD");
+  c.lend_threshold = options.size("ROCL_SHM_LEND_THRESHOLD");
+  return c;
+}
+}  // namespace shm
+
 std::unique_ptr<ShmTransport> make_shm_transport_with(const TransportEnv &env,
                                                       const shm::Config &config, shm::LogFn log) {
   std::unique_ptr<shm::detail::ShmTransportImpl> t;
@@ -40,7 +86,14 @@ std::unique_ptr<ShmTransport> make_shm_transport_with(const TransportEnv &env,
 }
 
 std::unique_ptr<Transport> make_shm_transport(const TransportEnv &env) {
-  return make_shm_transport_with(env, shm::Config{}, nullptr);
+  return make_shm_transport_with(env, shm::config_from(options_of(env, shm::option_rows())),
+                                 nullptr);
 }
+
+// Constant-initialised, so that the table is whole before any code runs.
+extern constinit const TransportEntry transport_entry_shm = {
+    "shm",
+    "same host: memfd inbox of per-sender lock-free rings, futex wake-ups, one copy each way",
+    Reach::kHost, shm::kOptions, &make_shm_transport};
 
 }  // namespace rocl::impl

@@ -110,7 +110,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "transport/transport.hpp"
 
@@ -148,7 +150,24 @@ struct Config {
   // lines, which stay in the two cpus' caches, instead of sweeping the
   // whole ring. Only if at most a quarter of the ring; 0: never.
   std::uint64_t hot_bytes = 4096;
+  // Pool buffers of at least this many bytes go by rendezvous (or from
+  // TransportEnv::rendezvous_threshold, if lower; ROCL_SHM_RNDV_THRESHOLD).
+  // 0: from TransportEnv::rendezvous_threshold alone.
+  std::size_t rendezvous_threshold = 0;
+  // Pool buffers of at least this many bytes (below the thresholds above)
+  // go by rendezvous too while they stream to a process, i.e. when nothing
+  // arrived over shm since the sender's last such message to it
+  // (ROCL_SHM_STREAM_RNDV_THRESHOLD). 0: never.
+  std::size_t stream_rendezvous_threshold = 0;
+  // Lent messages (the core's ROCL_LEND_THRESHOLD chose them) below this
+  // many bytes are copied through the ring instead of read from the
+  // sender's memory (ROCL_SHM_LEND_THRESHOLD). 0: every lent message is read.
+  std::size_t lend_threshold = 0;
 };
+
+// The shm transport's option rows (ROCL_SHM_*), and the Config they give.
+std::span<const OptionRow> option_rows() noexcept;
+Config config_from(const OptionValues &options);
 
 struct Stats {
   std::uint64_t refused = 0;              // slots whose job secret proof failed

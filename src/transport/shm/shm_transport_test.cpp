@@ -34,7 +34,7 @@ struct End {
     sink.pool = &pool;
     TransportEnv env{&sink, instance, &pool, secret};
     env.rendezvous_threshold = rendezvous_threshold;
-    env.shm_stream_rendezvous_threshold = stream_rendezvous_threshold;
+    cfg.stream_rendezvous_threshold = stream_rendezvous_threshold;
     t = make_shm_transport_with(env, cfg, [this](const std::string &s) {
       std::lock_guard<std::mutex> g(log_mu);
       logs.push_back(s);

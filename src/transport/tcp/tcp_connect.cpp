@@ -116,7 +116,7 @@ std::string system_congestion() {
 void TcpTransportImpl::tune_socket(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  const std::vector<std::string> &names = env_.tcp_congestion;
+  const std::vector<std::string> &names = options_.congestion;
   if (names.empty()) return;
   std::vector<int> errors;  // why each name was refused, in order
   for (const std::string &name : names) {
@@ -143,9 +143,9 @@ void TcpTransportImpl::tune_socket(int fd) {
 
 int TcpTransportImpl::start() {
   in_addr ip{};
-  if (!resolve_bind(env_.bind_address, &ip)) {
+  if (!resolve_bind(options_.bind_address, &ip)) {
     return fail(ROCL_EINVAL, "tcp: bind address '%s' is neither an IPv4 address nor an interface",
-                env_.bind_address.c_str());
+                options_.bind_address.c_str());
   }
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) return fail(ROCL_EPEER, "tcp: socket: %s", std::strerror(errno));
@@ -155,7 +155,7 @@ int TcpTransportImpl::start() {
   a.sin_port = 0;
   if (::bind(listen_fd_, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
       ::listen(listen_fd_, 128) != 0) {
-    return fail(ROCL_EPEER, "tcp: bind/listen on %s: %s", env_.bind_address.c_str(),
+    return fail(ROCL_EPEER, "tcp: bind/listen on %s: %s", options_.bind_address.c_str(),
                 std::strerror(errno));
   }
   socklen_t alen = sizeof a;

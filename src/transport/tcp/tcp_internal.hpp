@@ -448,12 +448,12 @@ class TcpTransportImpl final : public TcpTransport {
   std::atomic<std::size_t> paused_n_{0};  // paused_.size(), for the thread's epoll timeout
   std::atomic<std::size_t> held_{0};      // live connections with rx_paused set
   // Callers between poll_begin and poll_end. The transport's thread parks
-// on this count itself (a futex): pollers pay nothing to keep it parked,
-// and the last one wakes it with a single system call.
+  // on this count itself (a futex): pollers pay nothing to keep it parked,
+  // and the last one wakes it with a single system call.
   std::atomic<std::int32_t> pollers_{0};
-  std::atomic<bool> in_epoll_{false};     // the thread is in (or about to enter) epoll_wait
-  int drive_depth_ = 0;                   // > 1: a nested drive (pull inside deliver)
-  unsigned direct_drives_ = 0;            // drives that read solo_ without epoll
+  std::atomic<bool> in_epoll_{false};  // the thread is in (or about to enter) epoll_wait
+  int drive_depth_ = 0;                // > 1: a nested drive (pull inside deliver)
+  unsigned direct_drives_ = 0;         // drives that read solo_ without epoll
 
   // Rendezvous, receiver side: requests whose stubs are out, by {conn, cookie}.
   std::mutex rndv_mu_;               // rndv_in_ and every Pull::state

@@ -63,7 +63,7 @@ int TcpTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
 
 // Whether msg goes by rendezvous: from env.rendezvous_threshold, and a
 // message from the application's memory (lent, or the core's copy of it:
-// msg->rendezvous) already from env.tcp_rendezvous_threshold. Its receive
+// msg->rendezvous) already from Options::rendezvous_threshold. Its receive
 // most likely has memory of its own (MPI's do), which rendezvous lets read
 // the socket straight into; a pool buffer is most likely received as a
 // block, which eager fills as fast without the request's round trip.
@@ -74,8 +74,8 @@ int TcpTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
 bool TcpTransportImpl::takes_rendezvous(const Message &msg) const {
   if (env_.rendezvous_threshold == 0) return false;
   std::size_t threshold = env_.rendezvous_threshold;
-  if (env_.tcp_rendezvous_threshold != 0 && (is_lent(&msg) || msg.rendezvous)) {
-    threshold = std::min(threshold, env_.tcp_rendezvous_threshold);
+  if (options_.rendezvous_threshold != 0 && (is_lent(&msg) || msg.rendezvous)) {
+    threshold = std::min(threshold, options_.rendezvous_threshold);
   }
   return msg.length >= std::max(threshold, sizeof(wire::RendezvousBody));
 }

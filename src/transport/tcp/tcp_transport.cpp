@@ -194,7 +194,52 @@ std::unique_ptr<TcpTransport> make_tcp_transport_with_log(const TransportEnv &en
 }
 
 std::unique_ptr<Transport> make_tcp_transport(const TransportEnv &env) {
-  return make_tcp_transport_with_log(env, nullptr);
+  return make_tcp_transport_with_log(env, nullptr,
+                                     tcp::options_from(options_of(env, tcp::option_rows())));
 }
+
+namespace tcp {
+namespace {
+constexpr OptionRow kOptions[] = {
+    {"ROCL_TCP_RNDV_THRESHOLD", "1M",
+     "Over tcp, messages from the application's memory (rocl_isendx_lend, as MPI sends; or "
+     "copied from it, ROCL_RNDV_COPY_THRESHOLD) of at least this many bytes (or "
+     "ROCL_RNDV_THRESHOLD, if lower) go by rendezvous: the receiver asks for the payload when "
+     "a receive matches and reads it from the socket straight into the receive's memory. Pool "
+     "buffers, most likely received as buffers, go eagerly up to ROCL_RNDV_THRESHOLD. "
+     "Rendezvous pays where the receive has memory of its own, and below about 1 MiB the "
+     "request's round trip costs more than it saves (compare's rocl-mpi-tcp and rocl-tcp "
+     "rows with another value show both). ROCL_RNDV_THRESHOLD=0 turns it off too (0: "
+     "ROCL_RNDV_THRESHOLD alone).",
+     OptionType::kSize},
+    {"ROCL_TCP_CONGESTION", "cubic,reno",
+     "TCP congestion control of rocl's connections, the first of this comma-separated list "
+     "the kernel accepts (the TCP_CONGESTION socket option; empty: the system's, "
+     "net.ipv4.tcp_congestion_control). BBR, the default of some systems, paces a connection "
+     "at its estimate of the path's bandwidth, which the bursts of a ping-pong never let it "
+     "measure (rocl-bench latency --transport tcp from 1 MiB with this option empty shows the "
+     "cost). An unprivileged process may set only what "
+     "net.ipv4.tcp_allowed_congestion_control lists (reno always); if every name is refused, "
+     "connections keep the system's, said once on stderr.",
+     OptionType::kString},
+};
+}  // namespace
+
+std::span<const OptionRow> option_rows() noexcept {
+  return kOptions;
+}
+
+Options options_from(const OptionValues &values) {
+  Options o;
+  o.rendezvous_threshold = values.size("ROCL_TCP_RNDV_THRESHOLD");
+  o.congestion = split_list(values.text("ROCL_TCP_CONGESTION"));
+  return o;
+}
+}  // namespace tcp
+
+// Constant-initialised, so that the table is whole before any code runs.
+extern constinit const TransportEntry transport_entry_tcp = {
+    "tcp", "TCP/IPv4 sockets: epoll progress thread, one connection per peer, writev without copy",
+    Reach::kNetwork, tcp::kOptions, &make_tcp_transport};
 
 }  // namespace rocl::impl

@@ -1,5 +1,5 @@
 // tcp_transport.hpp - the TCP transport: one listening socket per transport
-// (loopback by default, TransportEnv::bind_address to choose an IPv4 address
+// (loopback by default, tcp::Options::bind_address to choose an IPv4 address
 // or an interface name), one system thread per transport running epoll over
 // the listener, every connection and an eventfd for wake-ups.
 //
@@ -67,7 +67,7 @@
 //
 // Rendezvous (messages of at least env.rendezvous_threshold bytes, when it is
 // not 0, and of at least 16; from the application's memory, lent or
-// msg->rendezvous, already from env.tcp_rendezvous_threshold if lower:
+// msg->rendezvous, already from tcp::Options::rendezvous_threshold if lower:
 // takes_rendezvous in tcp_send.cpp): receiver-driven, so that a large message waits
 // at its sender until a receive takes it and then lands straight in the
 // receiver's block.
@@ -201,7 +201,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "transport/transport.hpp"
 
@@ -245,7 +247,22 @@ struct Options {
   // progress(), for long); a turn may end only where the connection needs
   // bytes from its socket. 0: the default.
   std::size_t turn_bytes = kDefaultTurnBytes;
+  // Messages from the application's memory (lent, or msg->rendezvous) go
+  // by rendezvous from min(this, TransportEnv::rendezvous_threshold),
+  // unless that is 0 (never); pool buffers from rendezvous_threshold.
+  // ROCL_TCP_RNDV_THRESHOLD. 0: TransportEnv::rendezvous_threshold alone.
+  std::size_t rendezvous_threshold = 0;
+  // The congestion control of every connection, the first of these names
+  // (ROCL_TCP_CONGESTION, for the TCP_CONGESTION socket option) the kernel
+  // accepts. None: the system's.
+  std::vector<std::string> congestion{};
+  // The IPv4 address to listen on ("": loopback).
+  std::string bind_address{};
 };
+
+// The tcp transport's option rows (ROCL_TCP_*), and the Options they give.
+std::span<const OptionRow> option_rows() noexcept;
+Options options_from(const OptionValues &values);
 
 // The connector's first message. `address` is the connector's own listening
 // address ("tcp:<ipv4>:<port>", NUL-padded), so that the acceptor can send
@@ -282,7 +299,7 @@ struct Stats {
   std::uint64_t rendezvous_pulls = 0;     // pulls completed (data read into the block)
   std::uint64_t rendezvous_discards = 0;  // stubs dropped (drop replies sent)
   // Connections left with the system's congestion control because the
-  // kernel refused TransportEnv::tcp_congestion (said once on the log).
+  // kernel refused tcp::Options::congestion (said once on the log).
   std::uint64_t congestion_refused = 0;
 };
 

@@ -68,18 +68,19 @@ struct LogSink {
 
 struct Node {
   // rndv: the rendezvous threshold (0: never). linger: TransportEnv::linger_ms.
-  // congestion: TransportEnv::tcp_congestion.
+  // congestion: tcp::Options::congestion; tcp_rndv: its rendezvous_threshold.
   Node(std::uint64_t instance, const JobSecret *secret, const tcp::Options &options = {},
        std::size_t rndv = 0, std::uint32_t linger = 0, std::string congestion = "",
        std::size_t tcp_rndv = 0)
       : pool(PoolConfig{std::size_t{1} << 30, std::size_t{2} << 20}) {
     sink.pool = &pool;
-    TransportEnv env{&sink, instance, &pool, secret, ""};
+    TransportEnv env{&sink, instance, &pool, secret};
     env.rendezvous_threshold = rndv;
     env.linger_ms = linger;
-    env.tcp_congestion = split_list(congestion);
-    env.tcp_rendezvous_threshold = tcp_rndv;
-    t = make_tcp_transport_with_log(env, log.fn(), options);
+    tcp::Options with = options;
+    with.congestion = split_list(congestion);
+    with.rendezvous_threshold = tcp_rndv;
+    t = make_tcp_transport_with_log(env, log.fn(), with);
   }
   // A message of len bytes, filled from seed; block marked return_after_send.
   Message *make(std::size_t len, std::uint32_t seed, std::int32_t tag = 1) {
@@ -801,7 +802,7 @@ struct SlowNode {
   SlowNode(std::uint64_t instance, const JobSecret *secret, std::size_t cap_bytes)
       : pool(PoolConfig{cap_bytes, std::size_t{64} << 10}) {
     sink.pool = &pool;
-    t = make_tcp_transport_with_log(TransportEnv{&sink, instance, &pool, secret, ""}, log.fn());
+    t = make_tcp_transport_with_log(TransportEnv{&sink, instance, &pool, secret}, log.fn());
   }
   BufferPool pool;
   SlowSink sink;
@@ -2132,7 +2133,7 @@ struct GatedNode {
   GatedNode(std::uint64_t instance, const JobSecret *secret, const tcp::Options &options)
       : pool(PoolConfig{std::size_t{1} << 30, std::size_t{2} << 20}) {
     sink.pool = &pool;
-    t = make_tcp_transport_with_log(TransportEnv{&sink, instance, &pool, secret, ""}, log.fn(),
+    t = make_tcp_transport_with_log(TransportEnv{&sink, instance, &pool, secret}, log.fn(),
                                     options);
   }
   BufferPool pool;
