@@ -1,11 +1,12 @@
 // caller_progress.cpp - a waiting thread drives the transports itself.
 //
 // Why: each transport between processes has a progress thread, but waking a
-// sleeping thread costs ~30 us on a VM and a message would pay it twice
-// (the transport's thread, then the receiver). A receiver that spins anyway
-// (ROCL_SPIN_US) can as well read the rings and sockets itself: the message
-// then lands in its mailbox in well under a microsecond and no thread wakes.
-// The transports' side of the bargain is in transport.hpp (poll_begin /
+// sleeping thread costs many times a small message's whole trip, and a message
+// would pay it twice (the transport's thread, then the receiver; rocl-bench
+// latency --transport shm with ROCL_SPIN_US=0 shows it). A receiver that spins
+// anyway (ROCL_SPIN_US) can as well read the rings and sockets itself: the
+// message then lands in its mailbox in well under a microsecond and no thread
+// wakes. The transports' side of the bargain is in transport.hpp (poll_begin /
 // progress / poll_end).
 #include <sched.h>
 
@@ -40,8 +41,8 @@ int Context::progress_round(unsigned round, const ReceiveOp *op) noexcept {
 // of our time slice (milliseconds): give the cpu away (Open MPI yields alike
 // when oversubscribed). The spin then lasts kCrowdedSpinFactor times longer:
 // most of its wall time is the others' work, and giving up into a sleep
-// would make every message window pay a ~30 us wake-up (mt_rate, 8 threads
-// per rank on one cpu: 0.1-0.5 M msg/s with 100 us, 3.3 M with 1 ms).
+// would make every message window pay a wake-up (rocl-bench mpi's mt_rate
+// with more threads per rank than cpus shows it).
 void Context::yield_crowded_cpu(std::chrono::microseconds *spin,
                                 std::chrono::steady_clock::time_point *end,
                                 std::chrono::steady_clock::time_point limit) noexcept {
@@ -53,9 +54,9 @@ void Context::yield_crowded_cpu(std::chrono::microseconds *spin,
 }
 
 // Rounds polled back to back before each empty one also pauses the cpu:
-// a PAUSE takes ~27 ns on this EPYC VM, more than an empty round's poll,
-// so a waiter that pauses from the start sees an arrival ~half a PAUSE
-// later on average.
+// a PAUSE may take longer than an empty round's poll, so a waiter that
+// pauses from the start sees an arrival about half a PAUSE later on
+// average (rocl-bench latency --transport shm of small messages shows it).
 constexpr unsigned kBusyRounds = 2048;
 
 bool Context::spin_with_progress(const generic::Completion &done, int timeout_ms,
@@ -73,9 +74,9 @@ bool Context::spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket, in
   auto spin = std::chrono::microseconds(options_.spin_us);
   if (!polled_.empty() || timeout_ms == 0) return spin_until(changed, timeout_ms, spin, op);
   if (timeout_ms > 0) spin = std::min(spin, std::chrono::microseconds(timeout_ms * 1000LL));
-  // The clock is first read after 64 looks (a clock read costs ~25 ns here,
-  // and a ping-pong's reply comes within that): the spin runs that much
-  // longer.
+  // The clock is first read after 64 looks (a clock read costs more than a
+  // look, and a ping-pong's reply often comes sooner): the spin runs that
+  // much longer.
   std::chrono::steady_clock::time_point end;
   for (unsigned i = 1;; ++i) {
     if (changed()) return true;
@@ -114,7 +115,7 @@ bool Context::spin_until(Done done, int timeout_ms, std::chrono::microseconds sp
   if (timeout_ms > 0) spin = std::min(spin, std::chrono::microseconds(timeout_ms * 1000LL));
   // The clock is first read after 16 empty rounds (or the first frame), not
   // before the first poll: a reply that comes at once (a ping-pong) is then
-  // seen one clock read (~25 ns here) earlier. The spin runs that much longer.
+  // seen one clock read earlier. The spin runs that much longer.
   bool timed = false;
   Clock::time_point limit;  // never past the caller's timeout
   Clock::time_point end;
@@ -168,10 +169,10 @@ bool Context::spin_until(Done done, int timeout_ms, std::chrono::microseconds sp
       }
     } else {
       // Frames keep coming (the fragments of a large message, say): spin on
-      // rather than hand each of them to a thread that must be woken. Before,
-      // a message whose fragments took longer than the spin to arrive put
-      // both ends into a mode where every fragment paid a wake-up (a 1 MiB
-      // ping-pong 38 -> 415 us).
+      // rather than hand each of them to a thread that must be woken, or a
+      // message whose fragments take longer than the spin to arrive puts
+      // both ends into a mode where every fragment pays a wake-up
+      // (rocl-bench latency --transport shm of 1 MiB shows it).
       const Clock::time_point now = read_clock();
       if (now >= limit) break;
       end = std::min(now + spin, limit);

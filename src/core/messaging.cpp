@@ -2,7 +2,7 @@
 //
 // Send: turn what the user passed into a block the library owns (hand-off
 // of a bftoret buffer, or a copy), then route it: the local hand-off first,
-// then (later issues) the transports that reach the destination's context.
+// then the transports that reach the destination's context.
 // Receive: post an envelope on the resource's mailbox and wait on it.
 #include <algorithm>
 #include <array>
@@ -220,14 +220,14 @@ int Context::route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous,
 // caller memory or from a pool buffer, and no pool block is taken for it.
 // A buffer marked rocl_bftoret is claimed for the copy (as the usual path
 // claims it: a second send of it meanwhile is refused) and goes back to the
-// pool after it; a kept one's rocl_bfstat says sent. (A pool buffer's
-// usual path cost a stream of 16 B messages a fifth of its sender's
-// instructions: the message's fill, the route's second look, the generic
-// send's choices and the block's finish.) True if it was sent (*rc =
-// ROCL_OK); false: take the usual path (large, local or unknown
-// destinations, a buffer the usual path refuses, a pool buffer the
-// transport would rather send with its block, or a failure here, which
-// the usual path meets again and words, with the directory asked).
+// pool after it; a kept one's rocl_bfstat says sent. (A pool buffer's usual
+// path costs a small message the message's fill, the route's second look, the
+// generic send's choices and the block's finish: rocl-bench bandwidth
+// --transport shm of small messages shows it.) True if it was sent (*rc =
+// ROCL_OK); false: take the usual path (large, local or unknown destinations,
+// a buffer the usual path refuses, a pool buffer the transport would rather
+// send with its block, or a failure here, which the usual path meets again
+// and words, with the directory asked).
 bool Context::send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
                          int *rc) noexcept {
   if (ptr == nullptr && len != 0) return false;
@@ -288,11 +288,10 @@ int Context::check_send_args(rocl_gid_t ogid, int tag) noexcept {
 // tcp: writes it into the socket from there);
 // the first send to a destination, which resolves its route, is copied.
 //
-// (A send of 1 MiB or more used to be copied while another lent send was in
-// flight, so that in a stream the sender's copy ran beside the receiver's;
-// since the sender copies part of each lent message itself (shm copy
-// offers), streams lent are faster: MPI bw 1 MiB 14.6-17.0 lent vs 8.6-9.7
-// GB/s, 4 MiB 12.1-12.9 vs 8.0-8.3; tcp 1 MiB 3.4-4.2 vs 3.1.)
+// A large send is lent even while another lent send is in flight: the
+// sender copies part of each lent message itself (shm copy offers), so a
+// stream lent beats one copied (rocl-bench mpi's bw from 1 MiB, against
+// ROCL_LEND_THRESHOLD=0, shows it).
 bool Context::may_lend(rocl_gid_t dgid, const void *ptr, std::size_t len, Route *route) noexcept {
   if (options_.lend_threshold == 0 || options_.rndv_threshold == 0 ||
       len < options_.lend_threshold || ptr == nullptr || pool_->contains(ptr)) {
@@ -334,9 +333,9 @@ void Context::release_lent(BlockHeader *block) noexcept {
 // transport marks it in shared memory; shm's thread reaps it within its
 // retry period), so the sender spins: ROCL_SPIN_US plus as long as the
 // receiver's copy may take (at kSlowestCopyBytesPerUs), so that a receive
-// already under way ends the spin; a sleep there delayed the sender's next
-// step by up to the sleep (MPI 1 MiB ping-pong 150 us instead of 90). Then it
-// sleeps backing off and drives the transports between sleeps: a sender
+// already under way ends the spin; a sleep there would delay the sender's next
+// step by up to the sleep (rocl-bench mpi's latency of 1 MiB shows it). Then
+// it sleeps backing off and drives the transports between sleeps: a sender
 // waits that long only while its receiver has not posted the receive.
 bool Context::wait_sent(const BlockHeader *block, int timeout_ms) noexcept {
   using Clock = std::chrono::steady_clock;
@@ -405,9 +404,9 @@ void signal_receive(Envelope *recv, const ReceiveOp *op) noexcept {
 // `destination`'s), which is safe without a reference because Resource
 // objects live as long as the context and their mailboxes are reopened,
 // never rebuilt (Resource::start); a message queued there before a
-// rocl_delete is dropped by the close, as it was with a reference. So the
-// resource's counters, on a line of their own, stay the receiver's: its
-// receive takes and drops its reference there without waiting for the
+// rocl_delete is dropped by the close, as it would be with a reference. So
+// the resource's counters, on a line of their own, stay the receiver's:
+// its receive takes and drops its reference there without waiting for the
 // line a sender wrote (Resource).
 Resource *Context::arrival_resource(rocl_gid_t destination, const ReceiveOp *op) const noexcept {
   return op != nullptr && op->gid == destination ? op->resource : resources_.peek(destination);
@@ -523,10 +522,10 @@ bool Context::origin_gone(rocl_gid_t origin) noexcept {
 
 // A blocking receive posted alone spins on its mailbox's hand-off word
 // (Communicator::post_spinning), where a sender of another thread leaves
-// its message with one swap (deliver): in-process one-way 0.31-0.35 ->
-// 0.25-0.30 us, interleaved. Nothing within the spin: the receive
-// withdraws its ticket and waits as any receive (await_receive, which
-// sleeps), for what is left of the timeout.
+// its message with one swap (deliver), sooner than through the lock and the
+// completion (rocl-bench latency, between threads, shows it). Nothing within
+// the spin: the receive withdraws its ticket and waits as any receive
+// (await_receive, which sleeps), for what is left of the timeout.
 int Context::await_hand_off(Resource *r, Envelope &env, std::uint64_t ticket, int timeout,
                             Envelope **msg, ReceiveOp &op) noexcept {
   Mailbox &mailbox = r->mailbox();
@@ -679,11 +678,11 @@ int Context::check_receive_args(const char *who, int tag, std::uint32_t domain) 
 // most of them so) takes it without a reference to its resource: the
 // mailbox's lock and a check of the gid under it make the take safe
 // against a concurrent rocl_delete (Communicator::take_queued,
-// Resource::start), and two locked instructions per message go (with the
-// unsignalled take of take_or_post_receive: shm 8 B streams 56-60 -> 59-77
-// MB/s, 16 B 112-120 -> 144-152). Not a rendezvous stub: the usual path
-// may have to put it back, which needs the resource held. True if it took
-// one (*rc the outcome).
+// Resource::start), and the reference's two locked read-modify-writes per
+// message go (with the unsignalled take of take_or_post_receive: rocl-bench
+// bandwidth --transport shm of small messages shows both). Not a rendezvous
+// stub: the usual path may have to put it back, which needs the resource
+// held. True if it took one (*rc the outcome).
 bool Context::take_waiting(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
                            std::size_t cap, rocl_status_t *status, int *rc) noexcept {
   if (!r->mailbox().has_queued_messages()) return false;
@@ -773,7 +772,7 @@ bool Context::take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &patte
 bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
                         std::size_t cap, rocl_status_t *status, int *rc) noexcept {
   constexpr unsigned kSpinTakeRounds = 256;
-  constexpr unsigned kLooksPerSpinUs = 32;  // 256 empty looks took 2.4-6.9 us here
+  constexpr unsigned kLooksPerSpinUs = 32;  // an empty look takes less than 1/32 us
   constexpr std::size_t kSpinTakeIntoBytes = 256;
   // Part of the receive's spin (ROCL_SPIN_US; 0: callers sleep at once).
   const auto rounds = static_cast<unsigned>(
@@ -840,8 +839,8 @@ int Context::recv_posted(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern
     return fail(ROCL_EBADGID, "rocl_recv: gid %#llx is not a resource of this context", ull(dgid));
   }
   // Made only now: a receive that finds its message queued needs none
-  // (writing its two lines cost a fifth of such a receive). On a line of
-  // its own: what a sender writes into it (matched, complete) then shares
+  // (writing its two lines is a fair part of such a receive's cost). On a line
+  // of its own: what a sender writes into it (matched, complete) then shares
   // one line (envelope.hpp).
   alignas(64) Envelope env;
   env.header = pattern;
@@ -851,8 +850,8 @@ int Context::recv_posted(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern
   // A receive that may wait for a block spins on its mailbox's hand-off
   // word (await_hand_off). Not one into memory: what a transport copies
   // straight into it (deliver_pieces) comes through the lock and its
-  // completion, and the ticket would only add a locked swap (rocl's MPI
-  // one-way 8 B 0.229 -> 0.247 us with it).
+  // completion, and the ticket would only add a locked swap (compare's
+  // rocl-mpi-shm latency rows show it).
   std::uint64_t ticket = 0;
   try {
     msg = timeout != 0 && into == nullptr ? r->mailbox().post_spinning(&env, &ticket)
@@ -879,10 +878,10 @@ int Context::recv_posted(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern
     // The lines this receive (and a send of the same buffer) writes next:
     // the block's header, the envelope's first line, the resource's
     // counters, which the sender's thread had last. Asked for at once, they
-    // come in about the time of one transfer instead of one each (one-way
-    // between threads 0.34 -> 0.28 us; signalling the receive after the
-    // sender drops its reference instead cost 0.1 us: the wake is the
-    // critical path).
+    // come in about the time of one transfer instead of one each
+    // (rocl-bench latency, between threads, shows it). Signalling the
+    // receive only after the sender drops its reference would delay the
+    // wake, which is the critical path.
     platform::prefetch_for_write(block_of(msg));
     platform::prefetch_for_write(msg);
     platform::prefetch_for_write(r);

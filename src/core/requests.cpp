@@ -8,14 +8,15 @@
 #include "status/status.hpp"
 
 // The handle behind rocl_request_t. A receive holds no reference to its
-// resource (two locked instructions per message, rocl's MPI streams): its
-// envelope is posted only while the resource is still its gid's (checked
-// under the mailbox's lock), and a rocl_delete completes it (the mailbox's
-// close) before the object can be recycled. What the request does with
-// the resource afterwards is safe on a recycled one: a cancel finds its
-// envelope in no queue there; a wait announces gid, which deliveries check
-// under the lock; only a rendezvous stub put back after a failed pull needs
-// the resource held, and takes a reference for that (complete_request).
+// resource (two locked read-modify-writes per message, which compare's
+// rocl-mpi-shm streams show): its envelope is posted only while the resource
+// is still its gid's (checked under the mailbox's lock), and a rocl_delete
+// completes it (the mailbox's close) before the object can be recycled. What
+// the request does with the resource afterwards is safe on a recycled one: a
+// cancel finds its envelope in no queue there; a wait announces gid, which
+// deliveries check under the lock; only a rendezvous stub put back after a
+// failed pull needs the resource held, and takes a reference for that
+// (complete_request).
 struct rocl_request : rocl::generic::Recycled<rocl_request> {
   enum class Kind { kSend, kReceive };
   explicit rocl_request(Kind k) : kind(k) {}

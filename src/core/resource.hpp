@@ -79,8 +79,8 @@ class alignas(64) Resource {
   // moves one line, not two.
   std::optional<Mailbox> mailbox_;
   // Not on the senders' line: a receive that has taken its message drops
-  // its reference without waiting for that line to come back (in-process
-  // one-way 0.28-0.38 -> 0.23-0.27 us, interleaved).
+  // its reference without waiting for that line to come back (rocl-bench
+  // latency, between threads, shows it).
   alignas(64) std::atomic<std::uint64_t> refs_{0};
   std::atomic<unsigned> take_skip_{0};  // on the receivers' line, with refs_
 };

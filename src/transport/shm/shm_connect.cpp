@@ -258,10 +258,11 @@ int ShmTransportImpl::connect(Conn &c, std::string_view peer_address) {
 
 // Sender: maps the receiver's pool writable, if it announced one, so that
 // the parts of its copy offers that land there are copied with memcpy
-// rather than process_vm_writev (a system call that pins the pages: about
-// 1 us of a 16 KiB message's 2.5). Its header is the receiver's, read
-// once; the mapping is checked like the receiver checks ours (size, seal
-// against shrinking). Without it, offers go by process_vm_writev.
+// rather than process_vm_writev (a system call that pins the pages, a large
+// part of a message of tens of KiB: rocl-bench latency --transport shm shows
+// it). Its header is the receiver's, read once; the mapping is checked like
+// the receiver checks ours (size, seal against shrinking). Without it, offers
+// go by process_vm_writev.
 void ShmTransportImpl::map_receiver_pool(Conn &c) {
   const std::uint32_t fd = c.hdr->pool_fd, pid = c.hdr->pool_pid;
   const std::uint64_t bytes = c.hdr->pool_bytes;

@@ -2,11 +2,9 @@
 // reads the first part from the sender's memory (process_vm_readv) or pool
 // (mapped) while the sender, which spins anyway (waiting for its lent send
 // to complete, or for a reply), writes the rest into the receive's memory
-// (process_vm_writev). Before, the
-// receiver made the whole copy alone and the sender's cpu idled: a stream of
-// 256 KiB messages ran at the speed of one cpu's cross-memory copy, a
-// little behind Open MPI's vader, which copies the first 32 KiB of each
-// message through its rings at the sender.
+// (process_vm_writev). Alone, the receiver would copy at the speed of one
+// cpu's cross-memory copy while the sender's cpu idles (compare's
+// rocl-mpi-shm bandwidth rows from 256 KiB, beside ompi-vader's, show it).
 //
 // The handshake is the CopyOffer of the slot (shm_layout.hpp): the receiver
 // fills a free offer and publishes it, copies its own part, then takes the
@@ -36,12 +34,12 @@
 namespace rocl::impl::shm::detail {
 
 // Below these a message is read alone: the offer's round trip between the
-// cpus (~0.2-0.5 us) and the sender's copy would cost more than half the
-// copy saves. A part the sender writes with memcpy (into our pool, which
-// it mapped) pays from 8 KiB (16 KiB one-way 2.6 us through the rings,
-// 1.1-1.4 shared); one it writes with process_vm_writev (into other
-// memory: MPI's receives) costs a system call of about 1 us, and pays
-// from 32 KiB (MPI 32 KiB one-way, lent: 5.8 us alone, 4.2 shared; ring 4.8).
+// cpus and the sender's copy would cost more than half the copy saves. A
+// part the sender writes with memcpy (into our pool, which it mapped) pays
+// from 8 KiB (rocl-bench latency --transport shm shows it); one it writes
+// with process_vm_writev (into other memory: MPI's receives) costs a
+// system call more, and pays from 32 KiB (rocl-bench mpi's latency, lent,
+// shows it).
 constexpr std::size_t kShareMinBytes = 8 * 1024;
 constexpr std::size_t kShareByCallMinBytes = 32 * 1024;
 constexpr std::size_t kPage = 4096;

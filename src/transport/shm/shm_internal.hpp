@@ -69,8 +69,9 @@ inline constexpr std::uint64_t kFirstLinePayload =
 
 // The largest frame before which a sender may end its lap early (a message
 // of up to 4 KiB less its header; Config::hot_bytes). Its lap is then at
-// least four frames long (16 KiB). A 4 KiB frame (MPI's 4 KiB messages)
-// with wraps and 16 KiB laps streamed at 0.5x (alternated runs, 2026-11-29).
+// least four frames long (16 KiB). Not more: the frames of MPI's 4 KiB
+// messages stream far slower with wraps and laps that short (rocl-bench
+// mpi's bw at 4 KiB shows it).
 inline constexpr std::uint64_t kMaxWrapFrame = 4096;
 
 // The lock of a connection's senders: uncontended, one atomic instruction
@@ -185,11 +186,12 @@ struct PeerPool {
 
 // The connection a thread sent on last, per transport instance
 // (ShmTransportImpl::conn_to): a thread that sends to one peer again and
-// again then takes no shared lock and touches no reference count (the
-// map's mutex and a shared_ptr copy were four locked instructions per send,
-// a fair part of a small message's cost). A plain pointer, so that the
-// thread-local needs no guard: the shared_ptr that keeps the Conn alive
-// meanwhile is kept beside it (shm_send.cpp).
+// again then takes no shared lock and touches no reference count (the map's
+// mutex and a shared_ptr copy would cost every send four locked
+// read-modify-writes, a fair part of a small message's cost: rocl-bench
+// bandwidth --transport shm of small messages shows it). A plain pointer, so
+// that the thread-local needs no guard: the shared_ptr that keeps the Conn
+// alive meanwhile is kept beside it (shm_send.cpp).
 struct LastConn {
   std::uint64_t instance = 0;  // ShmTransportImpl::instance_, never 0
   rocl_gid_t peer = 0;
@@ -336,7 +338,8 @@ class ShmTransportImpl final : public ShmTransport {
   int poll_once(bool caller);
   // Frames a poll handles per slot before it looks at the others (fairness),
   // and how many frames ahead a drain behind a stream asks for the ring's
-  // lines (2 or 4 measured the same, 8 slightly slower, none slower).
+  // lines (a few: more or none stream slower, as rocl-bench bandwidth
+  // --transport shm shows).
   static constexpr int kDrainFrames = 16;
   static constexpr int kDrainPrefetchFrames = 4;
   // The most of a short frame prefetch_frame() asks for at once: the whole
@@ -388,7 +391,7 @@ class ShmTransportImpl final : public ShmTransport {
   int deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b, const CoreHeader &header,
                     rocl_gid_t destination, std::uint64_t length);
   // Counters only the holder of rx_busy_ adds to: a plain load and store
-  // (a locked add per delivered message was a fair part of its cost).
+  // (a locked add per delivered message would be a fair part of its cost).
   static void count(std::atomic<std::uint64_t> &c) noexcept {
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }

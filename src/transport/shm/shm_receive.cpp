@@ -20,9 +20,9 @@ namespace rocl::impl::shm::detail {
 // guarded by rx_busy_, a try-lock: whoever holds it polls the rings.
 //
 // No shared counter of polling callers: a count raised in poll_begin and
-// lowered in poll_end cost two locked instructions per receive, one of
-// them between a message's arrival and the receive's return (~8 ns each
-// here). The thread tells instead from polls_, which every poll bumps with
+// lowered in poll_end would cost two locked read-modify-writes per
+// receive, one of them between a message's arrival and the receive's
+// return. The thread tells instead from polls_, which every poll bumps with
 // a plain store: it lowers `pollers` only after a whole lease period
 // without one. Should it lower it just as a caller begins (seeing it still
 // raised), that caller's next poll raises it again (t_spins: only a caller
@@ -44,10 +44,9 @@ int ShmTransportImpl::progress(const Waiter *waiter) noexcept {
 // The shortcut of a receive whose message waits at the front of a ring
 // (contract in transport.hpp): a receiver behind a stream finds most of
 // its messages so, and taking one here skips its delivery (the mailbox's
-// lock, its queue, the receive's own lock to take it back out): rocl-bench
-// shm streams, alternated 4 times, 16 B 6.3-7.1 -> 8.4-9.2 M msg/s, 1 B
-// 6.1-8.1 -> 7.0-8.2, 256 B 5.7-7.2 -> 6.4-8.7. Counts as a poll (the
-// lease: senders do not wake the thread while receives keep taking).
+// lock, its queue, the receive's own lock to take it back out: rocl-bench
+// bandwidth --transport shm of small messages shows it). Counts as a poll
+// (the lease: senders do not wake the thread while receives keep taking).
 Message *ShmTransportImpl::take_arrived(rocl_gid_t destination, const CoreHeader &pattern,
                                         ReadyFn ready, const void *arg, bool *left) noexcept {
   if (rx_busy_.test(std::memory_order_relaxed) ||
@@ -68,8 +67,9 @@ Message *ShmTransportImpl::take_arrived(rocl_gid_t destination, const CoreHeader
     if (m == nullptr && left != nullptr && anything_left()) *left = true;
     // Our own messages sent by rendezvous: their receivers' copy offers
     // and the buffers they hand back are progress()'s (reap_all), and a
-    // receiver waits for the offer it made (16-64 KiB one-way 4x slower
-    // while the sender only looked here).
+    // receiver waits for the offer it made, which a sender that only
+    // looked here would leave waiting (rocl-bench latency --transport shm
+    // of 16-64 KiB shows it).
     if (left != nullptr && pending_total_.load(std::memory_order_relaxed) != 0) *left = true;
   } else if (left != nullptr) {
     *left = true;  // the mailbox first: the core's to say
@@ -124,9 +124,8 @@ Message *ShmTransportImpl::take_front(std::uint32_t i, RxSlot &s, rocl_gid_t des
   // Found at the first look: the sender is ahead, so ask for the lines of
   // the next frames now (the next receive's look then finds them here).
   // Not for a receive that waited here: the sender writes those lines
-  // next, and each one asked for now it would have to take back (a
-  // ping-pong's 2-4 KiB one-way 1.02-1.03x of the posted receive's with
-  // them, 1.01-1.02x without; alternated, 14 rounds).
+  // next, and each one asked for now it would have to take back
+  // (rocl-bench latency --transport shm of 2-4 KiB shows it).
   if (ahead) prefetch_ahead(s, 1, kDrainPrefetchFrames);
   count(arrivals_);
   count(delivered_);
@@ -149,9 +148,8 @@ void ShmTransportImpl::poll_end(bool will_sleep) noexcept {
 // the lease: if it sleeps long (run() saw nobody polling), it is woken to
 // sleep a lease period instead. Without that, a caller that got its
 // message and then blocked elsewhere (a barrier, a lock) while its
-// process's other threads slept in receives stalled them all for the
-// thread's whole long sleep (mt_rate, 4 threads per rank: 50 ms stalls,
-// seen with perf sched; the rate fell from 5-6 to 0.1-0.9 M msg/s).
+// process's other threads slept in receives would stall them all for the
+// thread's whole long sleep (rocl-bench mpi's mt_rate shows it).
 // Dekker with run(): we store raised_ then load long_sleep_, the thread
 // stores long_sleep_ then loads raised_.
 void ShmTransportImpl::raise_pollers() noexcept {
@@ -191,8 +189,8 @@ bool ShmTransportImpl::lower_pollers_if_idle() noexcept {
 //
 // A waiting thread yields its cpu after a short spin: the poller it waits
 // for may share that cpu (a process pinned to one core), and then a plain
-// spin lasts until the scheduler preempts it (measured: the progress thread
-// of a pinned receiver spent 11 % of the process's time here in a stream).
+// spin lasts until the scheduler preempts it, keeping the poller from its
+// work (compare's rocl-mpi-shm streams, one core per rank, show it).
 int ShmTransportImpl::poll_locked(bool wait, const Waiter *waiter) noexcept {
   constexpr int kSpinsBeforeYield = 64;
   // Test before test-and-set: many spinning callers must not keep
@@ -219,9 +217,9 @@ int ShmTransportImpl::poll_locked(bool wait, const Waiter *waiter) noexcept {
 // process's other threads (a process pinned to one core, as MPI-style jobs
 // are). There a spinning progress thread takes the cpu from the thread that
 // computes or receives (the scheduler hands the cpu over only after a slice
-// of about a millisecond): measured, each wake-up then cost the pinned
-// receiver tens of microseconds, several times its ping-pong latency on
-// average. Read again after each wake-up: the affinity may change.
+// of about a millisecond), and each wake-up then costs the pinned receiver
+// several times its ping-pong latency (compare's rocl-mpi-shm latency rows
+// show it). Read again after each wake-up: the affinity may change.
 int ShmTransportImpl::idle_spins() noexcept {
   constexpr int kIdleSpins = 2000;
   // Pinned: just enough to catch the next fragment its sender is writing
@@ -529,13 +527,10 @@ int ShmTransportImpl::take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
 // from its cache, and asked together they come in one cross-core round trip
 // instead of the two or three a copy's loads make (the cpu's own prefetcher
 // fetches lines in pairs and learns a stream only after a few misses).
-// Up to 10 lines: 256 B one-way 0.22-0.25 -> 0.21-0.22 us, 1 KiB ~5% faster
-// (alternated, 9 of 10 rounds faster); at 2 KiB prefetching all 33 lines was
-// slower and 10 made no difference, and a fragment's lines (2 KiB and more)
-// stream well without it. Up to 17 lines since 2026-11-28, the whole frame
-// of a 1 KiB message: with own_ahead()'s skip of such frames, 1 KiB one-way
-// 0.296 -> 0.270 us, 4 KiB 0.687 -> 0.671, 64-256 B unchanged (the build
-// before and this one alternated, cpus on one die). The length is read
+// Up to 17 lines (kPrefetchFrameBytes), the whole frame of a 1 KiB message,
+// after which its sender skips own_ahead(); asking for all the lines of a
+// larger frame at once is slower (rocl-bench latency --transport shm of
+// 256 B to 4 KiB shows it). The length is read
 // unchecked: a prefetch of a wrong line is only wasted.
 void ShmTransportImpl::prefetch_frame(const RxSlot &s, const std::byte *at) const {
   std::uint32_t claimed;  // ShortHeader::length
@@ -607,9 +602,9 @@ int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const
 // A miss (the message still arriving, or no receive with memory for it)
 // skips the next kSkipAfterMiss messages of the slot: in a ping-pong the
 // last fragment's first line is about to be written by the sender, and
-// reading it then costs the sender one more transfer of it (rocl-bench 4
-// KiB one-way 1.1 -> 1.3 us when every message looked). A slot paused for
-// want of a block always looks: its frames wait in the ring.
+// reading it then costs the sender one more transfer of it (rocl-bench
+// latency --transport shm of 4 KiB shows it). A slot paused for want of a
+// block always looks: its frames wait in the ring.
 bool ShmTransportImpl::deliver_whole_in_ring(RxSlot &s, SlotCtl *ctl,
                                              const wire::MessageHeader &first,
                                              std::size_t header_bytes) {

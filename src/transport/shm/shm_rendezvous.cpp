@@ -54,7 +54,7 @@ int ShmTransportImpl::pull(Message *stub, Message **out) noexcept {
 }
 
 // One copy from the sender's mapped pool into the receiver's memory: a
-// large MPI receive no longer goes through a pool block and a second copy.
+// large MPI receive does not go through a pool block and a second copy.
 int ShmTransportImpl::pull_into(Message *stub, void *dst, std::size_t cap) noexcept {
   const Stub st = stub_of(stub);
   const std::size_t len = std::min<std::size_t>(stub->length, cap);

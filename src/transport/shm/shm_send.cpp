@@ -157,10 +157,10 @@ void ShmTransportImpl::put_frame(Conn &c, const void *header, std::uint64_t head
 
 // put_frame for a short frame of 2 to 17 lines (25 B to 1 KiB of payload,
 // kPrefetchFrameBytes) that does not wrap, with fixed-size moves: put_frame's
-// copies of variable length (memcpy calls) took about 130 instructions of a
-// 64-byte message's ~600 on the sending side, which is a stream's slower
-// one, and 180 of a 256-byte message's. The lines after the first first,
-// as put_frame does. The caller's send_unlock fences and wakes. False
+// copies of variable length (memcpy calls) are a fair part of a small message's
+// cost on the sending side, which is a stream's slower one (rocl-bench
+// bandwidth --transport shm of 64-256 B shows it). The lines after the first
+// first, as put_frame does. The caller's send_unlock fences and wakes. False
 // (nothing written) if the frame would wrap.
 bool ShmTransportImpl::put_lines(Conn &c, const wire::ShortHeader &h, const std::byte *payload,
                                  std::uint64_t len, std::uint64_t bytes) {
@@ -187,8 +187,8 @@ void ShmTransportImpl::seal_frame(Conn &c, std::byte *at, std::uint64_t bytes) {
   c.head += bytes;
   // The next frame's first line, taken now (while the receiver reads this
   // frame) rather than when the next frame is written: in a stream, each
-  // publish's fence waited for that line to come from the receiver's cache
-  // (8-byte stream: +8-12 % messages/s).
+  // publish's fence would wait for that line to come from the receiver's
+  // cache (rocl-bench bandwidth --transport shm of small messages shows it).
   platform::prefetch_for_write(c.ring + (c.head & (c.ring_bytes - 1)));
 }
 
@@ -215,9 +215,10 @@ void ShmTransportImpl::wake(SegHeader *h) {
 // wait_space past the room the tail seen last leaves.
 int ShmTransportImpl::wait_space_slow(Conn &c, std::uint64_t need) {
   // Spin first, for ROCL_SPIN_US: a receiver that drains the ring frees a
-  // fragment's worth in tens of microseconds, while a sleep lasts 50-80 us
-  // on a VM whatever it asks for; sleeping after a few hundred spins
-  // halved a stream's throughput whenever the ring filled. The spin starts
+  // fragment's worth sooner than a sleep ends (on a VM a sleep lasts far
+  // longer than it asks for), so sleeping after a short spin would cost a
+  // stream much of its throughput whenever the ring fills (rocl-bench
+  // bandwidth --transport shm of large messages shows it). The spin starts
   // over whenever the receiver's tail moves, so that a receiver slowed
   // down (a slow phase of the VM) costs a stream its slowdown, not a sleep
   // per ring's worth. Then sleep, backing off.
@@ -270,11 +271,9 @@ int ShmTransportImpl::wait_space_slow(Conn &c, std::uint64_t need) {
 // tail is read here once per hot window's worth of frames, and after a look
 // that says no not again for another window. The wrap frame is sealed like
 // a one-line message, fenced and announced with the message after it
-// (send_unlock). rocl-bench shm stream, alternated 8 rounds with the build
-// before: 1-64 B +3-4 %, 256 B +13 %, 1 KiB +26 %, 16-64 KiB even (laps of
-// 16 KiB). Laps of 4 KiB, or four frames where that is longer, against
-// 16 KiB (12 rounds): 256 B +23 %, 1 KiB +33 %, 1-64 B even; 1 KiB one-way
-// 0.85x (2026-11-29).
+// (send_unlock). Short laps keep a stream of small messages on lines that
+// stay in both cpus' caches (rocl-bench bandwidth --transport shm of 256 B
+// to 1 KiB, with Config::hot_bytes 0, shows it).
 void ShmTransportImpl::wrap_early_slow(Conn &c, std::uint64_t need) {
   c.wrap_look_at = c.head + cfg_.hot_bytes;
   const std::uint64_t off = c.head & (c.ring_bytes - 1);
@@ -284,8 +283,8 @@ void ShmTransportImpl::wrap_early_slow(Conn &c, std::uint64_t need) {
   c.seen_tail = tail;
   // What the lap leaves free after the wrap is off - lag: at least half the
   // lap, so that the sender does not wait for the receiver at the next
-  // messages (a 16 KiB MPI stream with the receiver a message behind
-  // waited for each: 0.44x).
+  // messages (an MPI stream with its receiver a message behind would wait
+  // at each: rocl-bench mpi's bw shows it).
   if (c.head - tail > off / 2 || c.ring_bytes - (c.head - tail) < rest + need) return;
   wire::ShortHeader h{};
   h.magic = wire::kMagic;
@@ -311,17 +310,14 @@ void ShmTransportImpl::copy_in(Conn &c, std::uint64_t pos, const std::byte *src,
 // poll. Written one lap ago, those lines have left the caches by now (a
 // ring is 1 MiB) or sit in the receiver's as it read them; had the next
 // send asked for each of them as it wrote, it would wait for them on the
-// message's path, while now they come while we wait for the reply. 4 KiB
-// one-way 0.70 -> 0.65 us (alternated, 14 of 15 rounds faster); 256 B to
-// 64 KiB and streams unchanged.
+// message's path, while now they come while we wait for the reply
+// (rocl-bench latency --transport shm of 4 KiB shows it).
 // Not after a frame of 10 to 17 lines (a message of 513 B to 1 KiB): its
-// receiver is reading that frame's lines from our cache right now, and our
-// requests for the next frame's lines slowed those reads down (1 KiB
-// one-way 0.30 -> 0.28 us and streams +7-11 % without them, with
-// prefetch_frame()'s whole frame). After smaller frames they pay in
-// streams (64 B and 256 B streams were 10 % slower without them), after
-// larger ones in both (4 KiB above). 2026-11-28, builds alternated, cpus
-// on one die.
+// receiver is reading that frame's lines from our cache right now
+// (prefetch_frame() asks for the whole frame), and our requests for the
+// next frame's lines would slow those reads down. After smaller frames
+// they pay in streams, after larger ones in ping-pongs (rocl-bench latency
+// and bandwidth --transport shm of 64 B to 4 KiB show it).
 void ShmTransportImpl::own_ahead(const Conn &c, std::uint64_t bytes) {
   constexpr std::uint64_t kMost = 32768;
   if (bytes > kOwnAheadSkipFrom && bytes <= kPrefetchFrameBytes) return;
@@ -334,14 +330,9 @@ void ShmTransportImpl::own_ahead(const Conn &c, std::uint64_t bytes) {
 
 // The size of a message's fragments: about a quarter of the message, 8 to
 // 32 KiB, so that the receiver copies one out of the ring while the sender
-// copies the next one in; a message of at most 8 KiB is one frame. Measured
-// (ping-pong one-way, against one frame up to a quarter ring, AMD EPYC VM):
-// 4 KiB 0.85 -> 0.73 us, 64 KiB 5.5 -> 4.6, 256 KiB 16.9 -> 13.0, 1 MiB
-// 40.8 -> 37.8. The lower bound was 2 KiB then; on the Intel Xeon VM of
-// 2026-11-26 fragments below 8 KiB lost more to the per-frame work than
-// they overlapped (rocl-bench --transport shm, 2 runs each, 2 KiB -> 8 KiB:
-// one-way 4 KiB 1.17 -> 1.06 us, 8 KiB 1.79 -> 1.55; stream 4 KiB 8.7 ->
-// 10.2 GB/s, 8 KiB 11.1 -> 13.6; 16-64 KiB unchanged).
+// copies the next one in; a message of at most 8 KiB is one frame, as
+// smaller fragments lose more to the per-frame work than they overlap
+// (rocl-bench latency and bandwidth --transport shm from 4 KiB show it).
 std::uint64_t ShmTransportImpl::fragment_bytes(const Conn &c, std::uint64_t total) const {
   constexpr std::uint64_t kMin = 8192, kMax = 32768;
   const std::uint64_t quarter = (total / 4 + kFrameAlign - 1) & ~(kFrameAlign - 1);

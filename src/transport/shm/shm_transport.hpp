@@ -80,10 +80,11 @@
 // lowers it at once and wakes the thread. The period starts at
 // kPollLeaseUs and doubles, up to kMaxPollLeaseUs, each time the thread
 // finds that callers polled: its checks are timer wake-ups, which on a
-// process pinned to one cpu take that cpu from the polling caller (at 0.5
-// ms they cost a ping-pong ~10%). So a message that arrives while no
-// caller polls waits at most two periods (at most 2 x kMaxPollLeaseUs after
-// a long stretch of polling) for the thread, unless a caller polls before.
+// process pinned to one cpu take that cpu from the polling caller
+// (rocl-bench latency --transport shm shows it). So a message that arrives
+// while no caller polls waits at most two periods (at most 2 x
+// kMaxPollLeaseUs after a long stretch of polling) for the thread, unless a
+// caller polls before.
 // A caller that raises `pollers` while the thread sleeps long (nobody
 // polled) wakes it, so that its lease is checked after a period
 // (raise_pollers).
@@ -132,8 +133,10 @@ inline constexpr std::uint64_t kMaxPendingBytes = std::uint64_t{256} << 20;
 // whole period went by without a caller's poll, so it stays raised 1-2
 // periods after the last polling caller got its message. The period starts
 // at kPollLeaseUs and doubles while callers keep polling, up to
-// kMaxPollLeaseUs (8 B ping-pong with the period fixed at 0.5 ms: 8 of 8
-// alternations ~10% slower than with 20 ms, and twice the context switches).
+// kMaxPollLeaseUs: with a short period throughout, the thread's timer
+// wake-ups and context switches would slow a ping-pong (rocl-bench latency
+// --transport shm of 8 B against a build with kMaxPollLeaseUs =
+// kPollLeaseUs shows it).
 inline constexpr std::int64_t kPollLeaseUs = 500;
 inline constexpr std::int64_t kMaxPollLeaseUs = 4000;
 // A slot paused for want of a pool block retries its allocation this often.

@@ -522,11 +522,10 @@ TEST_F(ShmPair, AMessageAfterTheLastPollIsDeliveredWhenTheLeaseRunsOut) {
 
 // A lease that starts while the thread sleeps long (nobody polled for a
 // while: it sleeps up to 50 ms) must still run out after a lease period:
-// raise_pollers wakes the thread so that it checks. Before, a caller that
-// polled once and then blocked elsewhere left a message that came next
-// waiting for the rest of that sleep (seen as 50 ms stalls of mt_rate with
-// 4 threads per rank). The bound is half the long sleep; the lease is
-// 0.5-1 ms.
+// raise_pollers wakes the thread so that it checks. Otherwise a caller
+// that polled once and then blocked elsewhere would leave a message that
+// came next waiting for the rest of that sleep (stalls of rocl-bench mpi's
+// mt_rate). The bound is half the long sleep; the lease is 0.5-1 ms.
 TEST_F(ShmPair, ALeaseStartedWhileTheThreadSleepsLongStillRunsOut) {
   ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 8, 0, 11, 1)), ROCL_OK);
   ASSERT_TRUE(b.sink.wait_for(1));

@@ -66,11 +66,10 @@ int TcpTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
 // msg->rendezvous) already from Options::rendezvous_threshold. Its receive
 // most likely has memory of its own (MPI's do), which rendezvous lets read
 // the socket straight into; a pool buffer is most likely received as a
-// block, which eager fills as fast without the request's round trip.
-// Measured under cubic (ROCL_TCP_CONGESTION), rendezvous vs eager at 1 MiB:
-// rocl-bench (blocks) one-way 134-152 vs 115-124 us; mpi_bench (receives
-// into memory) 147-153 vs 195-243. (A request's 16-byte body must fit
-// within total_length: docs/protocol.md.)
+// block, which eager fills as fast without the request's round trip
+// (rocl-bench latency --transport tcp and compare's rocl-mpi-tcp latency
+// rows at 1 MiB, with the thresholds moved, show it). (A request's 16-byte
+// body must fit within total_length: docs/protocol.md.)
 bool TcpTransportImpl::takes_rendezvous(const Message &msg) const {
   if (env_.rendezvous_threshold == 0) return false;
   std::size_t threshold = env_.rendezvous_threshold;
