@@ -141,10 +141,14 @@ void Context::start_transports() {
     // Without a node directory no other process can find this context, so
     // end-points that reach beyond it (a thread and a socket or segment
     // each) would only cost start-up time.
+    // One in-process hand-off (the first built) serves the process.
     list.clear();
+    bool local = false;
     for (const TransportEntry *entry : transport_table()) {
-      if (!options_.directory.empty() || entry->reach == Reach::kProcess) {
+      const bool in_process = entry->reach == Reach::kProcess;
+      if ((in_process && !local) || (!in_process && !options_.directory.empty())) {
         list += std::string(list.empty() ? "" : ",") + entry->name;
+        local = local || in_process;
       }
     }
   }
