@@ -32,6 +32,9 @@ struct CompareOptions {
   std::string out = "rocl-bench-compare";  // folder for the CSV, plots, logs
   std::string anchors;                     // folder of the anchor programs ("": next to us)
   std::string roclrun;                     // roclrun to use ("": found as rocl-bench does)
+  std::string goals;                       // the goals file ("": default_goals_path())
+  std::string against;                     // another build's folder to alternate with ("": none)
+  std::string against_name = "base";       // the suffix of its systems: rocl-shm@base
   bool quick = false;
   bool plots = true;
   bool list = false;  // --list: print the systems and whether they can run

@@ -31,7 +31,12 @@ const char kCompareUsage[] =
     "  --sustain-size N  sustainability ping-pong bytes [8]\n"
     "  --out DIR         compare.csv, the plots and logs/ [rocl-bench-compare]\n"
     "  --anchors DIR     the anchor programs [compare/anchors next to rocl-bench]\n"
-    "  --roclrun PATH    the roclrun to use [next to rocl-bench, ../roclrun/, PATH]\n"
+    "  --roclrun PATH    the roclrun to use [as rocl-bench --transport finds it]\n"
+    "  --goals FILE      the goals judged after the tables [goals.txt next to rocl-bench]\n"
+    "  --against DIR     also run rocl's own systems from the build in DIR (an older\n"
+    "                    commit's), alternated with this build's in each round, named\n"
+    "                    SYSTEM@base; prints this/other ratios with their spread\n"
+    "  --against-name N  the suffix of the other build's systems [base]\n"
     "  --no-plots        no gnuplot\n"
     "  --list            list the systems, whether each can run and why not; run nothing\n"
     "  --quick           a check that everything runs (< 1 min): sizes 8,64K, pairs 1,2,\n"
@@ -190,13 +195,17 @@ std::string parse_compare_options(const std::vector<std::string> &args, CompareO
       const auto v = take();
       if (!v || split(*v).empty()) return needs("wants a list of names");
       for (auto &name : split(*v)) o.systems.push_back(std::move(name));
-    } else if (arg == "--out" || arg == "--anchors" || arg == "--roclrun" || arg == "--rank") {
+    } else if (arg == "--out" || arg == "--anchors" || arg == "--roclrun" || arg == "--rank" ||
+               arg == "--goals" || arg == "--against" || arg == "--against-name") {
       const auto v = take();
       if (!v || v->empty()) return needs("wants a value");
       std::string &field = arg == "--out"       ? o.out
                            : arg == "--anchors" ? o.anchors
                            : arg == "--roclrun" ? o.roclrun
-                                                : o.rank;
+                           : arg == "--goals"   ? o.goals
+                           : arg == "--against" ? o.against
+                           : arg == "--rank"    ? o.rank
+                                                : o.against_name;
       field = std::string(*v);
     } else if (std::find(std::begin(kStages), std::end(kStages), arg) != std::end(kStages)) {
       if (std::find(o.stages.begin(), o.stages.end(), arg) == o.stages.end()) {
@@ -208,6 +217,9 @@ std::string parse_compare_options(const std::vector<std::string> &args, CompareO
   }
   if (!o.rank.empty() && o.rank != "ports" && o.rank != "sustain") {
     return "--rank takes ports or sustain, not '" + o.rank + "'";
+  }
+  if (o.against_name.find_first_of("@,/ ") != std::string::npos) {
+    return "--against-name wants a plain word, not '" + o.against_name + "'";
   }
   if (o.quick) apply_quick(o, given);
   if (o.stages.empty()) o.stages.assign(std::begin(kStages), std::end(kStages));

@@ -15,6 +15,7 @@
 #include "bench_runner.hpp"
 #include "check.hpp"
 #include "compare.hpp"
+#include "mpi_suite.hpp"
 #include "process_bench.hpp"
 #include "report.hpp"
 #include "rocl/rocl.h"
@@ -26,6 +27,7 @@ using rocl_bench::BenchOptions;
 const char kUsage[] =
     "usage: rocl-bench [BENCHMARK...] [OPTIONS]\n"
     "       rocl-bench compare [STAGE...] [OPTIONS]  (next to every anchor; compare --help)\n"
+    "       rocl-bench mpi [OPTIONS]  (bench/mpi's suite under each MPI; mpi --help)\n"
     "Benchmarks between threads of one process (each thread is a rocl resource),\n"
     "or with --transport between two processes started under roclrun.\n"
     "\n"
@@ -36,7 +38,8 @@ const char kUsage[] =
     "                  first cpu, rank 1 on the second), once per transport; rows\n"
     "                  are named <t>-latency, ...; inproc in the list also runs the\n"
     "                  thread benchmarks; anchor-spsc (if selected) runs between threads\n"
-    "  --roclrun PATH  the roclrun to use [next to rocl-bench, ../roclrun/, PATH]\n"
+    "  --roclrun PATH  the roclrun to use [$ROCLRUN, next to rocl-bench,\n"
+    "                  ../../tools/roclrun/ from it, PATH]\n"
     "  --sizes LIST    message sizes for latency and bandwidth, e.g. 8,1K,1M (K = 1024)\n"
     "                  [1,4,16,...,16M: powers of 4]\n"
     "  --bandwidth-sizes LIST  sizes for bandwidth only [--sizes; between\n"
@@ -335,6 +338,10 @@ int main(int argc, char **argv) {
   // rocl next to every anchor: a command of its own (compare/compare.hpp).
   if (argc >= 2 && std::string_view(argv[1]) == "compare") {
     return rocl_bench::compare::compare_main(argc - 1, argv + 1);
+  }
+  // bench/mpi's suite under each MPI (compare/mpi_suite.hpp).
+  if (argc >= 2 && std::string_view(argv[1]) == "mpi") {
+    return rocl_bench::compare::mpi_main(argc - 1, argv + 1);
   }
   CommandLine cl = parse(argc, argv);
   if (!cl.process_rank.empty()) {  // one of the two ranks of a process run

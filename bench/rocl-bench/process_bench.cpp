@@ -457,9 +457,13 @@ bool is_process_benchmark(std::string_view name) {
 }
 
 std::string locate_roclrun() {
+  if (const char *env = std::getenv("ROCLRUN"); env != nullptr && *env != '\0') {
+    return is_executable_file(env) ? env : "";
+  }
   const std::string self = self_path();
   const std::string dir = self.substr(0, self.rfind('/'));
-  for (const std::string &path : {dir + "/roclrun", dir + "/../roclrun/roclrun"}) {
+  // <build>/bench/rocl-bench/rocl-bench finds <build>/tools/roclrun/roclrun.
+  for (const std::string &path : {dir + "/roclrun", dir + "/../../tools/roclrun/roclrun"}) {
     if (is_executable_file(path)) return path;
   }
   if (const char *path_env = std::getenv("PATH")) {
@@ -477,6 +481,15 @@ std::string locate_roclrun() {
   return "";
 }
 
+std::string roclrun_not_found() {
+  const char *env = std::getenv("ROCLRUN");
+  if (env != nullptr && *env != '\0') {
+    return std::string("ROCLRUN=") + env + " is not an executable file";
+  }
+  return "cannot find roclrun (looked next to rocl-bench, in ../../tools/roclrun/ from it and "
+         "in PATH): build it (ninja roclrun), or give --roclrun PATH or ROCLRUN=PATH";
+}
+
 std::string find_roclrun(const std::string &explicit_path) {
   if (!explicit_path.empty()) {
     if (!is_executable_file(explicit_path)) {
@@ -486,8 +499,7 @@ std::string find_roclrun(const std::string &explicit_path) {
   }
   const std::string found = locate_roclrun();
   if (!found.empty()) return found;
-  die("cannot find roclrun (looked next to rocl-bench, in ../roclrun/ and in PATH): build it "
-      "(ninja roclrun) or give --roclrun PATH");
+  die("%s", roclrun_not_found().c_str());
 }
 
 bool run_in_processes(const ProcessRun &run, std::vector<Row> &rows) {
