@@ -31,7 +31,9 @@ std::map<int, const Sample *> rounds_of(const StageRun &run, const std::string &
   return by_round;
 }
 
-std::string verdict_of(const std::string &metric, double lo, double hi) {
+std::string verdict_of(const std::string &metric, double lo, double hi, int rounds) {
+  // One round of one repetition measures no noise: nothing to judge by.
+  if (rounds < 2 && lo == hi) return "?";
   const bool lower = lower_is_better(metric);
   if (lo > 1) return lower ? "worse" : "better";
   if (hi < 1) return lower ? "better" : "worse";
@@ -41,7 +43,7 @@ std::string verdict_of(const std::string &metric, double lo, double hi) {
 std::string point_of(const BuildRatio &r) {
   if (r.stage == "threads") return std::to_string(r.pairs) + " pairs";
   if (r.stage == "ports") return std::to_string(r.pairs) + " ports";
-  if (r.stage == "sustain") return "";
+  if (r.stage == "sustain") return "-";
   return format_size(r.size);
 }
 
@@ -130,7 +132,7 @@ std::vector<BuildRatio> build_ratios(const Results &results, const std::string &
         r.spread_min = s.min / t->max;
         r.spread_max = s.max / t->min;
       }
-      r.verdict = verdict_of(s.metric, r.spread_min, r.spread_max);
+      r.verdict = verdict_of(s.metric, r.spread_min, r.spread_max, r.rounds);
       ratios.push_back(std::move(r));
     }
     // one table per metric: the stage's points grouped by it
@@ -150,7 +152,7 @@ void print_build_ratios(std::FILE *out, const std::vector<BuildRatio> &ratios,
                "lowest and highest ratio of one round's figures (one round: of the repetitions' "
                "extremes); worse / better: the whole spread on one side of 1, ~: within it\n",
                suffix.c_str(), dir.c_str());
-  int worse = 0;
+  int worse = 0, unjudged = 0;
   std::vector<std::string> worse_points;
   for (std::size_t i = 0; i < ratios.size();) {
     const std::string stage = ratios[i].stage, metric = ratios[i].metric;
@@ -159,19 +161,27 @@ void print_build_ratios(std::FILE *out, const std::vector<BuildRatio> &ratios,
       const BuildRatio &r = ratios[i];
       table.add({r.system, point_of(r), format_figure(r.mine), format_figure(r.other),
                  format_figure(r.ratio),
-                 format_figure(r.spread_min) + "-" + format_figure(r.spread_max),
+                 r.verdict == "?" ? "none"
+                                  : format_figure(r.spread_min) + "-" + format_figure(r.spread_max),
                  std::to_string(r.rounds), r.verdict});
+      if (r.verdict == "?") ++unjudged;
       if (r.verdict == "worse") {
         ++worse;
-        worse_points.push_back(stage + " " + metric + " " + r.system + " " + point_of(r));
+        std::string point = stage + " " + metric + " " + r.system;
+        if (r.stage != "sustain") point.append(" ").append(point_of(r));
+        worse_points.push_back(std::move(point));
       }
     }
     std::fprintf(out, "\n%s %s (%s is better)\n", stage.c_str(), metric.c_str(),
                  lower_is_better(metric) ? "lower" : "higher");
     table.print(out);
   }
-  std::fprintf(out, "\n%d of %zu point(s) worse beyond the noise%s", worse, ratios.size(),
-               worse == 0 ? "\n" : ":");
+  std::fprintf(out, "\n%d of %zu point(s) worse beyond the noise", worse, ratios.size());
+  if (unjudged != 0) {
+    std::fprintf(out, " (%d not judged: one round of one repetition has no spread; use --rounds)",
+                 unjudged);
+  }
+  std::fprintf(out, "%s", worse == 0 ? "\n" : ":");
   for (std::size_t k = 0; k < worse_points.size(); ++k) {
     std::fprintf(out, "%s %s", k == 0 ? "" : ",", worse_points[k].c_str());
   }

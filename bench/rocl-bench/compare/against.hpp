@@ -45,7 +45,8 @@ struct BuildRatio {
   double ratio = 0;            // mine / other
   double spread_min = 0, spread_max = 0;
   int rounds = 0;       // rounds measured in both; the spread is of their ratios
-  std::string verdict;  // "worse", "better" (the whole spread on one side of 1), or "~"
+  std::string verdict;  // "worse", "better" (the whole spread on one side of 1), "~" (within
+                        // it), "?" (no spread: one round of one repetition)
 };
 
 // The ratios of every point measured in both builds. The spread is the

@@ -228,7 +228,7 @@ std::string point_text(const Goal &g, std::size_t size, int pairs) {
   if (g.stage != "mpi") return "";
   if (g.metric.starts_with("mt_")) return std::to_string(pairs) + " threads ";
   if (g.metric.starts_with("mbw_mr")) return std::to_string(pairs) + "p " + format_size(size) + " ";
-  return format_size(size) + " ";
+  return size == 0 ? "" : format_size(size) + " ";  // barrier: no size
 }
 
 Verdict judge(const Goal &g, const StageRun &run, Figure f) {
@@ -331,7 +331,13 @@ void print_goals(std::FILE *out, const Results &results, const std::vector<Goal>
   int rounds = 0;
   for (const auto &g : goals) {
     const StageRun *run = results.find(g.stage);
-    if (run == nullptr) continue;
+    const auto measured = [&](const Summary &s) { return s.metric == g.metric; };
+    // A stage that ran without the goal's metric at all (rocl-bench mpi
+    // --mt-mode tag has no mt_rate_comm) leaves the goal out.
+    if (run == nullptr ||
+        (run->stage == "mpi" && std::none_of(run->summary.begin(), run->summary.end(), measured))) {
+      continue;
+    }
     (g.best_round ? twice : once).emplace_back(&g, run);
     if (g.best_round) rounds = std::max(rounds, rounds_of(*run));
   }
