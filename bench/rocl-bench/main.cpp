@@ -66,19 +66,9 @@ const char kUsage[] =
 }
 
 bool parse_count(std::string_view text, long long *out) {
-  std::string s(text);
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || end == s.c_str() || v < 0) return false;
-  int shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10;
-  if (*end == 'M' || *end == 'm') shift = 20;
-  if (*end == 'G' || *end == 'g') shift = 30;
-  if (shift != 0) ++end;
-  if (*end != '\0' || v > (1ll << 40) >> shift) return false;
-  *out = v << shift;
-  return true;
+  const auto v = rocl_bench::parse_count(text);
+  if (v) *out = *v;
+  return v.has_value();
 }
 
 template <class T>
@@ -266,24 +256,6 @@ BenchOptions process_options(const CommandLine &cl) {
   return o;
 }
 
-std::string join_sizes(const std::vector<std::size_t> &sizes) {
-  std::string text;
-  for (std::size_t s : sizes) {
-    if (!text.empty()) text += ',';
-    text += rocl_bench::format_size(s);
-  }
-  return text;
-}
-
-std::string join_pairs(const std::vector<int> &pairs) {
-  std::string text;
-  for (int p : pairs) {
-    if (!text.empty()) text += ',';
-    text += std::to_string(p);
-  }
-  return text;
-}
-
 // The 1-minute load average, or -1 if unknown.
 double load_average() {
   double load = -1;
@@ -316,13 +288,13 @@ void print_settings(const CommandLine &cl) {
                 busy ? " (other work competes for the cpus: expect noisy, slower figures)" : "");
   }
   std::printf("points: %d rep(s) of ~%.3g s each; sizes %s; pairs %s; window %d%s\n", o.reps,
-              o.seconds, join_sizes(o.sizes).c_str(), join_pairs(o.pairs).c_str(), o.window,
-              o.touch ? "; touch on" : "");
+              o.seconds, rocl_bench::join_sizes(o.sizes).c_str(),
+              rocl_bench::join_ints(o.pairs).c_str(), o.window, o.touch ? "; touch on" : "");
   if (!cl.transports.empty()) {
     std::printf("bandwidth sizes between processes: %s\n",
-                join_sizes(rocl_bench::bandwidth_sizes(process_options(cl))).c_str());
+                rocl_bench::join_sizes(rocl_bench::bandwidth_sizes(process_options(cl))).c_str());
   } else if (cl.bandwidth_sizes_set) {
-    std::printf("bandwidth sizes: %s\n", join_sizes(o.bandwidth_sizes).c_str());
+    std::printf("bandwidth sizes: %s\n", rocl_bench::join_sizes(o.bandwidth_sizes).c_str());
   }
   if (cl.threads) {
     std::printf("rocl options in force%s:\n", cl.transports.empty() ? "" : " (threads)");

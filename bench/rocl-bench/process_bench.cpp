@@ -326,13 +326,7 @@ double rate_once(const Link &link, int pairs, const BenchOptions &o) {
     cpus.push_back(o.placement.cpu_for(2 * k));
   }
   run_threads("rate (senders)", tasks, cpus, time_limit(o, 1));
-  long total = 0;
-  double longest = 0;
-  for (const auto &c : counts) {
-    total += c.messages;
-    longest = std::max(longest, c.seconds);
-  }
-  return static_cast<double>(total) / longest / 1e6;
+  return total_rate(counts);
 }
 
 std::vector<Row> drive_rate(const Link &link, const ProcessRun &run) {

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "report.hpp"
+
 namespace rocl_bench::compare {
 
 const char kCompareUsage[] =
@@ -50,22 +52,6 @@ const char kCompareUsage[] =
 
 namespace {
 
-std::optional<long long> parse_count(std::string_view text) {
-  std::string s(text);
-  if (s.empty()) return std::nullopt;
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || end == s.c_str() || v < 0) return std::nullopt;
-  int shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10;
-  if (*end == 'M' || *end == 'm') shift = 20;
-  if (*end == 'G' || *end == 'g') shift = 30;
-  if (shift != 0) ++end;
-  if (*end != '\0' || v > (1ll << 40) >> shift) return std::nullopt;
-  return v << shift;
-}
-
 std::optional<std::vector<int>> parse_int_list(std::string_view text, int most) {
   auto sizes = parse_size_list(text);
   if (!sizes) return std::nullopt;
@@ -85,17 +71,6 @@ std::optional<double> parse_seconds(std::string_view text) {
     return std::nullopt;
   }
   return v;
-}
-
-std::vector<std::string> split(std::string_view text) {
-  std::vector<std::string> parts;
-  while (true) {
-    const std::size_t comma = text.find(',');
-    if (!text.substr(0, comma).empty()) parts.emplace_back(text.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return parts;
 }
 
 // Which options the command line set, so that --quick leaves them alone.
@@ -193,8 +168,8 @@ std::string parse_compare_options(const std::vector<std::string> &args, CompareO
       o.sustain_size = static_cast<std::size_t>(*n);
     } else if (arg == "--systems") {
       const auto v = take();
-      if (!v || split(*v).empty()) return needs("wants a list of names");
-      for (auto &name : split(*v)) o.systems.push_back(std::move(name));
+      if (!v || split_list(*v).empty()) return needs("wants a list of names");
+      for (auto &name : split_list(*v)) o.systems.push_back(std::move(name));
     } else if (arg == "--out" || arg == "--anchors" || arg == "--roclrun" || arg == "--rank" ||
                arg == "--goals" || arg == "--against" || arg == "--against-name") {
       const auto v = take();
@@ -225,6 +200,17 @@ std::string parse_compare_options(const std::vector<std::string> &args, CompareO
   if (o.stages.empty()) o.stages.assign(std::begin(kStages), std::end(kStages));
   out = std::move(o);
   return "";
+}
+
+std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> parts;
+  while (true) {
+    const std::size_t comma = text.find(',');
+    if (!text.substr(0, comma).empty()) parts.emplace_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return parts;
 }
 
 bool selected(const CompareOptions &o, std::string_view name) {

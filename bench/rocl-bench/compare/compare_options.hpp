@@ -65,6 +65,9 @@ bool selected(const CompareOptions &o, std::string_view name);
 
 bool runs_stage(const CompareOptions &o, std::string_view stage);
 
+// "a,b,,c" -> {"a", "b", "c"}: the names of a list option, empty ones left out.
+std::vector<std::string> split_list(std::string_view text);
+
 extern const char kCompareUsage[];
 
 }  // namespace rocl_bench::compare

@@ -49,17 +49,6 @@ namespace {
 const char *const kMpis[] = {"rocl", "openmpi", "openmpi-ucx", "mpich"};
 const char *const kBenches[] = {"latency", "bw", "bibw", "mbw_mr", "mt_latency", "mt_rate", "coll"};
 
-std::vector<std::string> split(std::string_view text) {
-  std::vector<std::string> parts;
-  while (true) {
-    const std::size_t comma = text.find(',');
-    if (!text.substr(0, comma).empty()) parts.emplace_back(text.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return parts;
-}
-
 bool known(const char *const (&names)[4], const std::string &n) {
   return std::find(std::begin(names), std::end(names), n) != std::end(names);
 }
@@ -375,8 +364,8 @@ std::string parse_mpi_options(const std::vector<std::string> &args, MpiOptions &
       o.plots = false;
     } else if (arg == "--mpis" || arg == "--bench") {
       const std::string *v = take();
-      if (v == nullptr || split(*v).empty()) return arg + " wants a list of names";
-      (arg == "--mpis" ? mpis : o.benches) = split(*v);
+      if (v == nullptr || split_list(*v).empty()) return arg + " wants a list of names";
+      (arg == "--mpis" ? mpis : o.benches) = split_list(*v);
     } else if (arg == "--rounds") {
       const std::string *v = take();
       const auto n = v ? parse_size_list(*v) : std::nullopt;
