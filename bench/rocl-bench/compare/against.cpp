@@ -2,6 +2,7 @@
 #include "against.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "child_process.hpp"
@@ -186,6 +187,20 @@ void print_build_ratios(std::FILE *out, const std::vector<BuildRatio> &ratios,
     std::fprintf(out, "%s %s", k == 0 ? "" : ",", worse_points[k].c_str());
   }
   if (worse != 0) std::fprintf(out, "\n");
+  // The verdict is a sign test: where the builds do not differ, each
+  // round's ratio is as likely above 1 as below, so all N on one side
+  // happens by chance 2 x 2^-N of the time.
+  int rounds = 0;
+  for (const auto &r : ratios) rounds = std::max(rounds, r.rounds);
+  if (rounds >= 2) {
+    const double chance = std::ldexp(1.0, 1 - rounds);
+    std::fprintf(out,
+                 "(with %d rounds a point where the builds do not differ falls wholly on one side "
+                 "of 1 by chance %.2g %% of the time, half of it on the worse side: about %.1f of "
+                 "these %zu points; more rounds, fewer such)\n",
+                 rounds, 100 * chance, chance / 2 * static_cast<double>(ratios.size()),
+                 ratios.size());
+  }
 }
 
 bool write_build_ratios_csv(const std::string &path, const std::vector<BuildRatio> &ratios) {
