@@ -12,7 +12,7 @@ packages=(
   iproute2 procps                         # multi-process and namespace tests
   openmpi-bin libopenmpi-dev mpich libmpich-dev   # anchors of rocl-bench compare: MPI,
   ucx-utils libzmq3-dev libnng-dev gnuplot-nox    # ucx_perftest, ZeroMQ, NNG; its plots
-  python3                                 # scripts/ab-builds.sh summary
+  python3                                 # docs/mpi.md: counting the MPI layer's lines
 )
 
 missing=()

@@ -1,9 +1,9 @@
 /* anchor_common.h - the measuring helpers every anchor program shares (the
  * MPI ones are built by each MPI's own compiler wrapper, so they take these
  * as a header, not a library): the clock, the iteration plan of
- * rocl-bench (tools/rocl-bench/timing.hpp), and the CSV row of a point
+ * rocl-bench (bench/rocl-bench/timing.hpp), and the CSV row of a point
  *   benchmark,size_bytes,threads,median,min,max,unit
- * that rocl-bench compare and bench-processes.sh read. Each program defines
+ * that rocl-bench compare reads. Each program defines
  * its own struct point; only pointers to it pass through here. */
 #pragma once
 

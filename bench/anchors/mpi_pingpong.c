@@ -1,14 +1,14 @@
 /* mpi_pingpong.c - the MPI anchors of rocl's process benchmarks: an
  * osu_latency / osu_bw-like program measured the way rocl-bench measures
  * rocl (same sizes, same windows, same statistics), so that the figures of
- * scripts/bench-processes.sh sit in one table.
+ * rocl-bench compare sit in one table.
  *
- * Built with each MPI's compiler (mpicc.openmpi, mpicc.mpich): by the script
- * into build/bench-anchors/, and by tools/rocl-bench/compare/CMakeLists.txt
- * into <build>/tools/rocl-bench/compare/anchors/ for rocl-bench compare.
- * Run with 2 ranks, e.g.
- *   mpirun.openmpi -np 2 --bind-to core build/bench-anchors/mpi_pingpong.openmpi
- *   mpiexec.mpich -n 2 -bind-to core build/bench-anchors/mpi_pingpong.mpich --quick
+ * Built with each MPI's compiler (mpicc.openmpi, mpicc.mpich), and against
+ * rocl's MPI, by bench/rocl-bench/compare/CMakeLists.txt into
+ * <build>/bench/rocl-bench/compare/anchors/. Run with 2 ranks, e.g. (A =
+ * that folder)
+ *   mpirun.openmpi -np 2 --bind-to core A/mpi_pingpong.openmpi
+ *   mpiexec.mpich -n 2 -bind-to core A/mpi_pingpong.mpich --quick
  *
  * Options (the defaults are rocl-bench's):
  *   --sizes LIST     latency sizes [1,4,16,...,16M: powers of 4]

@@ -2,7 +2,7 @@
  * rocl-bench compare (RoCL paper, section 5.2): a compute loop with and
  * without a concurrent ping-pong, and the ping-pong with and without the
  * compute loop. sustain_kernel.h says what is measured and what is printed;
- * rocl's side is tools/rocl-bench/compare/sustain_rank.cpp.
+ * rocl's side is bench/rocl-bench/compare/sustain_rank.cpp.
  *
  * Run with 2 ranks, each bound to its own core (the compute thread it
  * starts shares that core with the thread calling MPI), e.g.
@@ -12,7 +12,7 @@
  *
  * Only the main thread calls MPI (MPI_THREAD_FUNNELED); a blocking MPI_Recv
  * polls, as the MPI libraries do by default: that is the point measured.
- * Built by tools/rocl-bench/compare/CMakeLists.txt with mpicc.openmpi. */
+ * Built by bench/rocl-bench/compare/CMakeLists.txt with mpicc.openmpi. */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <pthread.h>

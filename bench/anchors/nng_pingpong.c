@@ -9,7 +9,7 @@
  * send (nng_msg_alloc, payload not written), the receiver frees it. Send
  * and receive queues hold 128 messages, so that a window of 64 is in flight.
  *
- * Built by tools/rocl-bench/compare/CMakeLists.txt when libnng-dev is
+ * Built by bench/rocl-bench/compare/CMakeLists.txt when libnng-dev is
  * installed; run e.g.
  *   nng_pingpong --transport tcp --sizes 8,64K --reps 3 --time 0.1 */
 #include <nng/nng.h>

@@ -1,5 +1,5 @@
 /* sustain_kernel.h - the compute loop of the sustainability benchmark
- * (RoCL paper, section 5.2), shared by rocl's side (tools/rocl-bench/compare/
+ * (RoCL paper, section 5.2), shared by rocl's side (bench/rocl-bench/compare/
  * sustain_rank.cpp) and the MPI anchor (bench/anchors/mpi_sustain.c), so
  * that both count the same work.
  *

@@ -9,7 +9,7 @@
  * (no copy in ZeroMQ), a stream allocates a message per send
  * (zmq_msg_init_size, payload not written), the receiver closes it.
  *
- * Built by tools/rocl-bench/compare/CMakeLists.txt when libzmq3-dev is
+ * Built by bench/rocl-bench/compare/CMakeLists.txt when libzmq3-dev is
  * installed; run e.g.
  *   zmq_pingpong --transport inproc --sizes 8,64K --reps 3 --time 0.1 */
 #include <stdio.h>

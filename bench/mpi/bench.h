@@ -2,8 +2,8 @@
  * the options, the measurement loop, the data checks and the output.
  *
  * The suite is one program, mpi_bench, built three times from these
- * sources: against rocl's MPI (CMake, bench/mpi/CMakeLists.txt), Open MPI
- * and MPICH (scripts/bench-mpi.sh, mpicc.openmpi / mpicc.mpich). main.c
+ * sources by bench/rocl-bench/compare/CMakeLists.txt: against rocl's MPI,
+ * Open MPI and MPICH (mpicc.openmpi / mpicc.mpich). main.c
  * says how to run it. It calls only the MPI 3 functions rocl's MPI
  * provides (see main.c), so that the same source measures all three. */
 #ifndef ROCL_BENCH_MPI_BENCH_H

@@ -3,17 +3,14 @@
  *
  * README
  * ------
- * Build:
- *   rocl:    CMake builds <build>/bench/mpi/mpi_bench when the target
- *            rocl_mpi exists (bench/mpi/CMakeLists.txt).
- *   others:  mpicc.openmpi -O2 -std=c11 -Wall -Wextra -pthread \
- *              -DBENCH_MPI_NAME='"openmpi"' -o mpi_bench.openmpi bench/mpi/[a-z]*.c
- *            (the same with mpicc.mpich); scripts/bench-mpi.sh does it.
- * Run (2 ranks; mbw_mr with any even number, coll with any >= 2):
- *   mpirun.openmpi -np 2 --bind-to core ./mpi_bench.openmpi latency bw --quick
- *   mpiexec.mpich -n 2 -bind-to core ./mpi_bench.mpich mt_rate --threads 1,8
- *   <build>/tools/roclrun/roclrun -n 4 <build>/bench/mpi/mpi_bench mbw_mr
- *   scripts/bench-mpi.sh: all of them, all MPIs, interleaved rounds, one table.
+ * Build: bench/rocl-bench/compare/CMakeLists.txt builds mpi_bench.rocl
+ *   (against rocl's MPI), mpi_bench.openmpi and mpi_bench.mpich (with
+ *   mpicc.openmpi / mpicc.mpich) into <build>/bench/rocl-bench/compare/anchors/.
+ * Run (2 ranks; mbw_mr with any even number, coll with any >= 2; A = that folder):
+ *   mpirun.openmpi -np 2 --bind-to core A/mpi_bench.openmpi latency bw --quick
+ *   mpiexec.mpich -n 2 -bind-to core A/mpi_bench.mpich mt_rate --threads 1,8
+ *   <build>/tools/roclrun/roclrun -n 4 A/mpi_bench.rocl mbw_mr
+ *   rocl-bench mpi: all of them, all MPIs, interleaved rounds, one table.
  * Benchmarks (several may be named at once; run in the order given):
  *   latency bw bibw mbw_mr   pt2pt.c   (osu_latency, osu_bw, osu_bibw, osu_mbw_mr)
  *   mt_latency mt_rate       mt.c      (threads; MPI_THREAD_MULTIPLE)

@@ -15,7 +15,7 @@
  *   mbw_mr   osu_mbw_mr: ranks 0..P-1 each stream to rank P..2P-1 as in
  *            bw, all pairs at once; aggregate GB/s (row mbw_mr) and
  *            million messages per second (row mbw_mr_rate), the threads
- *            column holding P. 2P ranks (2 or 4 in scripts/bench-mpi.sh).
+ *            column holding P. 2P ranks (2 or 4 in rocl-bench mpi).
  *
  * The window shrinks for big messages (window_for: 8 of 16 MiB). Each run
  * stamps its messages with a mark of its own (first/middle/last byte) and

@@ -33,7 +33,8 @@ bool is_sane(const Sample &s) {
 }
 
 bool lower_is_better(std::string_view metric) {
-  return metric == "latency" || metric.starts_with("rtt");
+  return metric.find("latency") != std::string_view::npos || metric.starts_with("rtt") ||
+         metric == "barrier" || metric == "bcast" || metric == "allreduce";
 }
 
 std::vector<Summary> summarize_rounds(const std::vector<Sample> &samples) {

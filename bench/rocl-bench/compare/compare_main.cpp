@@ -9,10 +9,13 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "against.hpp"
 #include "compare.hpp"
+#include "goals.hpp"
 #include "report.hpp"
 #include "results.hpp"
 #include "rocl_ranks.hpp"
@@ -48,6 +51,8 @@ std::string load_average() {
   return in ? a + " " + b + " " + c : "unknown";
 }
 
+}  // namespace
+
 void print_machine(std::FILE *out, const Programs &p) {
   struct utsname u;
   uname(&u);
@@ -59,6 +64,8 @@ void print_machine(std::FILE *out, const Programs &p) {
                u.release, when);
   std::fprintf(out, "load average before the run: %s\n", load_average().c_str());
 }
+
+namespace {
 
 void print_settings(std::FILE *out, const CompareOptions &o) {
   std::fprintf(out,
@@ -124,13 +131,39 @@ int verdict(const Results &results, const CompareOptions &o) {
   return 0;
 }
 
+// The goals file, read before anything runs: a malformed file stops the
+// run at once rather than after it. Returns "" or the error.
+std::string read_goals(const CompareOptions &o, std::string &path, std::vector<Goal> &goals) {
+  path = o.goals.empty() ? default_goals_path() : o.goals;
+  if (path.empty()) return "";  // none installed: the goals are left out, said after the tables
+  return load_goals(path, goals);
+}
+
 int run_comparison(const CompareOptions &o) {
   catch_interrupts();
   const Programs programs = locate_programs(o);
+  std::string goals_path;
+  std::vector<Goal> goals;
+  if (const std::string why = read_goals(o, goals_path, goals); !why.empty()) {
+    std::fprintf(stderr, "rocl-bench compare: %s\n", why.c_str());
+    return 2;
+  }
+  std::shared_ptr<const Programs> other;
+  if (!o.against.empty()) {
+    Programs theirs = programs;
+    if (const std::string why = locate_other_build(o.against, theirs); !why.empty()) {
+      std::fprintf(stderr, "rocl-bench compare: --against %s: %s\n", o.against.c_str(),
+                   why.c_str());
+      return 2;
+    }
+    other = std::make_shared<const Programs>(std::move(theirs));
+  }
   Results results;
   for (const char *stage : kStages) {
-    if (runs_stage(o, stage))
-      results.stages.push_back({stage, configs_of(stage, o, programs), {}, {}});
+    if (!runs_stage(o, stage)) continue;
+    auto configs = configs_of(stage, o, programs);
+    if (other) configs = with_other_build(std::move(configs), other, o.against_name);
+    results.stages.push_back({stage, std::move(configs), {}, {}});
   }
   if (o.list) {
     print_list(stdout, results.stages);
@@ -144,6 +177,13 @@ int run_comparison(const CompareOptions &o) {
   print_settings(stdout, o);
   std::printf("outputs: %s/compare.csv, %s/*.png, logs in %s/\n", o.out.c_str(), o.out.c_str(),
               logs.c_str());
+  if (other) {
+    std::printf(
+        "against: the build in %s (rocl-bench %s, roclrun %s): its systems are named "
+        "<system>@%s\n",
+        o.against.c_str(), other->self.c_str(), other->roclrun.path.c_str(),
+        o.against_name.c_str());
+  }
   std::fflush(stdout);
 
   int total = 0;
@@ -158,21 +198,35 @@ int run_comparison(const CompareOptions &o) {
 
   print_tables(stdout, results, o);
   print_cpu_probes(stdout, results);
-  print_goals(stdout, results, o.quick);
-  const std::string csv = o.out + "/compare.csv";
-  if (!write_results_csv(csv, results)) {
-    std::fprintf(stderr, "rocl-bench compare: cannot write %s: %s\n", csv.c_str(),
-                 std::strerror(errno));
-    return 1;
+  if (goals_path.empty()) {
+    std::printf(
+        "\ngoals: none judged (no goals.txt next to rocl-bench nor in the source tree; "
+        "--goals FILE)\n");
   }
-  std::printf("\nCSV: %s\n", csv.c_str());
+  print_goals(stdout, results, goals, goals_path, o.quick);
+  std::vector<BuildRatio> ratios;
+  if (other) {
+    ratios = build_ratios(results, o.against_name);
+    print_build_ratios(stdout, ratios, o.against_name, o.against);
+  }
+  const std::string csv = o.out + "/compare.csv";
+  const std::string against_csv = o.out + "/against.csv";
+  for (const std::string &path : {csv, other ? against_csv : std::string()}) {
+    if (path.empty()) continue;
+    if (!(path == csv ? write_results_csv(path, results) : write_build_ratios_csv(path, ratios))) {
+      std::fprintf(stderr, "rocl-bench compare: cannot write %s: %s\n", path.c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
+  }
+  std::printf("\nCSV: %s%s\n", csv.c_str(), other ? (", " + against_csv).c_str() : "");
   if (o.plots && !interrupted()) {
     if (!programs.gnuplot.found()) {
       std::printf("plots: none, %s\n", programs.gnuplot.missing.c_str());
     } else {
       std::vector<std::string> pngs;
-      const std::string why =
-          write_plots(o.out, results, programs.gnuplot.path, logs + "/gnuplot.log", pngs);
+      const std::string why = write_plots(o.out, results, compare_plots(), "rocl-bench compare",
+                                          programs.gnuplot.path, logs + "/gnuplot.log", pngs);
       if (!why.empty()) {
         std::printf("plots: failed, %s\n", why.c_str());
       } else {

@@ -112,6 +112,10 @@ void send_config(rocl_gid_t from, rocl_gid_t to, int window, bool touch);
 StreamCount stream(rocl_gid_t self, rocl_gid_t peer, std::size_t size, int window, bool touch,
                    double seconds);
 
+// Million messages per second of streams that ran at once: all their
+// messages over the longest one's time.
+double total_rate(const std::vector<StreamCount> &counts);
+
 // The receiving side of streams: recv + bfret (reading the payload when
 // touching), an ack after every window, until kTagStop.
 void drain(rocl_gid_t self, rocl_gid_t peer);

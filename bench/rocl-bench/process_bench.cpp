@@ -326,13 +326,7 @@ double rate_once(const Link &link, int pairs, const BenchOptions &o) {
     cpus.push_back(o.placement.cpu_for(2 * k));
   }
   run_threads("rate (senders)", tasks, cpus, time_limit(o, 1));
-  long total = 0;
-  double longest = 0;
-  for (const auto &c : counts) {
-    total += c.messages;
-    longest = std::max(longest, c.seconds);
-  }
-  return static_cast<double>(total) / longest / 1e6;
+  return total_rate(counts);
 }
 
 std::vector<Row> drive_rate(const Link &link, const ProcessRun &run) {
@@ -457,9 +451,13 @@ bool is_process_benchmark(std::string_view name) {
 }
 
 std::string locate_roclrun() {
+  if (const char *env = std::getenv("ROCLRUN"); env != nullptr && *env != '\0') {
+    return is_executable_file(env) ? env : "";
+  }
   const std::string self = self_path();
   const std::string dir = self.substr(0, self.rfind('/'));
-  for (const std::string &path : {dir + "/roclrun", dir + "/../roclrun/roclrun"}) {
+  // <build>/bench/rocl-bench/rocl-bench finds <build>/tools/roclrun/roclrun.
+  for (const std::string &path : {dir + "/roclrun", dir + "/../../tools/roclrun/roclrun"}) {
     if (is_executable_file(path)) return path;
   }
   if (const char *path_env = std::getenv("PATH")) {
@@ -477,6 +475,15 @@ std::string locate_roclrun() {
   return "";
 }
 
+std::string roclrun_not_found() {
+  const char *env = std::getenv("ROCLRUN");
+  if (env != nullptr && *env != '\0') {
+    return std::string("ROCLRUN=") + env + " is not an executable file";
+  }
+  return "cannot find roclrun (looked next to rocl-bench, in ../../tools/roclrun/ from it and "
+         "in PATH): build it (ninja roclrun), or give --roclrun PATH or ROCLRUN=PATH";
+}
+
 std::string find_roclrun(const std::string &explicit_path) {
   if (!explicit_path.empty()) {
     if (!is_executable_file(explicit_path)) {
@@ -486,8 +493,7 @@ std::string find_roclrun(const std::string &explicit_path) {
   }
   const std::string found = locate_roclrun();
   if (!found.empty()) return found;
-  die("cannot find roclrun (looked next to rocl-bench, in ../roclrun/ and in PATH): build it "
-      "(ninja roclrun) or give --roclrun PATH");
+  die("%s", roclrun_not_found().c_str());
 }
 
 bool run_in_processes(const ProcessRun &run, std::vector<Row> &rows) {

@@ -28,7 +28,7 @@ struct Programs {
   Program zmq_pingpong, nng_pingpong;
   Program mpi_pingpong_openmpi, mpi_pingpong_mpich;
   Program mpi_pingpong_rocl;  // the same program built against rocl's MPI
-  Program mpi_bench_openmpi, mpi_bench_mpich;
+  Program mpi_bench_openmpi, mpi_bench_mpich, mpi_bench_rocl;
   Program mpi_sustain_openmpi;
   Program mpirun_openmpi, mpiexec_mpich;
   Program ucx_perftest;
@@ -42,11 +42,13 @@ Programs locate_programs(const CompareOptions &o);
 std::string first_missing(std::initializer_list<const Program *> needed);
 
 // Open MPI's mpirun with the options this machine needs (root, oversubscribe,
-// one core per rank), then `mca` (e.g. {"--mca", "btl", "self,vader"}).
-std::vector<std::string> openmpi_launch(const Programs &p, const std::vector<std::string> &mca);
+// one core per rank, two on a core when the ranks outnumber the cpus), then
+// `mca` (e.g. {"--mca", "btl", "self,vader"}).
+std::vector<std::string> openmpi_launch(const Programs &p, const std::vector<std::string> &mca,
+                                        int ranks = 2);
 
-// MPICH's mpiexec, 2 ranks, one core each, started by fork.
-std::vector<std::string> mpich_launch(const Programs &p);
+// MPICH's mpiexec, one core per rank, started by fork.
+std::vector<std::string> mpich_launch(const Programs &p, int ranks = 2);
 
 // The Open MPI component options of a configuration: vader, tcp, ucx.
 std::vector<std::string> openmpi_mca(const std::string &config);

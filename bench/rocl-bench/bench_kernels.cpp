@@ -216,6 +216,16 @@ StreamCount stream(rocl_gid_t self, rocl_gid_t peer, std::size_t size, int windo
   return count;
 }
 
+double total_rate(const std::vector<StreamCount> &counts) {
+  long total = 0;
+  double longest = 0;
+  for (const auto &c : counts) {
+    total += c.messages;
+    longest = std::max(longest, c.seconds);
+  }
+  return static_cast<double>(total) / longest / 1e6;
+}
+
 void drain(rocl_gid_t self, rocl_gid_t peer) {
   StreamConfig config{1, 0};
   std::uint32_t unacked = 0;

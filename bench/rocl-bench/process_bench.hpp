@@ -41,12 +41,15 @@ bool is_process_transport(std::string_view name);
 // Whether `name` is a benchmark that runs between processes.
 bool is_process_benchmark(std::string_view name);
 
-// roclrun: `explicit_path` if not empty; else "roclrun" next to this
-// executable, then ../roclrun/roclrun (the build tree), then PATH. Dies
-// naming the places it looked when there is none.
+// roclrun: `explicit_path` if not empty; else $ROCLRUN if set; else
+// "roclrun" next to this executable, then ../../tools/roclrun/roclrun (the
+// build tree: <build>/bench/rocl-bench/ to <build>/tools/roclrun/), then
+// PATH. Dies with roclrun_not_found() when there is none.
 std::string find_roclrun(const std::string &explicit_path);
 // The same search without an explicit path; "" when there is none.
 std::string locate_roclrun();
+// Why locate_roclrun() found none: the places it looked, what to do.
+std::string roclrun_not_found();
 
 // The parent's side: runs the job and returns rank 0's rows, named
 // "<transport>-<benchmark>". Returns false (with the reason on stderr) if

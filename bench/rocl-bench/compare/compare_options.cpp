@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "report.hpp"
+
 namespace rocl_bench::compare {
 
 const char kCompareUsage[] =
@@ -31,7 +33,12 @@ const char kCompareUsage[] =
     "  --sustain-size N  sustainability ping-pong bytes [8]\n"
     "  --out DIR         compare.csv, the plots and logs/ [rocl-bench-compare]\n"
     "  --anchors DIR     the anchor programs [compare/anchors next to rocl-bench]\n"
-    "  --roclrun PATH    the roclrun to use [next to rocl-bench, ../roclrun/, PATH]\n"
+    "  --roclrun PATH    the roclrun to use [as rocl-bench --transport finds it]\n"
+    "  --goals FILE      the goals judged after the tables [goals.txt next to rocl-bench]\n"
+    "  --against DIR     also run rocl's own systems from the build in DIR (an older\n"
+    "                    commit's), alternated with this build's in each round, named\n"
+    "                    SYSTEM@base; prints this/other ratios with their spread\n"
+    "  --against-name N  the suffix of the other build's systems [base]\n"
     "  --no-plots        no gnuplot\n"
     "  --list            list the systems, whether each can run and why not; run nothing\n"
     "  --quick           a check that everything runs (< 1 min): sizes 8,64K, pairs 1,2,\n"
@@ -44,22 +51,6 @@ const char kCompareUsage[] =
     "bad command line.\n";
 
 namespace {
-
-std::optional<long long> parse_count(std::string_view text) {
-  std::string s(text);
-  if (s.empty()) return std::nullopt;
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || end == s.c_str() || v < 0) return std::nullopt;
-  int shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10;
-  if (*end == 'M' || *end == 'm') shift = 20;
-  if (*end == 'G' || *end == 'g') shift = 30;
-  if (shift != 0) ++end;
-  if (*end != '\0' || v > (1ll << 40) >> shift) return std::nullopt;
-  return v << shift;
-}
 
 std::optional<std::vector<int>> parse_int_list(std::string_view text, int most) {
   auto sizes = parse_size_list(text);
@@ -80,17 +71,6 @@ std::optional<double> parse_seconds(std::string_view text) {
     return std::nullopt;
   }
   return v;
-}
-
-std::vector<std::string> split(std::string_view text) {
-  std::vector<std::string> parts;
-  while (true) {
-    const std::size_t comma = text.find(',');
-    if (!text.substr(0, comma).empty()) parts.emplace_back(text.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return parts;
 }
 
 // Which options the command line set, so that --quick leaves them alone.
@@ -188,15 +168,19 @@ std::string parse_compare_options(const std::vector<std::string> &args, CompareO
       o.sustain_size = static_cast<std::size_t>(*n);
     } else if (arg == "--systems") {
       const auto v = take();
-      if (!v || split(*v).empty()) return needs("wants a list of names");
-      for (auto &name : split(*v)) o.systems.push_back(std::move(name));
-    } else if (arg == "--out" || arg == "--anchors" || arg == "--roclrun" || arg == "--rank") {
+      if (!v || split_list(*v).empty()) return needs("wants a list of names");
+      for (auto &name : split_list(*v)) o.systems.push_back(std::move(name));
+    } else if (arg == "--out" || arg == "--anchors" || arg == "--roclrun" || arg == "--rank" ||
+               arg == "--goals" || arg == "--against" || arg == "--against-name") {
       const auto v = take();
       if (!v || v->empty()) return needs("wants a value");
       std::string &field = arg == "--out"       ? o.out
                            : arg == "--anchors" ? o.anchors
                            : arg == "--roclrun" ? o.roclrun
-                                                : o.rank;
+                           : arg == "--goals"   ? o.goals
+                           : arg == "--against" ? o.against
+                           : arg == "--rank"    ? o.rank
+                                                : o.against_name;
       field = std::string(*v);
     } else if (std::find(std::begin(kStages), std::end(kStages), arg) != std::end(kStages)) {
       if (std::find(o.stages.begin(), o.stages.end(), arg) == o.stages.end()) {
@@ -209,10 +193,24 @@ std::string parse_compare_options(const std::vector<std::string> &args, CompareO
   if (!o.rank.empty() && o.rank != "ports" && o.rank != "sustain") {
     return "--rank takes ports or sustain, not '" + o.rank + "'";
   }
+  if (o.against_name.find_first_of("@,/ ") != std::string::npos) {
+    return "--against-name wants a plain word, not '" + o.against_name + "'";
+  }
   if (o.quick) apply_quick(o, given);
   if (o.stages.empty()) o.stages.assign(std::begin(kStages), std::end(kStages));
   out = std::move(o);
   return "";
+}
+
+std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> parts;
+  while (true) {
+    const std::size_t comma = text.find(',');
+    if (!text.substr(0, comma).empty()) parts.emplace_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return parts;
 }
 
 bool selected(const CompareOptions &o, std::string_view name) {

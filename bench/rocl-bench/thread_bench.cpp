@@ -136,13 +136,7 @@ double rate_once(const std::vector<BenchResource> &senders,
     cpus.push_back(o.placement.cpu_for(static_cast<int>(2 * k + 1)));
   }
   run_threads("rate", tasks, cpus, time_limit(o, 1));
-  long total = 0;
-  double longest = 0;
-  for (const auto &c : counts) {
-    total += c.messages;
-    longest = std::max(longest, c.seconds);
-  }
-  return static_cast<double>(total) / longest / 1e6;
+  return total_rate(counts);
 }
 
 }  // namespace

@@ -39,6 +39,21 @@ std::string format_size(std::size_t bytes) {
   return text;
 }
 
+std::optional<long long> parse_count(std::string_view text) {
+  const std::string s(text);
+  char *end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || end == s.c_str() || v < 0) return std::nullopt;
+  int shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10;
+  if (*end == 'M' || *end == 'm') shift = 20;
+  if (*end == 'G' || *end == 'g') shift = 30;
+  if (shift != 0) ++end;
+  if (*end != '\0' || v > (1ll << 40) >> shift) return std::nullopt;
+  return v << shift;
+}
+
 std::string join_sizes(const std::vector<std::size_t> &sizes) {
   std::string text;
   for (std::size_t s : sizes) {

@@ -15,6 +15,7 @@
 #include "bench_runner.hpp"
 #include "check.hpp"
 #include "compare.hpp"
+#include "mpi_suite.hpp"
 #include "process_bench.hpp"
 #include "report.hpp"
 #include "rocl/rocl.h"
@@ -26,6 +27,7 @@ using rocl_bench::BenchOptions;
 const char kUsage[] =
     "usage: rocl-bench [BENCHMARK...] [OPTIONS]\n"
     "       rocl-bench compare [STAGE...] [OPTIONS]  (next to every anchor; compare --help)\n"
+    "       rocl-bench mpi [OPTIONS]  (bench/mpi's suite under each MPI; mpi --help)\n"
     "Benchmarks between threads of one process (each thread is a rocl resource),\n"
     "or with --transport between two processes started under roclrun.\n"
     "\n"
@@ -36,7 +38,8 @@ const char kUsage[] =
     "                  first cpu, rank 1 on the second), once per transport; rows\n"
     "                  are named <t>-latency, ...; inproc in the list also runs the\n"
     "                  thread benchmarks; anchor-spsc (if selected) runs between threads\n"
-    "  --roclrun PATH  the roclrun to use [next to rocl-bench, ../roclrun/, PATH]\n"
+    "  --roclrun PATH  the roclrun to use [$ROCLRUN, next to rocl-bench,\n"
+    "                  ../../tools/roclrun/ from it, PATH]\n"
     "  --sizes LIST    message sizes for latency and bandwidth, e.g. 8,1K,1M (K = 1024)\n"
     "                  [1,4,16,...,16M: powers of 4]\n"
     "  --bandwidth-sizes LIST  sizes for bandwidth only [--sizes; between\n"
@@ -63,19 +66,9 @@ const char kUsage[] =
 }
 
 bool parse_count(std::string_view text, long long *out) {
-  std::string s(text);
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || end == s.c_str() || v < 0) return false;
-  int shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10;
-  if (*end == 'M' || *end == 'm') shift = 20;
-  if (*end == 'G' || *end == 'g') shift = 30;
-  if (shift != 0) ++end;
-  if (*end != '\0' || v > (1ll << 40) >> shift) return false;
-  *out = v << shift;
-  return true;
+  const auto v = rocl_bench::parse_count(text);
+  if (v) *out = *v;
+  return v.has_value();
 }
 
 template <class T>
@@ -263,24 +256,6 @@ BenchOptions process_options(const CommandLine &cl) {
   return o;
 }
 
-std::string join_sizes(const std::vector<std::size_t> &sizes) {
-  std::string text;
-  for (std::size_t s : sizes) {
-    if (!text.empty()) text += ',';
-    text += rocl_bench::format_size(s);
-  }
-  return text;
-}
-
-std::string join_pairs(const std::vector<int> &pairs) {
-  std::string text;
-  for (int p : pairs) {
-    if (!text.empty()) text += ',';
-    text += std::to_string(p);
-  }
-  return text;
-}
-
 // The 1-minute load average, or -1 if unknown.
 double load_average() {
   double load = -1;
@@ -313,13 +288,13 @@ void print_settings(const CommandLine &cl) {
                 busy ? " (other work competes for the cpus: expect noisy, slower figures)" : "");
   }
   std::printf("points: %d rep(s) of ~%.3g s each; sizes %s; pairs %s; window %d%s\n", o.reps,
-              o.seconds, join_sizes(o.sizes).c_str(), join_pairs(o.pairs).c_str(), o.window,
-              o.touch ? "; touch on" : "");
+              o.seconds, rocl_bench::join_sizes(o.sizes).c_str(),
+              rocl_bench::join_ints(o.pairs).c_str(), o.window, o.touch ? "; touch on" : "");
   if (!cl.transports.empty()) {
     std::printf("bandwidth sizes between processes: %s\n",
-                join_sizes(rocl_bench::bandwidth_sizes(process_options(cl))).c_str());
+                rocl_bench::join_sizes(rocl_bench::bandwidth_sizes(process_options(cl))).c_str());
   } else if (cl.bandwidth_sizes_set) {
-    std::printf("bandwidth sizes: %s\n", join_sizes(o.bandwidth_sizes).c_str());
+    std::printf("bandwidth sizes: %s\n", rocl_bench::join_sizes(o.bandwidth_sizes).c_str());
   }
   if (cl.threads) {
     std::printf("rocl options in force%s:\n", cl.transports.empty() ? "" : " (threads)");
@@ -335,6 +310,10 @@ int main(int argc, char **argv) {
   // rocl next to every anchor: a command of its own (compare/compare.hpp).
   if (argc >= 2 && std::string_view(argv[1]) == "compare") {
     return rocl_bench::compare::compare_main(argc - 1, argv + 1);
+  }
+  // bench/mpi's suite under each MPI (compare/mpi_suite.hpp).
+  if (argc >= 2 && std::string_view(argv[1]) == "mpi") {
+    return rocl_bench::compare::mpi_main(argc - 1, argv + 1);
   }
   CommandLine cl = parse(argc, argv);
   if (!cl.process_rank.empty()) {  // one of the two ranks of a process run

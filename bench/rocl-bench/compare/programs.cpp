@@ -51,18 +51,20 @@ Programs locate_programs(const CompareOptions &o) {
                     : Program{o.roclrun, ""};
   } else {
     const std::string path = locate_roclrun();  // the search rocl-bench --transport makes
-    p.roclrun = path.empty() ? Program{"", "roclrun not found (ninja roclrun, or --roclrun)"}
-                             : Program{path, ""};
+    p.roclrun = path.empty() ? Program{"", roclrun_not_found()} : Program{path, ""};
   }
   p.anchors = o.anchors.empty() ? folder_of(p.self) + "/compare/anchors" : o.anchors;
   p.zmq_pingpong = anchor(p.anchors, "zmq_pingpong", "libzmq3-dev");
   p.nng_pingpong = anchor(p.anchors, "nng_pingpong", "libnng-dev");
   p.mpi_pingpong_openmpi = anchor(p.anchors, "mpi_pingpong.openmpi", "libopenmpi-dev");
   p.mpi_pingpong_mpich = anchor(p.anchors, "mpi_pingpong.mpich", "libmpich-dev");
-  p.mpi_pingpong_rocl = anchor(p.anchors, "mpi_pingpong.rocl", "");
-  if (!p.mpi_pingpong_rocl.found()) {
-    p.mpi_pingpong_rocl.missing = "mpi_pingpong.rocl not in " + p.anchors +
-                                  " (built with rocl's MPI by the target mpi_pingpong_rocl: ninja)";
+  for (auto [program, name] : {std::pair{&p.mpi_pingpong_rocl, "mpi_pingpong"},
+                               std::pair{&p.mpi_bench_rocl, "mpi_bench"}}) {
+    *program = anchor(p.anchors, std::string(name) + ".rocl", "");
+    if (!program->found()) {
+      program->missing = std::string(name) + ".rocl not in " + p.anchors +
+                         " (built with rocl's MPI by the target " + name + "_rocl: ninja)";
+    }
   }
   p.mpi_bench_openmpi = anchor(p.anchors, "mpi_bench.openmpi", "libopenmpi-dev");
   p.mpi_bench_mpich = anchor(p.anchors, "mpi_bench.mpich", "libmpich-dev");
@@ -82,20 +84,23 @@ std::string first_missing(std::initializer_list<const Program *> needed) {
   return "";
 }
 
-std::vector<std::string> openmpi_launch(const Programs &p, const std::vector<std::string> &mca) {
+std::vector<std::string> openmpi_launch(const Programs &p, const std::vector<std::string> &mca,
+                                        int ranks) {
+  const bool overload = ranks > static_cast<int>(p.cpus.size());
   std::vector<std::string> argv = {p.mpirun_openmpi.path,
                                    "--allow-run-as-root",
                                    "--oversubscribe",
                                    "-np",
-                                   "2",
+                                   std::to_string(ranks),
                                    "--bind-to",
-                                   "core"};
+                                   overload ? "core:overload-allowed" : "core"};
   argv.insert(argv.end(), mca.begin(), mca.end());
   return argv;
 }
 
-std::vector<std::string> mpich_launch(const Programs &p) {
-  return {p.mpiexec_mpich.path, "-n", "2", "-bind-to", "core", "-launcher", "fork"};
+std::vector<std::string> mpich_launch(const Programs &p, int ranks) {
+  return {p.mpiexec_mpich.path, "-n",  std::to_string(ranks), "-bind-to", "core",
+          "-launcher",          "fork"};
 }
 
 std::vector<std::string> openmpi_mca(const std::string &config) {

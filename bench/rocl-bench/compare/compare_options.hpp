@@ -32,6 +32,9 @@ struct CompareOptions {
   std::string out = "rocl-bench-compare";  // folder for the CSV, plots, logs
   std::string anchors;                     // folder of the anchor programs ("": next to us)
   std::string roclrun;                     // roclrun to use ("": found as rocl-bench does)
+  std::string goals;                       // the goals file ("": default_goals_path())
+  std::string against;                     // another build's folder to alternate with ("": none)
+  std::string against_name = "base";       // the suffix of its systems: rocl-shm@base
   bool quick = false;
   bool plots = true;
   bool list = false;  // --list: print the systems and whether they can run
@@ -61,6 +64,9 @@ std::string parse_compare_options(const std::vector<std::string> &args, CompareO
 bool selected(const CompareOptions &o, std::string_view name);
 
 bool runs_stage(const CompareOptions &o, std::string_view stage);
+
+// "a,b,,c" -> {"a", "b", "c"}: the names of a list option, empty ones left out.
+std::vector<std::string> split_list(std::string_view text);
 
 extern const char kCompareUsage[];
 

@@ -14,10 +14,13 @@
 #include <limits>
 #include <sstream>
 
+#include "against.hpp"
 #include "bench_kernels.hpp"
 #include "child_process.hpp"
 #include "compare_options.hpp"
+#include "goals.hpp"
 #include "limits.hpp"
+#include "mpi_suite.hpp"
 #include "output_parse.hpp"
 #include "results.hpp"
 #include "stats.hpp"
@@ -25,6 +28,17 @@
 
 namespace rocl_bench::compare {
 namespace {
+
+// The goals of the source tree's goals.txt, the file rocl-bench reads.
+const std::vector<Goal> &file_goals() {
+  static const std::vector<Goal> goals = [] {
+    std::vector<Goal> g;
+    const std::string why = load_goals(ROCL_BENCH_SOURCE_GOALS, g);
+    EXPECT_EQ(why, "");
+    return g;
+  }();
+  return goals;
+}
 
 CompareOptions parsed(std::vector<std::string> args) {
   CompareOptions o;
@@ -295,6 +309,10 @@ std::string printed(const std::function<void(std::FILE *)> &print) {
   return s;
 }
 
+std::string goals_printed(const Results &results) {
+  return printed([&](std::FILE *f) { print_goals(f, results, file_goals(), "goals.txt", false); });
+}
+
 TEST(Results, RoclsOwnSystemsAreNeverAnchors) {
   const StageRun run = shm_run_with_rocl_mpi();
   EXPECT_TRUE(is_rocl("rocl-mpi-tcp"));
@@ -321,7 +339,7 @@ TEST(Results, EachOfRoclsSystemsHasItsRatioAndItsGoal) {
   EXPECT_EQ(row, (std::vector<std::string>{"8", "0.300", "0.100", "0.200", "0.250", "1.50", "0.500",
                                            "ompi-vader"}))
       << tables;
-  const std::string goals = printed([&](std::FILE *f) { print_goals(f, results, false); });
+  const std::string goals = goals_printed(results);
   EXPECT_NE(goals.find("MISS  shm latency <= best"), std::string::npos) << goals;
   EXPECT_NE(goals.find("ok    rocl's MPI: shm latency <= best"), std::string::npos) << goals;
 }
@@ -408,7 +426,7 @@ TEST(Results, StreamsAreSetBesideStreamsOfTheirKindOnly) {
   EXPECT_EQ(row_after(tables, "one-way latency", "8"),
             (std::vector<std::string>{"8", "0.150", "0.200", "0.100", "1.50", "ucx-shm"}))
       << tables;
-  const std::string goals = printed([&](std::FILE *f) { print_goals(f, results, false); });
+  const std::string goals = goals_printed(results);
   EXPECT_NE(goals.find("ok    shm bandwidth >= best"), std::string::npos) << goals;
   EXPECT_NE(goals.find("ok    shm bandwidth without acks >= ucx_perftest's"), std::string::npos)
       << goals;
@@ -428,7 +446,7 @@ TEST(Results, StreamsAreSetBesideStreamsOfTheirKindOnly) {
 
   // Set beside ucx-shm's stream, rocl-bench's acked one would miss.
   results.stages[0].summary[1].median = 0.13;  // rocl-shm-noack now behind ucx-shm
-  const std::string missed = printed([&](std::FILE *f) { print_goals(f, results, false); });
+  const std::string missed = goals_printed(results);
   EXPECT_NE(missed.find("MISS  shm bandwidth without acks >= ucx_perftest's (no acks) at every "
                         "size (0 of 1 point(s); worst: 8 rocl 0.130 vs ucx-shm 0.140)"),
             std::string::npos)
@@ -456,7 +474,7 @@ TEST(Results, GoalsAreJudgedOnMediansAndOnEachSystemsBestRound) {
   run.summary = summarize_rounds(run.result.samples);
   Results results;
   results.stages.push_back(run);
-  const std::string goals = printed([&](std::FILE *f) { print_goals(f, results, false); });
+  const std::string goals = goals_printed(results);
   const auto medians = goals.find("on the medians of the rounds (the tables' figures):");
   const auto best = goals.find("on each system's best round (its fastest of the 5):");
   ASSERT_NE(medians, std::string::npos) << goals;
@@ -479,7 +497,7 @@ TEST(Results, GoalsAreJudgedOnMediansAndOnEachSystemsBestRound) {
 TEST(Results, OneRoundIsJudgedOnce) {
   Results results;
   results.stages.push_back(shm_run_with_rocl_mpi());  // summaries of one round
-  const std::string goals = printed([&](std::FILE *f) { print_goals(f, results, false); });
+  const std::string goals = goals_printed(results);
   EXPECT_EQ(goals.find("best round"), std::string::npos) << goals;
 }
 
@@ -610,6 +628,268 @@ TEST(ChildProcess, TimeoutStopsTheProgramAndWhatItStarted) {
   EXPECT_FALSE(running(background));
   std::remove(log.c_str());
   std::remove(pid_file.c_str());
+}
+
+// ---- the goals file -------------------------------------------------------------
+
+std::string goals_error(const std::string &text) {
+  std::vector<Goal> goals;
+  const std::string why = parse_goals(text, "g.txt", goals);
+  if (!why.empty()) EXPECT_TRUE(goals.empty());
+  return why;
+}
+
+TEST(GoalsFile, TheSourceTreesFileParses) {
+  const auto &goals = file_goals();
+  ASSERT_GE(goals.size(), 11u);
+  EXPECT_EQ(goals[0].stage, "p2p");
+  EXPECT_EQ(goals[0].subject, "rocl-shm");
+  EXPECT_EQ(goals[0].anchor_class, "shm");
+  EXPECT_TRUE(goals[0].lower);
+  EXPECT_TRUE(goals[0].best_round);
+  EXPECT_EQ(goals[0].label, "shm latency <= best shared-memory anchor at every size");
+}
+
+TEST(GoalsFile, FieldsCommentsAndTheLabelAsTheRestOfTheLine) {
+  std::vector<Goal> goals;
+  ASSERT_EQ(parse_goals("# a comment\n\n  \t\n"
+                        "threads threads rocl-shm >= 3 ompi-vader,mpich pairs=4|8,size=8 median "
+                        "  8 pairs: rate >= 3x  \n"
+                        "sustain geomean rocl-tcp-* >= 1.5 others all median,best g\n"
+                        "mpi bw rocl >= 1 others size>=4K median bw\n",
+                        "g.txt", goals),
+            "");
+  ASSERT_EQ(goals.size(), 3u);
+  const Goal &t = goals[0];
+  EXPECT_EQ(t.line, 4);
+  EXPECT_FALSE(t.lower);
+  EXPECT_DOUBLE_EQ(t.factor, 3);
+  EXPECT_EQ(t.anchor_list, (std::vector<std::string>{"ompi-vader", "mpich"}));
+  ASSERT_EQ(t.at.size(), 2u);
+  EXPECT_TRUE(t.at[0].holds(8, 4));
+  EXPECT_TRUE(t.at[0].holds(8, 8));
+  EXPECT_FALSE(t.at[0].holds(8, 2));
+  EXPECT_FALSE(t.at[1].holds(16, 8));
+  EXPECT_EQ(t.label, "8 pairs: rate >= 3x");
+  EXPECT_TRUE(goals[1].family);
+  EXPECT_EQ(goals[1].subject, "rocl-tcp-");
+  EXPECT_TRUE(goals[1].anchor_others);
+  EXPECT_TRUE(goals[1].best_round);
+  EXPECT_TRUE(goals[2].at[0].holds(4096, 1));
+  EXPECT_TRUE(goals[2].at[0].holds(1 << 20, 1));
+  EXPECT_FALSE(goals[2].at[0].holds(4095, 1));
+}
+
+TEST(GoalsFile, BadLinesAreNamedWithWhatIsWrong) {
+  EXPECT_EQ(goals_error("# ok\np2p latency rocl-shm <= 1 class:shm all median\n"),
+            "g.txt:2: wants 9 fields, STAGE METRIC SUBJECT OP FACTOR ANCHORS AT FIGURES LABEL "
+            "(the label is the rest of the line); found 8");
+  EXPECT_EQ(goals_error("p3p latency x <= 1 a all median l\n"),
+            "g.txt:1: unknown stage 'p3p' (p2p, threads, ports, sustain, mpi)");
+  EXPECT_EQ(goals_error("p2p speed x <= 1 a all median l\n"),
+            "g.txt:1: stage p2p has no metric 'speed' (latency, bandwidth, rate)");
+  EXPECT_EQ(goals_error("p2p latency x < 1 a all median l\n"), "g.txt:1: OP '<': <= or >=");
+  EXPECT_EQ(goals_error("p2p latency x >= 1 a all median l\n"),
+            "g.txt:1: OP >= does not fit latency, where lower is better: use <=");
+  EXPECT_EQ(goals_error("p2p bandwidth x <= 1 a all median l\n"),
+            "g.txt:1: OP <= does not fit bandwidth, where higher is better: use >=");
+  EXPECT_EQ(goals_error("p2p latency x <= 0 a all median l\n"),
+            "g.txt:1: FACTOR '0': a number > 0");
+  EXPECT_EQ(goals_error("p2p latency x <= 2x a all median l\n"),
+            "g.txt:1: FACTOR '2x': a number > 0");
+  EXPECT_EQ(goals_error("p2p latency x* <= 1 a all median l\np2p latency * <= 1 a all median l\n"),
+            "g.txt:2: SUBJECT '*': a system, or a family ending in one '*'");
+  EXPECT_EQ(goals_error("p2p latency x <= 1 class:udp all median l\n"),
+            "g.txt:1: ANCHORS class:udp: the classes are inproc, shm, tcp");
+  EXPECT_EQ(goals_error("threads threads x >= 1 class:shm all median l\n"),
+            "g.txt:1: ANCHORS class:NAME is for stage p2p only");
+  EXPECT_EQ(goals_error("p2p latency x <= 1 a,,b all median l\n"),
+            "g.txt:1: ANCHORS 'a,,b' has an empty name");
+  EXPECT_EQ(goals_error("p2p latency x <= 1 a size<8 median l\n"),
+            "g.txt:1: AT 'size<8': a condition is size=V|V, size>=V or pairs=V|V");
+  EXPECT_EQ(goals_error("p2p latency x <= 1 a size=8|y median l\n"),
+            "g.txt:1: AT 'size=8|y': 'y' is not a number > 0 (K, M, G allowed)");
+  EXPECT_EQ(goals_error("p2p latency x <= 1 a size>=8|16 median l\n"),
+            "g.txt:1: AT 'size>=8|16': >= takes one value");
+  EXPECT_EQ(goals_error("p2p latency x <= 1 a all best l\n"),
+            "g.txt:1: FIGURES 'best': median or median,best");
+  std::vector<Goal> none;
+  EXPECT_NE(load_goals("/nonexistent/goals.txt", none).find("cannot read"), std::string::npos);
+}
+
+// The threads and sustain goals of the file read as they did in code.
+TEST(GoalsFile, ThreadsAndSustainGoalsOfTheFile) {
+  StageRun threads;
+  threads.stage = "threads";
+  for (const char *name : {"rocl-shm", "ompi-vader", "mpich"}) {
+    threads.configs.push_back(Config{name, "", "", "", nullptr, 0});
+  }
+  auto add = [&](const char *system, double v) {
+    threads.summary.push_back({"threads", system, 8, 8, v, v, v, 1, "M msg/s"});
+  };
+  add("rocl-shm", 20);
+  add("ompi-vader", 5);
+  add("mpich", 8);
+  Results results;
+  results.stages.push_back(threads);
+  EXPECT_NE(
+      goals_printed(results).find("MISS  8 thread pairs: message rate >= 3x the better MPI "
+                                  "(0 of 1 point(s); worst: rocl 20.0 vs mpich 8.00 M msg/s)"),
+      std::string::npos)
+      << goals_printed(results);
+
+  StageRun sustain;
+  sustain.stage = "sustain";
+  for (const char *name : {"rocl-shm-poll", "rocl-shm-thread", "ompi-vader"}) {
+    sustain.configs.push_back(Config{name, "", "", "", nullptr, 4});
+  }
+  auto figures = [&](const char *system, double compute_ratio, double rtt_ratio) {
+    auto one = [&](const char *metric, double v) {
+      sustain.summary.push_back({metric, system, 8, 1, v, v, v, 1, ""});
+    };
+    one("compute-alone", 1);
+    one("compute-with-pingpong", compute_ratio);
+    one("rtt-alone", 1);
+    one("rtt-with-compute", 1 / rtt_ratio);
+  };
+  figures("rocl-shm-poll", 0.25, 0.25);    // geomean 0.25
+  figures("rocl-shm-thread", 0.81, 0.81);  // 0.81: the family's best
+  figures("ompi-vader", 0.64, 0.64);       // 0.64
+  Results r2;
+  r2.stages.push_back(sustain);
+  EXPECT_NE(goals_printed(r2).find("ok    sustainability geomean over shm >= Open MPI's "
+                                   "(ompi-vader) (1 of 1 point(s); worst: rocl 0.810 vs "
+                                   "ompi-vader 0.640)"),
+            std::string::npos)
+      << goals_printed(r2);
+  EXPECT_NE(goals_printed(r2).find("-     sustainability geomean over tcp"), std::string::npos);
+}
+
+// ---- --against ----------------------------------------------------------------------
+
+TEST(Against, TwinsFollowRoclsSystemsAndRunWithTheOtherBuildsPrograms) {
+  auto seen = std::make_shared<std::string>();
+  std::vector<Config> configs = {
+      Config{"rocl-shm", "shm", "", "",
+             [seen](const RunRequest &r) {
+               *seen = r.programs.self;
+               RunOutcome out;
+               out.ok = true;
+               out.samples.push_back({"latency", "rocl-shm", 8, 1, r.round, 1, 1, 1, "us"});
+               return out;
+             }},
+      Config{"ompi-vader", "shm", "", "", nullptr}, Config{"rocl-mpi-shm", "shm", "", "", nullptr}};
+  auto other = std::make_shared<Programs>();
+  other->self = "/old/tools/rocl-bench/rocl-bench";
+  other->mpi_pingpong_rocl = {"", "the other build has no mpi_pingpong.rocl"};
+  const auto all = with_other_build(configs, other, "base");
+  std::vector<std::string> names;
+  for (const auto &c : all) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"rocl-shm", "rocl-shm@base", "ompi-vader",
+                                             "rocl-mpi-shm", "rocl-mpi-shm@base"}));
+  EXPECT_EQ(all[4].unavailable, "the other build has no mpi_pingpong.rocl");
+  const CompareOptions o;
+  const Programs mine;
+  const RunOutcome out = all[1].run(RunRequest{o, mine, 2, "", ""});
+  EXPECT_EQ(*seen, "/old/tools/rocl-bench/rocl-bench");
+  ASSERT_EQ(out.samples.size(), 1u);
+  EXPECT_EQ(out.samples[0].system, "rocl-shm@base");
+  EXPECT_TRUE(is_rocl("rocl-shm@base"));  // never an anchor
+}
+
+TEST(Against, RatiosWithTheSpreadOfTheRoundsAndAVerdict) {
+  StageRun run;
+  run.stage = "p2p";
+  auto add = [&](const char *metric, const char *system, std::size_t size,
+                 std::vector<double> rounds) {
+    for (std::size_t r = 0; r < rounds.size(); ++r) {
+      const double v = rounds[r];
+      run.result.samples.push_back({metric, system, size, 1, int(r) + 1, v, v * 0.9, v * 1.1, ""});
+    }
+  };
+  add("latency", "rocl-shm", 8, {1.0, 1.1, 1.2});
+  add("latency", "rocl-shm@base", 8, {0.8, 0.9, 1.0});  // every round slower: worse
+  add("latency", "rocl-shm", 64, {1.0, 1.0, 1.0});
+  add("latency", "rocl-shm@base", 64, {0.9, 1.1, 1.0});  // 1/0.9 .. 1/1.1: within
+  add("bandwidth", "rocl-shm", 8, {2.0, 2.2, 2.4});
+  add("bandwidth", "rocl-shm@base", 8, {1.0, 1.1, 1.2});  // every round ahead: better
+  add("latency", "ompi-vader", 8, {0.5, 0.5, 0.5});       // no twin: no ratio
+  run.summary = summarize_rounds(run.result.samples);
+  Results results;
+  results.stages.push_back(run);
+  const auto ratios = build_ratios(results, "base");
+  ASSERT_EQ(ratios.size(), 3u);
+  EXPECT_EQ(ratios[0].metric, "latency");
+  EXPECT_EQ(ratios[0].size, 8u);
+  EXPECT_NEAR(ratios[0].ratio, 1.1 / 0.9, 1e-12);
+  EXPECT_NEAR(ratios[0].spread_min, 1.2, 1e-12);
+  EXPECT_NEAR(ratios[0].spread_max, 1.25, 1e-12);
+  EXPECT_EQ(ratios[0].rounds, 3);
+  EXPECT_EQ(ratios[0].verdict, "worse");
+  EXPECT_EQ(ratios[1].size, 64u);
+  EXPECT_EQ(ratios[1].verdict, "~");
+  EXPECT_EQ(ratios[2].metric, "bandwidth");
+  EXPECT_EQ(ratios[2].verdict, "better");
+  const std::string table =
+      printed([&](std::FILE *f) { print_build_ratios(f, ratios, "base", "/old"); });
+  EXPECT_NE(table.find("1 of 3 point(s) worse beyond the noise: p2p latency rocl-shm 8"),
+            std::string::npos)
+      << table;
+
+  // One round: the spread is that of the repetitions' extremes.
+  StageRun one;
+  one.stage = "p2p";
+  one.result.samples = {{"latency", "rocl-shm", 8, 1, 1, 1.0, 0.9, 1.2, "us"},
+                        {"latency", "rocl-shm@base", 8, 1, 1, 1.0, 0.8, 1.0, "us"}};
+  one.summary = summarize_rounds(one.result.samples);
+  Results r1;
+  r1.stages.push_back(one);
+  const auto single = build_ratios(r1, "base");
+  ASSERT_EQ(single.size(), 1u);
+  EXPECT_NEAR(single[0].spread_min, 0.9, 1e-12);
+  EXPECT_NEAR(single[0].spread_max, 1.5, 1e-12);
+  EXPECT_EQ(single[0].verdict, "~");
+}
+
+TEST(Against, OptionsAndTheOtherBuildsLayouts) {
+  const CompareOptions o = parsed({"--against", "/b", "--against-name", "old", "--goals", "g"});
+  EXPECT_EQ(o.against, "/b");
+  EXPECT_EQ(o.against_name, "old");
+  EXPECT_EQ(o.goals, "g");
+  EXPECT_NE(error_of({"--against-name", "a@b"}).find("--against-name"), std::string::npos);
+  Programs p;
+  EXPECT_NE(locate_other_build("/nonexistent", p).find("no rocl-bench in /nonexistent"),
+            std::string::npos);
+}
+
+// ---- rocl-bench mpi -----------------------------------------------------------------
+
+TEST(MpiOptions, DefaultsQuickAndLists) {
+  MpiOptions o;
+  ASSERT_EQ(parse_mpi_options({}, o), "");
+  EXPECT_EQ(o.mpis, (std::vector<std::string>{"rocl", "openmpi", "openmpi-ucx", "mpich"}));
+  EXPECT_EQ(o.benches.size(), 7u);
+  EXPECT_EQ(o.rounds, 3);
+  ASSERT_EQ(parse_mpi_options({"--quick", "--mpis", "rocl,openmpi-ob1", "--bench", "latency,coll",
+                               "--", "--reps", "3"},
+                              o),
+            "");
+  EXPECT_EQ(o.rounds, 1);
+  EXPECT_EQ(o.mpis, (std::vector<std::string>{"rocl", "openmpi"}));
+  EXPECT_EQ(o.benches, (std::vector<std::string>{"latency", "coll"}));
+  EXPECT_EQ(o.extra, (std::vector<std::string>{"--reps", "3"}));
+  EXPECT_NE(parse_mpi_options({"--mpis", "lam"}, o).find("no MPI 'lam'"), std::string::npos);
+  EXPECT_NE(parse_mpi_options({"--bench", "x"}, o).find("no benchmark 'x'"), std::string::npos);
+  EXPECT_NE(parse_mpi_options({"--mt-mode", "x"}, o).find("--mt-mode"), std::string::npos);
+  EXPECT_NE(parse_mpi_options({"--rounds", "0"}, o).find("--rounds"), std::string::npos);
+}
+
+TEST(MpiOptions, CollectivesAndThreadedLatenciesAreLowerIsBetter) {
+  for (const char *m : {"mt_latency", "mt_latency_comm", "barrier", "bcast", "allreduce"}) {
+    EXPECT_TRUE(lower_is_better(m)) << m;
+  }
+  for (const char *m : {"bw", "bibw", "mt_rate", "mbw_mr_rate"})
+    EXPECT_FALSE(lower_is_better(m)) << m;
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rocl_bench {
@@ -27,6 +29,9 @@ Row summarize(std::string benchmark, std::size_t size_bytes, int pairs, std::vec
 
 // "8", "1K", "64K", "16M" (powers of 1024 when exact), else the byte count.
 std::string format_size(std::size_t bytes);
+// The other way: "8", "64K", "1m", "2G" (K, M, G = powers of 1024) -> the
+// count; nullopt unless a number >= 0 (at most 2^40) with at most a suffix.
+std::optional<long long> parse_count(std::string_view text);
 // Comma-separated, as the command lines take them: "8,64K,1M", "1,2,4".
 std::string join_sizes(const std::vector<std::size_t> &sizes);
 std::string join_ints(const std::vector<int> &values);

@@ -13,12 +13,7 @@
 namespace rocl_bench::compare {
 namespace {
 
-struct Plot {
-  const char *stage, *metric, *file, *xlabel, *ylabel;
-  bool by_pairs;  // x = thread pairs, else the size
-};
-
-const Plot kPlots[] = {
+const std::vector<PlotSpec> kComparePlots = {
     {"p2p", "latency", "latency", "message size (bytes)", "one-way latency (us)", false},
     {"p2p", "bandwidth", "bandwidth", "message size (bytes)", "one-way bandwidth (GB/s)", false},
     {"p2p", "rate", "rate", "message size (bytes)", "message rate (M msg/s)", false},
@@ -32,7 +27,8 @@ std::string quoted(const std::string &text) {
 }
 
 // Writes <file>.dat; returns the systems in block order.
-std::vector<std::string> write_data(const std::string &path, const StageRun &run, const Plot &p) {
+std::vector<std::string> write_data(const std::string &path, const StageRun &run,
+                                    const PlotSpec &p) {
   std::map<std::string, std::vector<std::pair<double, double>>> lines;
   std::vector<std::string> order;
   for (const auto &s : run.summary) {
@@ -71,7 +67,12 @@ std::string title_of(const std::string &system) {
 
 }  // namespace
 
+const std::vector<PlotSpec> &compare_plots() {
+  return kComparePlots;
+}
+
 std::string write_plots(const std::string &folder, const Results &results,
+                        const std::vector<PlotSpec> &plot_specs, const std::string &title,
                         const std::string &gnuplot, const std::string &log,
                         std::vector<std::string> &written) {
   // pngcairo draws better; the libgd png terminal is the fallback.
@@ -81,7 +82,7 @@ std::string write_plots(const std::string &folder, const Results &results,
   std::ofstream gp(script);
   int plots = 0;
   std::vector<std::string> pngs;
-  for (const auto &p : kPlots) {
+  for (const auto &p : plot_specs) {
     const StageRun *run = results.find(p.stage);
     if (run == nullptr) continue;
     const std::string data = folder + "/" + p.file + ".dat";
@@ -89,7 +90,7 @@ std::string write_plots(const std::string &folder, const Results &results,
     if (systems.empty()) continue;
     gp << "set terminal " << terminal << " size 1100,700\n"
        << "set output " << quoted(folder + "/" + p.file + ".png") << "\n"
-       << "set title " << quoted(std::string("rocl-bench compare: ") + p.ylabel) << "\n"
+       << "set title " << quoted(title + ": " + p.ylabel) << "\n"
        << "set xlabel " << quoted(p.xlabel) << "\nset ylabel " << quoted(p.ylabel) << "\n"
        << "set logscale xy\nset grid\nset key outside right\n"
        << (p.by_pairs ? "set xtics 2\nset format x '%g'\n" : "set xtics 4\nset format x '%.0b%B'\n")

@@ -73,8 +73,8 @@ struct Sustainability {
 };
 std::vector<Sustainability> sustainability(const StageRun &run);
 
-// The tables, with ratios rocl / best anchor, the sustainability ratios,
-// the goals of issue 5 (ok / MISS) and what was not measured and why.
+// The tables, with ratios rocl / best anchor, the sustainability ratios
+// and what was not measured and why.
 void print_tables(std::FILE *out, const Results &results, const CompareOptions &o);
 
 // The cpu probes (CpuProbe in stage.hpp), stage by stage: each system's
@@ -86,20 +86,24 @@ double probes_median(const std::vector<CpuProbe> &probes);  // of every before a
 bool slow_probe(double us, double median);
 std::string probe_cell(const CpuProbe &p, double median);  // "0.034/0.16*"
 
-// The goals of issue 5, each ok or MISS (goals.cpp); with more than one
-// round the point-to-point goals twice, on the medians of the rounds and
-// on each system's best round. `quick` says that the figures are --quick
-// ones.
-void print_goals(std::FILE *out, const Results &results, bool quick);
-
 // compare.csv: every run's samples, then the summaries and ratios. False
 // (errno set) if it cannot be written.
 bool write_results_csv(const std::string &path, const Results &results);
 
-// latency.png, bandwidth.png, rate.png, threads.png in `folder` (those
-// whose stage ran) with gnuplot, their data and script beside them; their
+// One plot: a metric of a stage against the size or the thread pairs, a
+// line per system, into <file>.png.
+struct PlotSpec {
+  const char *stage, *metric, *file, *xlabel, *ylabel;
+  bool by_pairs;  // x = thread pairs, else the size
+};
+// compare's: latency, bandwidth, rate (p2p) and threads.
+const std::vector<PlotSpec> &compare_plots();
+
+// The plots of `plots` whose stage ran, as PNG in `folder` with gnuplot,
+// their data and script beside them, titled "<title>: <ylabel>"; their
 // paths go to `written`. Returns "" or what failed.
 std::string write_plots(const std::string &folder, const Results &results,
+                        const std::vector<PlotSpec> &plots, const std::string &title,
                         const std::string &gnuplot, const std::string &log,
                         std::vector<std::string> &written);
 
