@@ -180,7 +180,7 @@ void Context::start_transports() {
   // Alone, a transport is polled every round; next to others, as often as
   // it asks (transport.hpp: progress_stride).
   for (Transport *t : polled_) {
-    const unsigned stride = polled_.size() == 1 ? 1u : std::max(1u, t->progress_stride());
+    const unsigned stride = polled_.size() == 1 ? 1u : std::max(1u, t->caps().progress_stride);
     poll_masks_.push_back(std::bit_ceil(stride) - 1);
   }
 }

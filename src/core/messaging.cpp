@@ -163,7 +163,7 @@ int Context::resolve(rocl_gid_t dgid, Route *route) noexcept {
       if (!t->reaches(address)) continue;
       route->transport = t.get();
       route->address = routes_.intern(std::move(address));
-      route->bytes_send_limit = t->bytes_send_limit();
+      route->bytes_send_limit = t->caps().bytes_send_limit;
       routes_.store(dgid, *route, epoch);
       return ROCL_OK;
     }
@@ -299,7 +299,7 @@ bool Context::may_lend(rocl_gid_t dgid, const void *ptr, std::size_t len, Route 
   }
   const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
   return routes_.lookup(dgid, epoch, route) == RouteCache::Lookup::kHit && route->context != gid_ &&
-         route->transport->takes_lent_memory();
+         route->transport->caps().takes_lent_memory;
 }
 
 // A failure here is met again, and worded, by the usual path.
@@ -600,7 +600,7 @@ bool Context::pull_into_caller(Envelope *msg, void *into, std::size_t cap, rocl_
   if (!msg->rendezvous || into == nullptr) return false;
   auto *stub = static_cast<Message *>(msg);
   Transport *t = rendezvous_transport(stub);
-  if (!t->pulls_into_memory()) return false;
+  if (!t->caps().pulls_into_memory) return false;
   const CoreHeader header = stub->header;
   const std::size_t len = stub->length;
   *rc = t->pull_into(stub, into, cap);
@@ -785,7 +785,7 @@ bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
   std::size_t n = 0;
   for (Transport *t : polled_) {
     if (t->idle()) continue;
-    if (!t->takes_arrived() || n == looked.size()) return false;
+    if (!t->caps().takes_arrived || n == looked.size()) return false;
     looked[n++] = t;
   }
   if (n == 0) return false;

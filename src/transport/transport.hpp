@@ -7,9 +7,11 @@
 // and kept; arrivals are handed to the core's MessageSink.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -155,6 +157,48 @@ struct TransportEnv {
   std::uint32_t spin_us = 100;
 };
 
+// What a transport can do beyond the required interface. Declared by the
+// implementation while it is made (constructor or set-up, before its
+// factory returns) and fixed after: the core reads it once, when it starts
+// the transport or resolves a route, never per message.
+struct TransportCaps {
+  // send() takes lent messages (is_lent: the bytes stay in the
+  // application's memory until the block is finished). Without it the
+  // core copies them into a pool block first.
+  bool takes_lent_memory = false;
+  // The largest message send_bytes() takes (0: it takes none).
+  std::size_t bytes_send_limit = 0;
+  // Everything that arrives comes to an input's front where take_arrived
+  // sees it, so a waiting receive may poll with take_arrived alone until
+  // its *left says to call progress(); take_arrived is also worth a look
+  // before a receive posts.
+  bool takes_arrived = false;
+  // Delivers rendezvous stubs (Message::rendezvous): pull() and discard()
+  // then work.
+  bool makes_stubs = false;
+  // pull_into() works (a stub's payload straight into caller memory).
+  bool pulls_into_memory = false;
+  // How often a spinning caller that also polls other transports should
+  // call progress() here: once every progress_stride rounds of its loop.
+  // A transport whose progress() costs a system call (tcp: epoll_wait)
+  // asks for a stride > 1 so that it does not delay arrivals on one
+  // polled by reading memory (shm). Alone, it is polled every round.
+  // Rounded up to a power of two.
+  unsigned progress_stride = 1;
+};
+
+// One line of a transport's log (no newline), from any thread. Default:
+// stderr with a "rocl: " prefix.
+using TransportLog = std::function<void(const std::string &)>;
+
+// The base of every transport (LCI's network style): public members are
+// non-virtual and carry the contracts; an implementation overrides the
+// protected *_impl hooks, of which address_impl, reaches_impl, send_impl
+// and progress_impl are required and the others belong to a capability
+// (TransportCaps) or have a sound default. The base owns what every
+// transport shares: its environment, name, capabilities and log, the
+// hand-over of arrivals to the sink (refusals logged, counted and dropped),
+// the finish of sent blocks and the layout of rendezvous stubs.
 class Transport {
  public:
   // Closes the end-point. Messages send() accepted are delivered first if
@@ -162,74 +206,68 @@ class Transport {
   // up to about linger_ms. The core destroys transports only after every
   // caller has left (no send/progress/pull runs concurrently).
   virtual ~Transport() = default;
+  Transport(const Transport &) = delete;
+  Transport &operator=(const Transport &) = delete;
 
   // Short name as in ROCL_TRANSPORTS ("inproc", "shm", "tcp", "ucx").
-  virtual std::string_view name() const noexcept = 0;
+  std::string_view name() const noexcept { return name_; }
+  const TransportCaps &caps() const noexcept { return caps_; }
 
   // This end-point's address, published in the directory as the context
   // attribute "addr.<name>". Stable for the transport's life.
-  virtual std::string address() const = 0;
+  std::string address() const { return address_impl(); }
 
   // Whether this transport can reach a context that published `address`
-  // (e.g. inproc only reaches its own process, shm only its own node).
-  virtual bool reaches(std::string_view address) const noexcept = 0;
+  // (e.g. inproc only reaches its own process, shm only its own host).
+  bool reaches(std::string_view address) const noexcept { return reaches_impl(address); }
 
   // Posts a message to resource `destination` of peer context `peer` whose
   // address is `peer_address`, connecting on first use. Ownership of msg's
   // block (state kLibrary) moves to the transport on ROCL_OK; the transport
-  // returns it to the pool after transmission if the block is marked
-  // return_after_send, otherwise sets its send_status to kSent/kFailed.
-  // msg->rendezvous set by the core: it prefers rendezvous for this message
-  // (its own copy of caller memory, ROCL_RNDV_COPY_THRESHOLD): a transport
-  // whose rendezvous lets a receive copy straight into its memory takes it
-  // as if msg->length reached rendezvous_threshold (unless that is 0);
-  // others ignore it.
-  // is_lent(msg) (only to a transport whose takes_lent_memory() says so):
-  // msg->data is the application's memory, outside the pool, and the
-  // block (return_after_send false) holds only the envelope. The bytes stay
-  // valid and unchanged until the transport finishes the block
-  // (finish_sent_block), so it may let the receiver read them there, while
-  // the message is in flight; or it copies them before finishing. Either
-  // way it finishes the block exactly once, also on failure after ROCL_OK.
-  // On failure (negative code) the caller keeps msg and nothing was sent.
-  // Thread safe. A busy link queues the message, but what one sender may
-  // queue or lend to one receiver is bounded (flow control): beyond it
-  // send() waits until the receiver has taken enough, and returns
-  // ROCL_EPEER naming the peer if the peer dies meanwhile.
-  virtual int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
-                   Message *msg) noexcept = 0;
+  // finishes it after transmission (finish_sent: back to the pool if the
+  // block is marked return_after_send, else its send_status says
+  // kSent/kFailed). msg->rendezvous set by the core: it prefers rendezvous
+  // for this message (its own copy of caller memory,
+  // ROCL_RNDV_COPY_THRESHOLD): a transport whose rendezvous lets a receive
+  // copy straight into its memory takes it as if msg->length reached
+  // rendezvous_threshold (unless that is 0); others ignore it.
+  // is_lent(msg) (only with caps().takes_lent_memory): msg->data is the
+  // application's memory, outside the pool, and the block
+  // (return_after_send false) holds only the envelope. The bytes stay valid
+  // and unchanged until the transport finishes the block, so it may let
+  // the receiver read them there while the message is in flight, or copy
+  // them before finishing. Either way it finishes the block exactly once,
+  // also on failure after ROCL_OK. On failure (negative code) the caller
+  // keeps msg and nothing was sent. Thread safe. A busy link queues the
+  // message, but what one sender may queue or lend to one receiver is
+  // bounded (flow control): beyond it send() waits until the receiver has
+  // taken enough, and returns ROCL_EPEER naming the peer if the peer dies
+  // meanwhile.
+  int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
+           Message *msg) noexcept {
+    return send_impl(peer, peer_address, destination, msg);
+  }
 
-  // Whether send() takes lent messages (is_lent, above). A transport
-  // that says yes may still copy some (a peer that cannot read our memory,
-  // too many lent at once); one that says no gets a copy in a pool block.
-  virtual bool takes_lent_memory() const noexcept { return false; }
-
-  // The largest message send_bytes() takes (0: it takes none); the core
-  // keeps it with a cached route and asks send_bytes() only below it.
-  virtual std::size_t bytes_send_limit() const noexcept { return 0; }
   // What send_bytes() returns for a message it does not take: nothing was
   // sent and nothing changed; send() it instead.
   static constexpr int kNotTaken = 1;
-  // Like send(), for a message (length <= bytes_send_limit()) that needs no
-  // block: the transport copies `length` bytes from `data` before it
-  // returns (the send then takes none from the pool and gives none back,
-  // and copies its payload once). `in_pool`: `data` is a pool block's
+  // Like send(), for a message (length <= caps().bytes_send_limit) that
+  // needs no block: the transport copies `length` bytes from `data` before
+  // it returns (the send then takes none from the pool and gives none
+  // back, and copies its payload once). `in_pool`: `data` is a pool block's
   // payload, which the transport may prefer to send with its block:
   // kNotTaken from the size at which send() does better with the block
-  // itself (shm: rendezvous, from ROCL_SHM_RNDV_THRESHOLD, or while a
-  // stream of such blocks to `peer` goes on, from
-  // ROCL_SHM_STREAM_RNDV_THRESHOLD). (One call that may decline, rather
-  // than a question about the limit before it: the question was a second
-  // indirect call and a second look for the connection on every small
-  // message.) Otherwise the same results as send(); on failure the message
-  // was not delivered (a connection that failed part-way is dropped, and
-  // the receiver discards what it had of the message).
-  virtual int send_bytes(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
-                         const CoreHeader &header, const void *data, std::size_t length,
-                         bool in_pool) noexcept {
-    (void)peer, (void)peer_address, (void)destination, (void)header, (void)data, (void)length;
-    (void)in_pool;
-    return kNotTaken;
+  // itself (shm: rendezvous, or while a stream of such blocks goes on).
+  // One call that may decline, rather than a question before it: the
+  // question would be a second indirect call and a second look for the
+  // connection on every small message. Otherwise the same results as
+  // send(); on failure the message was not delivered (a connection that
+  // failed part-way is dropped, and the receiver discards what it had of
+  // the message).
+  int send_bytes(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
+                 const CoreHeader &header, const void *data, std::size_t length,
+                 bool in_pool) noexcept {
+    return send_bytes_impl(peer, peer_address, destination, header, data, length, in_pool);
   }
 
   // Caller progress. Every transport with a progress thread also lets a
@@ -237,23 +275,23 @@ class Transport {
   // poll_begin(), then progress() in a loop while it spins, then
   // poll_end(will_sleep) exactly once. While at least one caller polls, the
   // transport's own thread should stay asleep and leave arrivals to the
-  // caller (waking a sleeping thread costs ~30 us on a VM; a spinning caller
-  // sees a message in well under 1 us), and peers should not need to wake
-  // it. poll_end(true) means the caller is about to sleep: the transport's
+  // caller (waking a sleeping thread costs tens of microseconds; a spinning
+  // caller sees a message at once), and peers should not need to wake it.
+  // poll_end(true) means the caller is about to sleep: the transport's
   // thread must take over at once (nothing published before may be left
   // unseen). poll_end(false) means the caller got what it waited for: the
   // thread may resume lazily, but an arrival published concurrently must
   // still be handled within the transport's usual bound (e.g. a final poll
   // after announcing the end, Dekker-style with the peers' wake check).
-  // Thread safe; several callers may poll at once. Defaults: no-ops.
-  virtual void poll_begin() noexcept {}
-  virtual void poll_end(bool will_sleep) noexcept { (void)will_sleep; }
+  // Thread safe; several callers may poll at once.
+  void poll_begin() noexcept { poll_begin_impl(); }
+  void poll_end(bool will_sleep) noexcept { poll_end_impl(will_sleep); }
 
   // True while a caller's progress() could find nothing at all (tcp: no
   // connection yet; its thread accepts). A waiting caller then neither
   // begins nor ends polling it (poll_begin/poll_end cost locked
   // instructions on every receive's path); it may still call progress().
-  virtual bool idle() const noexcept { return false; }
+  bool idle() const noexcept { return idle_impl(); }
 
   // Drives arrivals and completions from the calling thread; returns how
   // many events it handled. Never blocks: if another thread is already
@@ -261,46 +299,35 @@ class Transport {
   // MessageSink::deliver and its kin, passing them `waiter` (the caller's
   // receive, or nullptr: see Waiter). Called by the transport's thread or
   // by a waiting caller between poll_begin() and poll_end().
-  virtual int progress(const Waiter *waiter) noexcept = 0;
+  int progress(const Waiter *waiter) noexcept { return progress_impl(waiter); }
 
-  // A receive's shortcut past the mailbox (optional; caller progress, as
-  // progress()). If no other thread drives this transport now, and then
-  // ready(arg) holds, the message at the front of one of its inputs, if it
-  // is whole there in one small frame, is for `destination` and matches
-  // `pattern` (CoreHeader ==): taken into a pool block and returned as
-  // deliver() would have got it (block in state kLibrary, msg->data its
-  // payload), not delivered. Otherwise nullptr, nothing changed (a frame
-  // that is bad, or needs a block the pool has not, is left to progress()).
-  // ready() is asked while this transport's input is held, so that nothing
-  // it delivers can slip in between: the core says there that no receive
-  // and no message wait in the destination's mailbox, so the message
-  // overtakes nothing the mailbox would have matched first. If `left` is
-  // not null, *left is set when something waits that this call did not
-  // take and only progress() handles (a frame at a front that is another
-  // destination's or pattern's, not a small message whole, bad, or blocked
-  // for want of a pool block; an input half read, or not yet accepted;
-  // this side's sends that need progress() to finish, such as shm's
-  // rendezvous sends with their copy offers; or ready() said no) and left
-  // as it was otherwise (nothing arrived, or another thread drives the
-  // input). A caller that passes `left` waits and looks again: a message
-  // it takes was not there before it waited, and the transport readies
-  // nothing for messages behind it (shm asks for none of the next frames'
-  // lines, which the sender writes next).
+  // A receive's shortcut past the mailbox (caps().takes_arrived; caller
+  // progress, as progress()). If no other thread drives this transport
+  // now, and then ready(arg) holds, the message at the front of one of its
+  // inputs, if it is whole there in one small frame, is for `destination`
+  // and matches `pattern` (CoreHeader ==): taken into a pool block and
+  // returned as deliver() would have got it (block in state kLibrary,
+  // msg->data its payload), not delivered. Otherwise nullptr, nothing
+  // changed (a frame that is bad, or needs a block the pool has not, is
+  // left to progress()). ready() is asked while this transport's input is
+  // held, so that nothing it delivers can slip in between: the core says
+  // there that no receive and no message wait in the destination's
+  // mailbox, so the message overtakes nothing the mailbox would have
+  // matched first. If `left` is not null, *left is set when something
+  // waits that this call did not take and only progress() handles (a frame
+  // at a front that is another destination's or pattern's, not a small
+  // message whole, bad, or blocked for want of a pool block; an input half
+  // read, or not yet accepted; this side's sends that need progress() to
+  // finish, such as shm's rendezvous sends with their copy offers; or
+  // ready() said no) and left as it was otherwise (nothing arrived, or
+  // another thread drives the input). A caller that passes `left` waits
+  // and looks again: a message it takes was not there before it waited,
+  // and the transport readies nothing for messages behind it.
   using ReadyFn = bool (*)(const void *arg) noexcept;
-  virtual Message *take_arrived(rocl_gid_t destination, const CoreHeader &pattern, ReadyFn ready,
-                                const void *arg, bool *left) noexcept {
-    (void)destination;
-    (void)pattern;
-    (void)ready;
-    (void)arg;
-    (void)left;
-    return nullptr;
+  Message *take_arrived(rocl_gid_t destination, const CoreHeader &pattern, ReadyFn ready,
+                        const void *arg, bool *left) noexcept {
+    return take_arrived_impl(destination, pattern, ready, arg, left);
   }
-  // Whether everything that arrives here comes to an input's front where
-  // take_arrived sees it, so that a waiting receive may poll this
-  // transport with take_arrived alone until its *left says to call
-  // progress() (Context::spin_take). Default: no.
-  virtual bool takes_arrived() const noexcept { return false; }
 
   // Teardown, first step, while this process's resources are still in the
   // directory: waits until the messages send() accepted that need nothing
@@ -313,81 +340,157 @@ class Transport {
   // when the resource leaves the directory, so a slow transfer must end
   // before; but two processes that exit while each holds a rendezvous
   // message for the other must not wait for each other's receive. Thread
-  // safe. Default: nothing to wait for.
-  virtual void flush(std::chrono::steady_clock::time_point deadline) noexcept { (void)deadline; }
-
-  // How often a spinning caller that also polls other transports should
-  // call progress() here: once every progress_stride() rounds of its loop.
-  // A transport whose progress() costs a system call (tcp: epoll_wait,
-  // ~0.16 us here) asks for a stride > 1 so that it does not delay
-  // arrivals on a transport that is polled by reading memory (shm: ~0.04
-  // us per round). When it is the only transport polled, the caller polls
-  // it every round whatever it asks. Rounded up to a power of two.
-  // Default 1.
-  virtual unsigned progress_stride() const noexcept { return 1; }
+  // safe.
+  void flush(std::chrono::steady_clock::time_point deadline) noexcept { flush_impl(deadline); }
 
   // True while input that has arrived is held back unread because the
   // buffer pool has no block for it (flow control: the application holds
   // the buffers). The core then takes no origin for gone when its process
   // has exited: its last messages may be in that input (in a ring, or in
   // the kernel's socket buffer), to be delivered once blocks are released.
-  // Any thread; may be momentarily stale. Default: never.
-  virtual bool holds_unread_input() const noexcept { return false; }
+  // Any thread; may be momentarily stale.
+  bool holds_unread_input() const noexcept { return holds_unread_input_impl(); }
 
-  // Rendezvous, receiver side. A transport may deliver a stub instead of a
-  // large message: a Message with rendezvous = true and length = the
-  // message's length, whose block holds only the transport's bookkeeping
-  // (its payload starts with the Transport* that made it). The payload
-  // stays at the sender until a receive matches the stub; then the core
-  // calls pull(stub) on the receiving thread, which allocates the real
-  // block, copies the payload straight from the sender's buffer (one copy),
-  // lets the sender release its buffer, releases the stub and returns the
-  // message in *out (state kLibrary, as any arrival) with ROCL_OK. If the
-  // pool has no block for the payload it changes nothing (the stub stays as
-  // it was, the sender keeps its buffer), sets *out = stub and returns
-  // ROCL_ENOMEM from fail(): the core puts the stub back in the mailbox,
-  // so nothing is lost. On any other failure it releases the stub, lets
-  // the sender go and returns the code of fail() naming the peer, leaving
-  // *out alone. discard(stub) drops a stub nobody
-  // will receive (its resource was deleted). Thread safe. Defaults:
-  // transports that never make stubs.
-  virtual int pull(Message *stub, Message **out) noexcept {
-    (void)stub;
-    (void)out;
-    return ROCL_EINTERNAL;
-  }
-  virtual void discard(Message *stub) noexcept { (void)stub; }
+  // Rendezvous, receiver side (caps().makes_stubs). A transport may deliver
+  // a stub instead of a large message: a Message with rendezvous = true
+  // and length = the message's length, whose block holds only the
+  // transport's bookkeeping (its payload starts with the Transport* that
+  // made it: rendezvous_transport). The payload stays at the sender until
+  // a receive matches the stub; then the core calls pull(stub) on the
+  // receiving thread, which allocates the real block, copies the payload
+  // straight from the sender's buffer (one copy), lets the sender release
+  // its buffer, releases the stub and returns the message in *out (state
+  // kLibrary, as any arrival) with ROCL_OK. If the pool has no block for
+  // the payload it changes nothing (the stub stays as it was, the sender
+  // keeps its buffer), sets *out = stub and returns ROCL_ENOMEM from
+  // fail(): the core puts the stub back in the mailbox, so nothing is
+  // lost. On any other failure it releases the stub, lets the sender go
+  // and returns the code of fail() naming the peer, leaving *out alone.
+  // discard(stub) drops a stub nobody will receive (its resource was
+  // deleted). Thread safe.
+  int pull(Message *stub, Message **out) noexcept { return pull_impl(stub, out); }
+  void discard(Message *stub) noexcept { discard_impl(stub); }
   // Rendezvous straight into the receiver's memory (rocl_recvx), for a
-  // transport that can (pulls_into_memory): the payload, cut to cap bytes,
-  // lands at dst with no pool block in between; the stub is released and
-  // the sender let go whatever the outcome. Returns ROCL_OK or the code of
-  // fail() naming the peer. Thread safe.
-  virtual bool pulls_into_memory() const noexcept { return false; }
-  virtual int pull_into(Message *stub, void *dst, std::size_t cap) noexcept {
-    (void)stub;
-    (void)dst;
-    (void)cap;
-    return ROCL_EINTERNAL;
+  // transport with caps().pulls_into_memory: the payload, cut to cap
+  // bytes, lands at dst with no pool block in between; the stub is
+  // released and the sender let go whatever the outcome. Returns ROCL_OK
+  // or the code of fail() naming the peer. Thread safe.
+  int pull_into(Message *stub, void *dst, std::size_t cap) noexcept {
+    return pull_into_impl(stub, dst, cap);
   }
 
   // Makes [base, base+len) usable for zero-copy sends/receives (pins or
   // registers it with the NIC where needed). Called once for the pool region.
-  virtual int register_memory(void *base, std::size_t len) noexcept = 0;
-};
-
-// What every transport does with a block once its bytes are out (ok) or
-// the send failed after being accepted: the block goes back to the pool if
-// the core marked it return_after_send (it always does today), otherwise its
-// owner learns the outcome through send_status (rocl_bfstat).
-inline void finish_sent_block(const TransportEnv &env, BlockHeader *block, bool ok) noexcept {
-  if (block->return_after_send && env.pool != nullptr) {
-    end_message(block);
-    env.pool->release(block, BlockState::kLibrary);
-  } else {
-    block->send_status.store(ok ? SendStatus::kSent : SendStatus::kFailed,
-                             std::memory_order_release);
+  int register_memory(void *base, std::size_t len) noexcept {
+    return register_memory_impl(base, len);
   }
-}
+
+  // Messages this transport delivered (to its sink, or taken at an
+  // input's front), and arrivals the sink refused (no such resource:
+  // logged and dropped).
+  std::uint64_t delivered() const noexcept {
+    return delivered_count_.load(std::memory_order_relaxed);
+  }
+  std::uint64_t refused_arrivals() const noexcept {
+    return refused_count_.load(std::memory_order_relaxed);
+  }
+
+ protected:
+  // `log`: nullptr for the default (stderr).
+  Transport(const TransportEnv &env, std::string_view name, TransportLog log = nullptr);
+
+  // Called by the implementation while it is made; fixed after.
+  void set_caps(const TransportCaps &caps) noexcept { caps_ = caps; }
+
+  // ---- The hooks ---------------------------------------------------------
+  virtual std::string address_impl() const = 0;
+  virtual bool reaches_impl(std::string_view address) const noexcept = 0;
+  virtual int send_impl(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
+                        Message *msg) noexcept = 0;
+  virtual int progress_impl(const Waiter *waiter) noexcept = 0;
+  // caps().bytes_send_limit > 0. Default: kNotTaken.
+  virtual int send_bytes_impl(rocl_gid_t peer, std::string_view peer_address,
+                              rocl_gid_t destination, const CoreHeader &header, const void *data,
+                              std::size_t length, bool in_pool) noexcept;
+  // caps().takes_arrived. Default: nullptr, nothing left.
+  virtual Message *take_arrived_impl(rocl_gid_t destination, const CoreHeader &pattern,
+                                     ReadyFn ready, const void *arg, bool *left) noexcept;
+  // caps().makes_stubs; pull_into_impl: caps().pulls_into_memory. Defaults:
+  // ROCL_EINTERNAL with a sentence naming the transport (no stubs made).
+  virtual int pull_impl(Message *stub, Message **out) noexcept;
+  virtual void discard_impl(Message *stub) noexcept;
+  virtual int pull_into_impl(Message *stub, void *dst, std::size_t cap) noexcept;
+  // Defaults: nothing to do, never idle, never holding input, nothing to
+  // wait for in flush, nothing to register.
+  virtual void poll_begin_impl() noexcept {}
+  virtual void poll_end_impl(bool will_sleep) noexcept { (void)will_sleep; }
+  virtual bool idle_impl() const noexcept { return false; }
+  virtual void flush_impl(std::chrono::steady_clock::time_point deadline) noexcept {
+    (void)deadline;
+  }
+  virtual bool holds_unread_input_impl() const noexcept { return false; }
+  virtual int register_memory_impl(void *base, std::size_t len) noexcept {
+    (void)base, (void)len;
+    return ROCL_OK;
+  }
+
+  // ---- What implementations share -----------------------------------------
+  // One line on the transport's log; never throws.
+  void log(const std::string &line) const noexcept;
+
+  // Block b (from the pool, payload filled) as the message that arrived:
+  // envelope in place, header, data and length set, state kLibrary.
+  static Message *arrived(BlockHeader *b, const CoreHeader &header, std::uint64_t length) noexcept;
+  // Block b as a rendezvous stub of a message of `length` bytes. The
+  // implementation wrote its bookkeeping into b's payload first, starting
+  // with this transport's address (what rendezvous_transport reads).
+  Message *arrived_stub(BlockHeader *b, const CoreHeader &header,
+                        std::uint64_t length) const noexcept;
+
+  // Hands an arrived message (arrived or arrived_stub) to the sink for
+  // `destination`, with the waiter that drives the input (progress()'s).
+  // True if the sink took it. Otherwise the sink refused it (no such
+  // resource, one being deleted, no memory to queue it): one line on the
+  // log names `from` and the destination, the refusal is counted and the
+  // message dropped (its block back to the pool; a stub discarded, which
+  // lets its sender go). Only the thread driving the input calls it, so
+  // the counts are single-writer.
+  bool hand_over(rocl_gid_t destination, Message *msg, const Waiter *waiter,
+                 std::string_view from) noexcept {
+    const int rc = env_.sink->deliver(destination, msg, waiter);
+    if (rc == ROCL_OK) [[likely]] {
+      count_delivered();
+      return true;
+    }
+    drop_refused(rc, destination, msg, from);
+    return false;
+  }
+
+  // A message delivered past the sink's deliver() (deliver_bytes, a take
+  // at an input's front). By the thread driving the input only.
+  void count_delivered() noexcept {
+    delivered_count_.store(delivered_count_.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+  }
+
+  // What every transport does with a block once its bytes are out (ok) or
+  // the send failed after being accepted: the block goes back to the pool
+  // if the core marked it return_after_send, otherwise its owner learns
+  // the outcome through send_status (rocl_bfstat).
+  void finish_sent(BlockHeader *block, bool ok) const noexcept;
+
+  const TransportEnv env_;
+
+ private:
+  [[gnu::cold]] void drop_refused(int rc, rocl_gid_t destination, Message *msg,
+                                  std::string_view from) noexcept;
+
+  std::string name_;
+  TransportCaps caps_;
+  TransportLog log_;
+  std::atomic<std::uint64_t> delivered_count_{0};
+  std::atomic<std::uint64_t> refused_count_{0};
+};
 
 // The transport that made a rendezvous stub (Transport::pull): the first
 // bytes of the stub's payload.

@@ -11,26 +11,25 @@ namespace {
 class InprocTransport final : public Transport {
  public:
   explicit InprocTransport(const TransportEnv &env)
-      : sink_(env.sink),
+      : Transport(env, "inproc"),
         address_("pid:" + std::to_string(::getpid()) + "/" + std::to_string(env.instance)) {}
 
-  std::string_view name() const noexcept override { return "inproc"; }
-  std::string address() const override { return address_; }
-  bool reaches(std::string_view address) const noexcept override { return address == address_; }
+ private:
+  std::string address_impl() const override { return address_; }
+  bool reaches_impl(std::string_view address) const noexcept override {
+    return address == address_;
+  }
 
-  int send(rocl_gid_t /*peer*/, std::string_view peer_address, rocl_gid_t destination,
-           Message *msg) noexcept override {
+  int send_impl(rocl_gid_t /*peer*/, std::string_view peer_address, rocl_gid_t destination,
+                Message *msg) noexcept override {
     if (peer_address != address_) return ROCL_EPEER;
     // The receiver now owns the block: whether or not it was marked
     // return_after_send, the sender has nothing left to do with it.
-    return sink_->deliver(destination, msg, nullptr);
+    return env_.sink->deliver(destination, msg, nullptr);
   }
 
-  int progress(const Waiter *) noexcept override { return 0; }  // delivery is synchronous
-  int register_memory(void *, std::size_t) noexcept override { return ROCL_OK; }
+  int progress_impl(const Waiter *) noexcept override { return 0; }  // delivery is synchronous
 
- private:
-  MessageSink *sink_;
   std::string address_;
 };
 

@@ -21,10 +21,7 @@
 namespace rocl::impl::shm::detail {
 
 ShmTransportImpl::ShmTransportImpl(const TransportEnv &env, const shm::Config &cfg, shm::LogFn log)
-    : env_(env), cfg_(cfg), log_(std::move(log)) {
-  if (!log_) {
-    log_ = [](const std::string &s) { std::fprintf(stderr, "rocl: %s\n", s.c_str()); };
-  }
+    : ShmTransport(env, "shm", std::move(log)), cfg_(cfg) {
   if (env_.secret == nullptr) {
     own_secret_ = JobSecret::generate();
     secret_ = &*own_secret_;
@@ -119,6 +116,13 @@ int ShmTransportImpl::init() {
   // even on our own memory, no peer will read ours either.
   cross_memory_ = probe_memory(static_cast<std::uint32_t>(::getpid()),
                                reinterpret_cast<std::uintptr_t>(&rx_[0].seal_key), rx_[0].seal_key);
+  TransportCaps caps;
+  caps.takes_lent_memory = cross_memory_;
+  caps.bytes_send_limit = kBytesSendLimit;
+  caps.takes_arrived = true;
+  caps.makes_stubs = true;
+  caps.pulls_into_memory = true;
+  set_caps(caps);
   address_ = "shm:" + std::to_string(::getpid()) + ":" + std::to_string(fd_) + ":" +
              std::to_string(seg_bytes_) + ":" + host_tag();
   try {
@@ -129,7 +133,7 @@ int ShmTransportImpl::init() {
   return ROCL_OK;
 }
 
-bool ShmTransportImpl::reaches(std::string_view address) const noexcept {
+bool ShmTransportImpl::reaches_impl(std::string_view address) const noexcept {
   try {
     auto a = parse_address(address);
     if (!a) return false;

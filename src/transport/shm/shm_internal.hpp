@@ -205,52 +205,38 @@ class ShmTransportImpl final : public ShmTransport {
   ShmTransportImpl(const TransportEnv &env, const shm::Config &cfg, shm::LogFn log);
   ~ShmTransportImpl() override;
   int init();
-  bool reaches(std::string_view address) const noexcept override;
-
-  std::string_view name() const noexcept override { return "shm"; }
-  std::string address() const override { return address_; }
-  int register_memory(void *, std::size_t) noexcept override { return ROCL_OK; }
+  bool reaches_impl(std::string_view address) const noexcept override;
+  std::string address_impl() const override { return address_; }
 
   // shm_transport.cpp
   shm::Stats stats() const noexcept override;
 
   // shm_send.cpp
-  int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
-           Message *msg) noexcept override;
-  std::size_t bytes_send_limit() const noexcept override { return kBytesSendLimit; }
-  bool takes_lent_memory() const noexcept override { return cross_memory_; }
+  int send_impl(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
+                Message *msg) noexcept override;
   // Declines a pool buffer from the size send() would send by rendezvous
   // (set by init), or from stream_from() while such buffers stream to
   // `peer` (streams()).
-  int send_bytes(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
-                 const CoreHeader &header, const void *data, std::size_t length,
-                 bool in_pool) noexcept override;
+  int send_bytes_impl(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
+                      const CoreHeader &header, const void *data, std::size_t length,
+                      bool in_pool) noexcept override;
 
   // shm_receive.cpp
-  int progress(const Waiter *waiter) noexcept override;
-  Message *take_arrived(rocl_gid_t destination, const CoreHeader &pattern, ReadyFn ready,
-                        const void *arg, bool *left) noexcept override;
-  bool takes_arrived() const noexcept override { return true; }
-  void poll_begin() noexcept override;
-  void poll_end(bool will_sleep) noexcept override;
+  int progress_impl(const Waiter *waiter) noexcept override;
+  Message *take_arrived_impl(rocl_gid_t destination, const CoreHeader &pattern, ReadyFn ready,
+                             const void *arg, bool *left) noexcept override;
+  void poll_begin_impl() noexcept override;
+  void poll_end_impl(bool will_sleep) noexcept override;
 
   // shm_rendezvous.cpp
-  int pull(Message *stub, Message **out) noexcept override;
-  void discard(Message *stub) noexcept override;
-  bool pulls_into_memory() const noexcept override { return true; }
-  int pull_into(Message *stub, void *dst, std::size_t cap) noexcept override;
-  bool holds_unread_input() const noexcept override {
+  int pull_impl(Message *stub, Message **out) noexcept override;
+  void discard_impl(Message *stub) noexcept override;
+  int pull_into_impl(Message *stub, void *dst, std::size_t cap) noexcept override;
+  bool holds_unread_input_impl() const noexcept override {
     return paused_slots_.load(std::memory_order_relaxed) != 0;
   }
 
  private:
-  void log(const std::string &s) {
-    try {
-      log_(s);
-    } catch (...) {
-    }
-  }
-
   // ---- Connecting (shm_connect.cpp) -------------------------------------------
   static bool peer_alive(const Conn &c);
   int connect(Conn &c, std::string_view peer_address);
@@ -372,7 +358,6 @@ class ShmTransportImpl final : public ShmTransport {
   void prefetch_frame(const RxSlot &s, const std::byte *at) const;
   void copy_short(const RxSlot &s, const std::byte *at, const wire::ShortHeader &h,
                   BlockHeader *b) const;
-  static Message *message_of(BlockHeader *b, const CoreHeader &header, std::uint64_t length);
   // take_arrived's look at slot i's front frame, rx_busy_ held; ahead:
   // the receive did not wait for it (the sender is ahead of it).
   Message *take_front(std::uint32_t i, RxSlot &s, rocl_gid_t destination, const CoreHeader &pattern,
@@ -463,9 +448,7 @@ class ShmTransportImpl final : public ShmTransport {
   // write_rendezvous gives when one is sent on.
   WrittenParts written_parts_;
 
-  TransportEnv env_;
   shm::Config cfg_;
-  shm::LogFn log_;
   std::optional<JobSecret> own_secret_;
   const JobSecret *secret_ = nullptr;
   wire::Limits limits_;
@@ -529,7 +512,7 @@ class ShmTransportImpl final : public ShmTransport {
   // memory); whether a peer may read ours is probed per slot (Hello).
   bool cross_memory_ = false;
 
-  std::atomic<std::uint64_t> refused_{0}, poisoned_{0}, unknown_{0}, delivered_{0};
+  std::atomic<std::uint64_t> refused_{0}, poisoned_{0};
   // Messages handed (or about to be handed) to the sink or to a receive,
   // counted before the hand-over so that a reply is counted before its
   // receiver can answer it (streams()).

@@ -31,7 +31,7 @@ namespace {
 thread_local int t_spins = 0;  // poll_begin()s of this thread not ended yet
 }  // namespace
 
-int ShmTransportImpl::progress(const Waiter *waiter) noexcept {
+int ShmTransportImpl::progress_impl(const Waiter *waiter) noexcept {
   polls_.store(polls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (t_spins != 0 && !raised_.load(std::memory_order_relaxed)) raise_pollers();
   // Freed buffers count as events: a sender waiting for lent sends to
@@ -47,8 +47,8 @@ int ShmTransportImpl::progress(const Waiter *waiter) noexcept {
 // lock, its queue, the receive's own lock to take it back out: rocl-bench
 // bandwidth --transport shm of small messages shows it). Counts as a poll
 // (the lease: senders do not wake the thread while receives keep taking).
-Message *ShmTransportImpl::take_arrived(rocl_gid_t destination, const CoreHeader &pattern,
-                                        ReadyFn ready, const void *arg, bool *left) noexcept {
+Message *ShmTransportImpl::take_arrived_impl(rocl_gid_t destination, const CoreHeader &pattern,
+                                             ReadyFn ready, const void *arg, bool *left) noexcept {
   if (rx_busy_.test(std::memory_order_relaxed) ||
       rx_busy_.test_and_set(std::memory_order_acquire)) {
     return nullptr;
@@ -128,16 +128,16 @@ Message *ShmTransportImpl::take_front(std::uint32_t i, RxSlot &s, rocl_gid_t des
   // (rocl-bench latency --transport shm of 2-4 KiB shows it).
   if (ahead) prefetch_ahead(s, 1, kDrainPrefetchFrames);
   count(arrivals_);
-  count(delivered_);
-  return message_of(b, header, h.length);
+  count_delivered();
+  return arrived(b, header, h.length);
 }
 
-void ShmTransportImpl::poll_begin() noexcept {
+void ShmTransportImpl::poll_begin_impl() noexcept {
   ++t_spins;
   if (!raised_.load(std::memory_order_acquire)) raise_pollers();
 }
 
-void ShmTransportImpl::poll_end(bool will_sleep) noexcept {
+void ShmTransportImpl::poll_end_impl(bool will_sleep) noexcept {
   --t_spins;
   if (!will_sleep) return;  // the lease: `pollers` stays raised (run())
   hand_back_.store(true, std::memory_order_relaxed);
@@ -575,7 +575,7 @@ int ShmTransportImpl::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const
     if (env_.sink->deliver_bytes(h.destination, CoreHeader{h.source, h.tag, h.domain},
                                  at + kSealBytes + sizeof h, h.length, rx_waiter_)) {
       consume(s, ctl, frame);
-      count(delivered_);
+      count_delivered();
       return kMessageDone;
     }
   }
@@ -647,7 +647,7 @@ bool ShmTransportImpl::deliver_whole_in_ring(RxSlot &s, SlotCtl *ctl,
     return false;
   }
   consume(s, ctl, (n - 1) * step + frame_bytes(header_bytes, total - (n - 1) * chunk));
-  count(delivered_);
+  count_delivered();
   return true;
 }
 
@@ -724,35 +724,14 @@ bool ShmTransportImpl::retry_due() {
   return true;
 }
 
-// Block b, its payload received, as the message it carries (the block the
-// library's until the receive takes it).
-Message *ShmTransportImpl::message_of(BlockHeader *b, const CoreHeader &header,
-                                      std::uint64_t length) {
-  Message *m = message_in(b);
-  m->header = header;
-  m->data = payload_of(b);
-  m->length = length;
-  b->state.store(BlockState::kLibrary, std::memory_order_release);
-  return m;
-}
-
 // Hands a received message (block b) to the sink.
 int ShmTransportImpl::deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b,
                                     const CoreHeader &header, rocl_gid_t destination,
                                     std::uint64_t length) {
-  Message *m = message_of(b, header, length);
   count(arrivals_);
-  if (const int rc = env_.sink->deliver(destination, m, rx_waiter_); rc != ROCL_OK) {
-    count(unknown_);
-    char line[192];
-    std::snprintf(line, sizeof line, "shm: message from slot %u (pid %u) for %s 0x%016" PRIx64, i,
-                  s.pid, refusal(rc), destination);
-    log(line);
-    std::destroy_at(m);
-    env_.pool->release(b, BlockState::kLibrary);
-  } else {
-    count(delivered_);
-  }
+  char from[64];
+  std::snprintf(from, sizeof from, "message from slot %u (pid %u)", i, s.pid);
+  hand_over(destination, arrived(b, header, length), rx_waiter_, from);
   return kMessageDone;
 }
 

@@ -27,7 +27,7 @@ namespace rocl::impl::shm::detail {
 // Rendezvous, receiver side (contract in transport.hpp): one copy from
 // the sender's buffer straight into a block of ours, on the receiving
 // thread, then the cookie goes back so the sender can free its buffer.
-int ShmTransportImpl::pull(Message *stub, Message **out) noexcept {
+int ShmTransportImpl::pull_impl(Message *stub, Message **out) noexcept {
   const Stub st = stub_of(stub);
   const CoreHeader header = stub->header;
   const std::size_t len = stub->length;
@@ -55,7 +55,7 @@ int ShmTransportImpl::pull(Message *stub, Message **out) noexcept {
 
 // One copy from the sender's mapped pool into the receiver's memory: a
 // large MPI receive does not go through a pool block and a second copy.
-int ShmTransportImpl::pull_into(Message *stub, void *dst, std::size_t cap) noexcept {
+int ShmTransportImpl::pull_into_impl(Message *stub, void *dst, std::size_t cap) noexcept {
   const Stub st = stub_of(stub);
   const std::size_t len = std::min<std::size_t>(stub->length, cap);
   release_stub(stub);
@@ -64,7 +64,7 @@ int ShmTransportImpl::pull_into(Message *stub, void *dst, std::size_t cap) noexc
   return rc;
 }
 
-void ShmTransportImpl::discard(Message *stub) noexcept {
+void ShmTransportImpl::discard_impl(Message *stub) noexcept {
   const Stub st = stub_of(stub);
   release_stub(stub);
   hand_back(st);
@@ -167,7 +167,7 @@ int ShmTransportImpl::reap(Conn &c) {
     c.pending[i] = nullptr;
     const Message *m = reinterpret_cast<const Message *>(owner_area_of(b));
     if (!is_lent(m)) c.pending_bytes -= m->length;
-    finish_sent_block(env_, b, true);  // a lent one's request completes now
+    finish_sent(b, true);  // a lent one's request completes now
   }
   c.pending_mask &= ~done;
   const int n = __builtin_popcountll(done);
@@ -179,7 +179,7 @@ int ShmTransportImpl::reap(Conn &c) {
 void ShmTransportImpl::drop_pending(Conn &c) {
   for (std::uint64_t bits = c.pending_mask; bits != 0; bits &= bits - 1) {
     const int i = __builtin_ctzll(bits);
-    finish_sent_block(env_, c.pending[i], false);
+    finish_sent(c.pending[i], false);
     c.pending[i] = nullptr;
   }
   pending_total_.fetch_sub(__builtin_popcountll(c.pending_mask), std::memory_order_relaxed);
@@ -310,22 +310,11 @@ int ShmTransportImpl::take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
   if (b == nullptr) return s.paused ? 0 : -1;  // paused: the request waits in the ring
   consume(s, ctl, frame);
   std::memcpy(payload_of(b), &st, sizeof st);
-  Message *m = message_in(b);
-  m->header = CoreHeader{h.source, h.tag, h.domain};
-  m->length = h.total_length;
-  m->rendezvous = true;
-  b->state.store(BlockState::kLibrary, std::memory_order_release);
   count(arrivals_);
-  if (const int rc = env_.sink->deliver(h.destination, m, rx_waiter_); rc != ROCL_OK) {
-    count(unknown_);
-    char line[192];
-    std::snprintf(line, sizeof line, "shm: rendezvous message from pid %u for %s 0x%016" PRIx64,
-                  s.pid, refusal(rc), h.destination);
-    log(line);
-    discard(m);
-  } else {
-    count(delivered_);
-  }
+  char from[48];
+  std::snprintf(from, sizeof from, "message from pid %u", s.pid);
+  hand_over(h.destination, arrived_stub(b, CoreHeader{h.source, h.tag, h.domain}, h.total_length),
+            rx_waiter_, from);
   return kMessageDone;
 }
 

@@ -12,8 +12,8 @@
 
 namespace rocl::impl::shm::detail {
 
-int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
-                           Message *msg) noexcept {
+int ShmTransportImpl::send_impl(rocl_gid_t peer, std::string_view peer_address,
+                                rocl_gid_t destination, Message *msg) noexcept {
   if (msg == nullptr) return fail(ROCL_EINVAL, "shm: send of a null message");
   if (msg->length > limits_.max_message_bytes) {
     return fail(ROCL_ETOOBIG, "shm: message of %zu bytes exceeds the limit %" PRIu64,
@@ -43,13 +43,13 @@ int ShmTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_
   if (rc != ROCL_OK) return abandon(peer, c, lk, rc);
   send_unlock(*c, lk);
   // A rendezvous block stays ours until the receiver has copied it.
-  if (!rendezvous) finish_sent_block(env_, block_of(msg), true);
+  if (!rendezvous) finish_sent(block_of(msg), true);
   return ROCL_OK;
 }
 
-int ShmTransportImpl::send_bytes(rocl_gid_t peer, std::string_view peer_address,
-                                 rocl_gid_t destination, const CoreHeader &header, const void *data,
-                                 std::size_t length, bool in_pool) noexcept {
+int ShmTransportImpl::send_bytes_impl(rocl_gid_t peer, std::string_view peer_address,
+                                      rocl_gid_t destination, const CoreHeader &header,
+                                      const void *data, std::size_t length, bool in_pool) noexcept {
   if (length > (in_pool ? pool_send_limit_ : kBytesSendLimit)) return kNotTaken;
   Conn *c = conn_to(peer);
   if (c == nullptr) return fail(ROCL_ENOMEM, "shm: out of memory");

@@ -12,8 +12,8 @@ shm::Stats ShmTransportImpl::stats() const noexcept {
   shm::Stats s;
   s.refused = refused_.load();
   s.poisoned = poisoned_.load();
-  s.unknown_destination = unknown_.load();
-  s.delivered = delivered_.load();
+  s.unknown_destination = refused_arrivals();
+  s.delivered = delivered();
   s.lend_refused = lend_refused_.load();
   s.paused_reads = paused_reads_.load();
   s.early_wraps = early_wraps_.load();

@@ -192,12 +192,13 @@ struct Stats {
   std::uint64_t parts_copied_into_mapped_pools = 0;
 };
 
-using LogFn = std::function<void(const std::string &)>;
+using LogFn = TransportLog;
 
 }  // namespace shm
 
 class ShmTransport : public Transport {
  public:
+  using Transport::Transport;
   virtual shm::Stats stats() const noexcept = 0;
 };
 

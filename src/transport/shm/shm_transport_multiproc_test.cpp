@@ -256,7 +256,7 @@ void send_lent_to_child(bool child_drops_to_nobody) {
   BufferPool &pool = end.pool;
   ShmTransport *t = end.t.get();
   ASSERT_NE(t, nullptr);
-  ASSERT_TRUE(t->takes_lent_memory());
+  ASSERT_TRUE(t->caps().takes_lent_memory);
   std::vector<std::uint8_t> mine(kLentBytes);
   for (std::size_t i = 0; i < kLentBytes; ++i) mine[i] = lent_byte(i);
   Message *m = lent_message(pool, mine.data(), mine.size(), 3);

@@ -768,7 +768,7 @@ TEST_F(ShmRendezvous, LargeMessagesArePulledOnceWithChecksums) {
 // would lend it by rendezvous, caller memory up to bytes_send_limit(), and
 // declines (kNotTaken, nothing sent) above: what it took arrives intact.
 TEST_F(ShmRendezvous, SendBytesTakesPoolBuffersOnlyBelowTheRendezvousThreshold) {
-  const std::size_t limit = a.t->bytes_send_limit();
+  const std::size_t limit = a.t->caps().bytes_send_limit;
   ASSERT_EQ(limit, 65536u);
   std::vector<std::byte> data(limit + 1);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>(i * 7);
@@ -789,7 +789,7 @@ TEST_F(ShmRendezvous, SendBytesTakesPoolBuffersOnlyBelowTheRendezvousThreshold) 
   EXPECT_EQ(got[1].length, limit);
   EXPECT_EQ(got[1].sum, transport_test::checksum(data.data(), limit));
   End no_rendezvous{3, &secret};
-  EXPECT_EQ(no_rendezvous.t->bytes_send_limit(), limit);
+  EXPECT_EQ(no_rendezvous.t->caps().bytes_send_limit, limit);
   EXPECT_EQ(no_rendezvous.t->send_bytes(2, b.t->address(), 21, header, data.data(), limit, true),
             ROCL_OK)
       << "without rendezvous a pool buffer up to the limit is copied";

@@ -254,48 +254,41 @@ class TcpTransportImpl final : public TcpTransport {
   ~TcpTransportImpl() override;
   tcp::Stats stats() const noexcept override;
 
-  std::string_view name() const noexcept override { return "tcp"; }
-  std::string address() const override { return address_; }
-  bool reaches(std::string_view address) const noexcept override {
+  std::string address_impl() const override { return address_; }
+  bool reaches_impl(std::string_view address) const noexcept override {
     return address.substr(0, 4) == "tcp:";
   }
-  int register_memory(void *, std::size_t) noexcept override { return ROCL_OK; }
 
   // tcp_connect.cpp
   int start();
 
   // tcp_send.cpp
-  // Lent messages take the same path: their data is written straight from
-  // the application's memory (eagerly, or once the receiver asks for it),
-  // and the block is finished after the write, as any other.
-  bool takes_lent_memory() const noexcept override { return true; }
-  int send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
-           Message *msg) noexcept override;
+  int send_impl(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
+                Message *msg) noexcept override;
 
   // tcp_progress.cpp
-  int progress(const Waiter *waiter) noexcept override;
-  void flush(Clock::time_point deadline) noexcept override;
+  int progress_impl(const Waiter *waiter) noexcept override;
+  void flush_impl(Clock::time_point deadline) noexcept override;
   // An epoll_wait per call: polled once every 32 rounds next to shm.
-  unsigned progress_stride() const noexcept override { return 32; }
   // Whether callers poll the connections, so the thread leaves them alone.
   bool callers_drive() const noexcept { return pollers_.load() > 0 && conn_count_.load() != 0; }
-  bool idle() const noexcept override { return conn_count_.load(std::memory_order_relaxed) == 0; }
-  void poll_begin() noexcept override;
-  void poll_end(bool will_sleep) noexcept override;
+  bool idle_impl() const noexcept override {
+    return conn_count_.load(std::memory_order_relaxed) == 0;
+  }
+  void poll_begin_impl() noexcept override;
+  void poll_end_impl(bool will_sleep) noexcept override;
 
   // tcp_rendezvous.cpp
-  int pull(Message *stub, Message **out) noexcept override;
-  bool pulls_into_memory() const noexcept override { return true; }
-  int pull_into(Message *stub, void *dst, std::size_t cap) noexcept override;
-  void discard(Message *stub) noexcept override;
+  int pull_impl(Message *stub, Message **out) noexcept override;
+  int pull_into_impl(Message *stub, void *dst, std::size_t cap) noexcept override;
+  void discard_impl(Message *stub) noexcept override;
   // A connection paused for want of a pool block (its bytes wait in the
   // stage and the kernel's socket buffer).
-  bool holds_unread_input() const noexcept override {
+  bool holds_unread_input_impl() const noexcept override {
     return held_.load(std::memory_order_relaxed) != 0;
   }
 
  private:
-  void log(const std::string &s) { log_(s); }
   bool takes_rendezvous(const Message &msg) const;
   // Options of every connection's socket: no Nagle, ROCL_TCP_CONGESTION.
   void tune_socket(int fd);
@@ -330,7 +323,7 @@ class TcpTransportImpl final : public TcpTransport {
   void update_interest(Conn &c);
   void arm_out(Conn &c);
   void disarm_out(Conn &c);
-  void finish_block(BlockHeader *b, bool ok) { finish_sent_block(env_, b, ok); }
+  void finish_block(BlockHeader *b, bool ok) { finish_sent(b, ok); }
   std::uint32_t frame_len(const OutMsg &m, std::uint64_t off) const;
   bool flush(Conn &c);
   void account_written(Conn &c, std::uint64_t left);
@@ -394,8 +387,6 @@ class TcpTransportImpl final : public TcpTransport {
   void handle_event(const epoll_event &ev);
   void on_conn(Conn *c, std::uint32_t events);
 
-  TransportEnv env_;
-  tcp::LogFn log_;
   tcp::Options options_;
   std::optional<JobSecret> own_secret_;
   const JobSecret *secret_ = nullptr;
@@ -460,7 +451,7 @@ class TcpTransportImpl final : public TcpTransport {
   std::condition_variable rndv_cv_;  // a Pull::state changed
   std::map<RndvKey, InRndv> rndv_in_;
 
-  std::atomic<std::uint64_t> connects_{0}, refused_{0}, dropped_{0}, failed_sends_{0}, unknown_{0};
+  std::atomic<std::uint64_t> connects_{0}, refused_{0}, dropped_{0}, failed_sends_{0};
   std::atomic<std::uint64_t> paused_reads_{0}, send_waits_{0}, peak_queued_{0};
   std::atomic<std::uint64_t> thread_events_{0}, caller_events_{0};
   std::atomic<std::uint64_t> rndv_sends_{0}, rndv_waits_{0}, rndv_eager_{0}, peak_parked_{0};

@@ -12,7 +12,7 @@
 
 namespace rocl::impl::tcp::detail {
 
-int TcpTransportImpl::progress(const Waiter *waiter) noexcept {
+int TcpTransportImpl::progress_impl(const Waiter *waiter) noexcept {
   if (t_driving == this) return 0;  // from inside deliver: this thread is driving already
   // No connection: only the listening socket could be ready, and the thread
   // accepts (it stays in epoll_wait while there is no connection).
@@ -26,14 +26,14 @@ int TcpTransportImpl::progress(const Waiter *waiter) noexcept {
   return n;
 }
 
-void TcpTransportImpl::poll_begin() noexcept {
+void TcpTransportImpl::poll_begin_impl() noexcept {
   // seq_cst, paired with wait_until_ready(): either the thread sees the
   // count before its epoll_wait, or we see it inside and kick it out.
   // With no connection the thread stays in epoll_wait: only it accepts.
   if (pollers_.fetch_add(1) == 0 && in_epoll_.load() && conn_count_.load() != 0) kick();
 }
 
-void TcpTransportImpl::poll_end(bool will_sleep) noexcept {
+void TcpTransportImpl::poll_end_impl(bool will_sleep) noexcept {
   // Lazy hand-back (the caller got what it waited for): no poll here. The
   // thread resumes within kParkMs, as it would for bytes arriving a moment
   // later; a last poll caught only what came in the last few hundred

@@ -366,20 +366,9 @@ bool TcpTransportImpl::end_frame(Conn &c) {
   c.rx_block = nullptr;
   c.rx_at = nullptr;
   const wire::MessageHeader first = c.first;
-  Message *m = message_in(b);
-  m->header = CoreHeader{first.source, first.tag, first.domain};
-  m->data = payload_of(b);
-  m->length = first.total_length;
-  b->state.store(BlockState::kLibrary, std::memory_order_release);
-  if (const int rc = env_.sink->deliver(first.destination, m, rx_waiter_); rc != ROCL_OK) {
-    unknown_.fetch_add(1);
-    char line[192];
-    std::snprintf(line, sizeof line, "tcp: message from %s for %s 0x%016" PRIx64,
-                  c.peer_name.c_str(), refusal(rc), first.destination);
-    log(line);
-    std::destroy_at(m);
-    env_.pool->release(b, BlockState::kLibrary);
-  }
+  hand_over(first.destination,
+            arrived(b, CoreHeader{first.source, first.tag, first.domain}, first.total_length),
+            rx_waiter_, "message from " + c.peer_name);
   return true;
 }
 

@@ -324,18 +324,9 @@ bool TcpTransportImpl::deliver_stub(Conn &c) {
     reply(c, h, 0);
     return true;
   }
-  Message *m = message_in(b);
-  m->header = CoreHeader{h.source, h.tag, h.domain};
-  m->length = h.total_length;
-  m->rendezvous = true;
-  b->state.store(BlockState::kLibrary, std::memory_order_release);
   rndv_stubs_.fetch_add(1, std::memory_order_relaxed);
-  if (const int rc = env_.sink->deliver(h.destination, m, rx_waiter_); rc != ROCL_OK) {
-    unknown_.fetch_add(1);
-    log("tcp: rendezvous message from " + c.peer_name + " for " + refusal(rc) + " " +
-        hex(h.destination));
-    discard(m);
-  }
+  hand_over(h.destination, arrived_stub(b, CoreHeader{h.source, h.tag, h.domain}, h.total_length),
+            rx_waiter_, "message from " + c.peer_name);
   return true;
 }
 
@@ -469,7 +460,7 @@ void TcpTransportImpl::let_go(const Stub &st) {
   reply(*c, request, 0);
 }
 
-void TcpTransportImpl::discard(Message *stub) noexcept {
+void TcpTransportImpl::discard_impl(Message *stub) noexcept {
   const Stub st = stub_of(stub);
   release_stub(stub);
   let_go(st);
@@ -478,7 +469,7 @@ void TcpTransportImpl::discard(Message *stub) noexcept {
 // Rendezvous, receiver side (contract in transport.hpp): the real block is
 // allocated here, registered for (connection, cookie), the sender is asked
 // for the data, and the driver reads it straight into the block.
-int TcpTransportImpl::pull(Message *stub, Message **out) noexcept {
+int TcpTransportImpl::pull_impl(Message *stub, Message **out) noexcept {
   const Stub st = stub_of(stub);
   const CoreHeader header = stub->header;
   const std::size_t len = stub->length;
@@ -507,7 +498,7 @@ int TcpTransportImpl::pull(Message *stub, Message **out) noexcept {
 // Straight into the receive's memory (the driver reads the socket there:
 // no block, no second copy). A receive that cuts the message takes it
 // whole into memory of its own first, then copies what fits.
-int TcpTransportImpl::pull_into(Message *stub, void *dst, std::size_t cap) noexcept {
+int TcpTransportImpl::pull_into_impl(Message *stub, void *dst, std::size_t cap) noexcept {
   const std::size_t len = stub->length;
   const Stub st = stub_of(stub);
   release_stub(stub);

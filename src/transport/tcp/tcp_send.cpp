@@ -15,8 +15,8 @@
 
 namespace rocl::impl::tcp::detail {
 
-int TcpTransportImpl::send(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
-                           Message *msg) noexcept {
+int TcpTransportImpl::send_impl(rocl_gid_t peer, std::string_view peer_address,
+                                rocl_gid_t destination, Message *msg) noexcept {
   if (msg == nullptr) return fail(ROCL_EINVAL, "tcp: send of a null message");
   if (msg->length > limits_.max_message_bytes) {
     return fail(ROCL_ETOOBIG, "tcp: message of %" PRIu64 " bytes exceeds the limit %" PRIu64,

@@ -19,16 +19,23 @@ namespace tcp::detail {
 
 TcpTransportImpl::TcpTransportImpl(const TransportEnv &env, tcp::LogFn log,
                                    const tcp::Options &options)
-    : env_(env), log_(std::move(log)), options_(options) {
+    : TcpTransport(env, "tcp", std::move(log)), options_(options) {
   if (env_.secret == nullptr) {
     own_secret_ = JobSecret::generate();
     secret_ = &*own_secret_;
   } else {
     secret_ = env_.secret;
   }
-  if (!log_) {
-    log_ = [](const std::string &s) { std::fprintf(stderr, "rocl: %s\n", s.c_str()); };
-  }
+  TransportCaps caps;
+  // Lent messages take the same path: their data is written straight from
+  // the application's memory (eagerly, or once the receiver asks for it),
+  // and the block is finished after the write, as any other.
+  caps.takes_lent_memory = true;
+  caps.makes_stubs = true;
+  caps.pulls_into_memory = true;
+  // An epoll_wait per call: polled once every 32 rounds next to shm.
+  caps.progress_stride = 32;
+  set_caps(caps);
   if (options_.max_queued_bytes == 0) options_.max_queued_bytes = tcp::kDefaultMaxQueuedBytes;
   if (options_.max_parked_bytes == 0) options_.max_parked_bytes = tcp::kDefaultMaxParkedBytes;
   if (options_.turn_bytes == 0) options_.turn_bytes = tcp::kDefaultTurnBytes;
@@ -68,7 +75,7 @@ TcpTransportImpl::~TcpTransportImpl() {
 }
 
 // Teardown's first step (transport.hpp): until the queues are written.
-void TcpTransportImpl::flush(Clock::time_point deadline) noexcept {
+void TcpTransportImpl::flush_impl(Clock::time_point deadline) noexcept {
   if (!thread_.joinable()) return;
   // The thread writes the queues on EPOLLOUT (callers may be gone).
   for (unsigned round = 0; holds(false) && Clock::now() < deadline; ++round) back_off(round);
@@ -167,7 +174,7 @@ tcp::Stats TcpTransportImpl::stats() const noexcept {
   s.refused = refused_.load();
   s.dropped_connections = dropped_.load();
   s.failed_sends = failed_sends_.load();
-  s.unknown_destination = unknown_.load();
+  s.unknown_destination = refused_arrivals();
   s.paused_reads = paused_reads_.load();
   s.send_waits = send_waits_.load();
   s.peak_queued_bytes = peak_queued_.load();

@@ -303,7 +303,7 @@ struct Stats {
   std::uint64_t congestion_refused = 0;
 };
 
-using LogFn = std::function<void(const std::string &)>;
+using LogFn = TransportLog;
 
 }  // namespace tcp
 
@@ -317,6 +317,7 @@ std::unique_ptr<TcpTransport> make_tcp_transport_with_log(const TransportEnv &en
 
 class TcpTransport : public Transport {
  public:
+  using Transport::Transport;
   virtual tcp::Stats stats() const noexcept = 0;
 };
 
