@@ -18,13 +18,6 @@ struct RecordingSink : MessageSink {
   std::vector<std::pair<rocl_gid_t, Message *>> delivered;
 };
 
-TEST(InprocTransport, IsInTheRegistrationTable) {
-  const TransportEntry *entry = find_transport("inproc");
-  ASSERT_NE(entry, nullptr);
-  EXPECT_STREQ(entry->name, "inproc");
-  EXPECT_EQ(find_transport("no-such-transport"), nullptr);
-}
-
 TEST(InprocTransport, HandsThePointerOverWithoutCopy) {
   RecordingSink sink;
   auto t = make_inproc_transport(TransportEnv{&sink, 42});
