@@ -1,19 +1,38 @@
-// rocl-info: the version, every option with its value in force, and what
-// rocl.h shows of a context: its gid, the transports it enabled (its
-// "addr.<name>" attributes) and the buffer pool.
+// rocl-info: the version, every option with its value in force, the
+// transports this build has, and what rocl.h shows of a context: its gid,
+// the transports it enabled (its "addr.<name>" attributes) and the buffer
+// pool.
 #include <cstdio>
 
 #include "rocl/rocl.h"
+#include "transport/transport.hpp"
 
 namespace {
 
-// Transport names the design knows; rocl.h has no call listing the built
-// ones, so ask the context resource for each one's address attribute.
-const char *const kTransportNames[] = {"inproc", "shm", "tcp", "ucx", "udp"};
+const char *reach_name(rocl::impl::Reach reach) {
+  switch (reach) {
+    case rocl::impl::Reach::kProcess:
+      return "this process";
+    case rocl::impl::Reach::kHost:
+      return "this host";
+    case rocl::impl::Reach::kNetwork:
+      return "other hosts";
+  }
+  return "?";
+}
 
+void print_built_transports() {
+  std::printf("\ntransports built (ROCL_TRANSPORTS, in default order):\n");
+  for (const rocl::impl::TransportEntry *entry : rocl::impl::transport_table()) {
+    std::printf("  %-8s reaches %-12s %s\n", entry->name, reach_name(entry->reach), entry->doc);
+  }
+}
+
+// Each built transport's address attribute on the context resource.
 void print_transports(rocl_gid_t context) {
   std::printf("transports enabled in this context:");
-  for (const char *name : kTransportNames) {
+  for (const rocl::impl::TransportEntry *entry : rocl::impl::transport_table()) {
+    const char *name = entry->name;
     char attr[32];
     std::snprintf(attr, sizeof attr, "addr.%s", name);
     rocl_attrl_t *query = rocl_new_attrl(0);
@@ -37,6 +56,7 @@ int main() {
   std::printf("rocl %s\n\noptions (ROCL_* environment variables):\n", ROCL_INFO_VERSION);
   std::fflush(stdout);
   rocl_print_options(stdout);
+  print_built_transports();
   std::fflush(stdout);
 
   if (rocl_init() < 0) {
