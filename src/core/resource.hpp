@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -57,6 +58,7 @@ class alignas(64) Resource {
   // Makes a fresh or recycled object live under gid with one reference
   // (the registration's).
   void start(rocl_gid_t gid) {
+    check_layout();
     // The mailbox is made once and reopened after that (the last owner
     // closed it, emptying it): a receiver that looked the object up without
     // a reference (ResourceTable::peek) may still be about to lock it, and
@@ -73,6 +75,22 @@ class alignas(64) Resource {
   void retire() noexcept { gid_.store(ROCL_NULL_GID, std::memory_order_release); }
 
  private:
+  // The layout the comments above rely on: the gid, then the mailbox's hot
+  // fields, on the first cache line; the receivers' counts on the next.
+  static constexpr void check_layout() noexcept {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+    static_assert(offsetof(Resource, gid_) == 0);
+    static_assert(offsetof(Resource, mailbox_) == sizeof(rocl_gid_t),
+                  "the mailbox's lock right after the gid");
+    static_assert(sizeof(rocl_gid_t) + generic::hot_prefix_bytes<CoreHeader>() <= 64,
+                  "a delivery to a waiting receive touches one cache line");
+    static_assert(offsetof(Resource, refs_) % 64 == 0 && offsetof(Resource, refs_) >= 64,
+                  "the receivers' counts on a line of their own");
+    static_assert(offsetof(Resource, take_skip_) / 64 == offsetof(Resource, refs_) / 64);
+#pragma GCC diagnostic pop
+  }
+
   std::atomic<rocl_gid_t> gid_{ROCL_NULL_GID};
   // In place, right after the gid: a sender's check of the gid and the
   // mailbox's lock (or hand-off word) share a cache line, so delivering

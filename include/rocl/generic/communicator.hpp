@@ -942,8 +942,8 @@ class Communicator {
 
   // The fields a delivery to a waiting receive touches come first, so that
   // they share the lock's cache line (with the 8 bytes of an rocl
-  // Resource's gid before them: resource.hpp; 48 bytes here with a 16-byte
-  // header).
+  // Resource's gid before them: resource.hpp checks it with
+  // hot_prefix_bytes).
   mutable Lock lock_;
   bool closed_ = false;
   bool waiter_spins_ = false;  // waiter_ has waiter_ticket_ (post_spinning)
@@ -961,6 +961,23 @@ class Communicator {
   Queue unexpected_{detail::QueueKind::kUnexpected};
   Queue requested_{detail::QueueKind::kRequested};
   Queue unrequested_{detail::QueueKind::kUnrequested};
+
+  template <Header H2, class Lock2>
+  friend constexpr std::size_t hot_prefix_bytes() noexcept;
 };
+
+// The bytes at the start of a Communicator that a delivery to a waiting
+// receive touches (the lock through the waiting receive's header): an
+// owner that wants them on one cache line with fields of its own checks
+// this with a static_assert.
+template <Header H, class Lock = SpinLock>
+constexpr std::size_t hot_prefix_bytes() noexcept {
+  using C = Communicator<H, Lock>;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+  static_assert(offsetof(C, lock_) == 0, "the lock opens the hot line");
+  return offsetof(C, waiter_header_) + sizeof(typename C::SharedHeader);
+#pragma GCC diagnostic pop
+}
 
 }  // namespace rocl::generic
