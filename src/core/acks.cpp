@@ -3,9 +3,8 @@
 // whichever thread matches it. A match inside a transport's progress
 // (deliver) happens under the transport's receive lock, where sending could
 // wait for ring room that only that lock's holder can make: there the
-// acknowledgement is queued and sent once the progress round is over
-// (progressed(), or the caller's own progress loop).
-#include <utility>
+// acknowledgement is queued (AckQueue) and sent once the progress round is
+// over (progressed(), or the caller's own progress loop).
 
 #include "core/context.hpp"
 
@@ -14,30 +13,14 @@ namespace rocl::impl {
 // `h` is a copy: a message matched in deliver() belongs to its receiver
 // from that moment, who may have freed it already.
 void Context::acknowledge(rocl_gid_t receiver, const CoreHeader &h, bool may_send_now) noexcept {
-  const Ack ack{receiver, h.source, h.tag, (h.domain & kDomainMask) | ROCL_ACK_DOMAIN};
-  if (may_send_now) {
-    send(ack.from, ack.to, ack.tag, ack.domain, nullptr, 0);  // a peer gone is not our failure
-    return;
-  }
-  try {
-    std::lock_guard<std::mutex> guard(acks_mu_);
-    acks_.push_back(ack);
-  } catch (const std::bad_alloc &) {
-    // Nowhere to keep it: send it from here after all.
-    send(ack.from, ack.to, ack.tag, ack.domain, nullptr, 0);
-    return;
-  }
-  acks_waiting_.store(true, std::memory_order_release);
+  const AckQueue::Ack ack{receiver, h.source, h.tag, (h.domain & kDomainMask) | ROCL_ACK_DOMAIN};
+  // Sent now if it may be, or if there is nowhere to keep it; a peer gone
+  // is not our failure.
+  if (may_send_now || !acks_.push(ack)) send(ack.from, ack.to, ack.tag, ack.domain, nullptr, 0);
 }
 
 void Context::send_acks() noexcept {
-  std::vector<Ack> batch;
-  {
-    std::lock_guard<std::mutex> guard(acks_mu_);
-    batch.swap(acks_);
-    acks_waiting_.store(false, std::memory_order_relaxed);
-  }
-  for (const Ack &a : batch) send(a.from, a.to, a.tag, a.domain, nullptr, 0);
+  for (const AckQueue::Ack &a : acks_.take()) send(a.from, a.to, a.tag, a.domain, nullptr, 0);
 }
 
 }  // namespace rocl::impl

@@ -1,38 +1,61 @@
-// caller_progress.cpp - a waiting thread drives the transports itself.
-//
-// Why: each transport between processes has a progress thread, but waking a
-// sleeping thread costs many times a small message's whole trip, and a message
-// would pay it twice (the transport's thread, then the receiver; rocl-bench
-// latency --transport shm with ROCL_SPIN_US=0 shows it). A receiver that spins
-// anyway (ROCL_SPIN_US) can as well read the rings and sockets itself: the
-// message then lands in its mailbox in well under a microsecond and no thread
-// wakes. The transports' side of the bargain is in transport.hpp (poll_begin /
-// progress / poll_end).
+// caller_progress.cpp - a waiting thread drives the transports itself
+// (caller_progress.hpp).
 #include <sched.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 
-#include "core/context.hpp"
+#include "core/caller_progress.hpp"
+
+#include <bit>
+
 #include "core/receive_op.hpp"
 #include "rocl/platform/cpu.hpp"
 
 namespace rocl::impl {
-int Context::progress_transports(const ReceiveOp *op) noexcept {
+namespace {
+// The cpus this process may run on (its affinity mask, as roclrun
+// --bind-to or taskset set it), at least 1.
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+}  // namespace
+
+CallerProgress::CallerProgress(MessageSink &sink, const AckQueue &acks, std::uint32_t spin_us,
+                               std::uint32_t sharers)
+    : sink_(sink),
+      acks_(acks),
+      spin_(spin_us),
+      sharers_(static_cast<int>(std::max<std::uint32_t>(1, sharers))),
+      cpus_(usable_cpus()) {}
+
+void CallerProgress::set_transports(std::vector<Transport *> polled) {
+  polled_ = std::move(polled);
+  poll_masks_.clear();
+  for (Transport *t : polled_) {
+    const unsigned stride = polled_.size() == 1 ? 1u : std::max(1u, t->caps().progress_stride);
+    poll_masks_.push_back(std::bit_ceil(stride) - 1);
+  }
+}
+
+int CallerProgress::progress_all(const ReceiveOp *op) noexcept {
   int n = 0;
   for (Transport *t : polled_) n += t->progress(op);
-  progressed();
+  after_round();
   return n;
 }
 
 // One round of a spinning caller's loop: the transports due this round.
-int Context::progress_round(unsigned round, const ReceiveOp *op) noexcept {
+int CallerProgress::progress_round(unsigned round, const ReceiveOp *op) noexcept {
   int n = 0;
   for (std::size_t k = 0; k < polled_.size(); ++k) {
     if ((round & poll_masks_[k]) == 0) n += polled_[k]->progress(op);
   }
-  progressed();
+  after_round();
   return n;
 }
 
@@ -43,12 +66,12 @@ int Context::progress_round(unsigned round, const ReceiveOp *op) noexcept {
 // most of its wall time is the others' work, and giving up into a sleep
 // would make every message window pay a wake-up (rocl-bench mpi's mt_rate
 // with more threads per rank than cpus shows it).
-void Context::yield_crowded_cpu(std::chrono::microseconds *spin,
-                                std::chrono::steady_clock::time_point *end,
-                                std::chrono::steady_clock::time_point limit) noexcept {
+void CallerProgress::yield_crowded_cpu(std::chrono::microseconds *spin,
+                                       std::chrono::steady_clock::time_point *end,
+                                       std::chrono::steady_clock::time_point limit) const noexcept {
   constexpr int kCrowdedSpinFactor = 10;
   ::sched_yield();
-  if (*spin != std::chrono::microseconds(options_.spin_us)) return;  // extended (or cut) already
+  if (*spin != spin_) return;  // extended (or cut) already
   *end = std::min(*end + *spin * (kCrowdedSpinFactor - 1), limit);
   *spin *= kCrowdedSpinFactor;
 }
@@ -59,19 +82,18 @@ void Context::yield_crowded_cpu(std::chrono::microseconds *spin,
 // average (rocl-bench latency --transport shm of small messages shows it).
 constexpr unsigned kBusyRounds = 2048;
 
-bool Context::spin_with_progress(const generic::Completion &done, int timeout_ms,
-                                 ReceiveOp *op) noexcept {
-  return spin_until([&done] { return done.is_done(); }, timeout_ms,
-                    std::chrono::microseconds(options_.spin_us), op);
+bool CallerProgress::spin_until_done(const generic::Completion &done, int timeout_ms,
+                                     ReceiveOp *op) noexcept {
+  return spin_until([&done] { return done.is_done(); }, timeout_ms, spin_, op);
 }
 
 // A receive spinning on its mailbox's hand-off word (post_spinning): as
 // spin_with_progress; with no transport to drive, a plain spin of
 // ROCL_SPIN_US on the word (as Completion::wait spins on its own).
-bool Context::spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket, int timeout_ms,
-                                ReceiveOp *op) noexcept {
+bool CallerProgress::spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket, int timeout_ms,
+                                       ReceiveOp *op) noexcept {
   const auto changed = [&mailbox, ticket] { return !mailbox.waiting_on(ticket); };
-  auto spin = std::chrono::microseconds(options_.spin_us);
+  auto spin = spin_;
   if (!polled_.empty() || timeout_ms == 0) return spin_until(changed, timeout_ms, spin, op);
   if (timeout_ms > 0) spin = std::min(spin, std::chrono::microseconds(timeout_ms * 1000LL));
   // The clock is first read after 64 looks (a clock read costs more than a
@@ -91,8 +113,8 @@ bool Context::spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket, in
   }
 }
 
-bool Context::spin_until_sent(const BlockHeader *block, int timeout_ms,
-                              std::chrono::microseconds spin) noexcept {
+bool CallerProgress::spin_until_sent(const BlockHeader *block, int timeout_ms,
+                                     std::chrono::microseconds spin) noexcept {
   return spin_until([block] { return send_finished(block); }, timeout_ms, spin, nullptr);
 }
 
@@ -101,15 +123,15 @@ bool Context::spin_until_sent(const BlockHeader *block, int timeout_ms,
 // none), passed to the transports and told whether it was done at the
 // first look.
 template <class Done>
-bool Context::spin_until(Done done, int timeout_ms, std::chrono::microseconds spin,
-                         ReceiveOp *op) noexcept {
+bool CallerProgress::spin_until(Done done, int timeout_ms, std::chrono::microseconds spin,
+                                ReceiveOp *op) noexcept {
   using Clock = std::chrono::steady_clock;
   if (done()) {
     if (op != nullptr) op->done_at_first_look = true;
     return true;
   }
   if (polled_.empty() || timeout_ms == 0) {
-    if (timeout_ms == 0) progress_transports(op);
+    if (timeout_ms == 0) progress_all(op);
     return done();
   }
   if (timeout_ms > 0) spin = std::min(spin, std::chrono::microseconds(timeout_ms * 1000LL));

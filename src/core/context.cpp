@@ -61,15 +61,6 @@ Directory *open_directory(const Options &options, std::unique_ptr<Directory> &ow
   return owned.get();
 }
 
-// The cpus this process may run on (its affinity mask, as roclrun
-// --bind-to or taskset set it), at least 1.
-int usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
-}
-
 std::uint64_t new_instance_id() {
   std::random_device rd;
   return (std::uint64_t{rd()} << 32) ^ rd() ^ static_cast<std::uint64_t>(::getpid());
@@ -105,13 +96,12 @@ int Context::release_global() {
   return ROCL_OK;
 }
 
-Context::Context(const Options &options) : options_(options) {
+Context::Context(const Options &options)
+    : options_(options), progress_(*this, acks_, options_.spin_us, options_.cpu_sharers) {
   PoolConfig pool_config;
   pool_config.cap_bytes = options_.pool_max;
   pool_config.thread_cache_bytes = options_.pool_thread_cache;
   pool_ = std::make_unique<BufferPool>(pool_config);
-  cpus_ = usable_cpus();
-  sharers_ = static_cast<int>(std::max<std::uint32_t>(1, options_.cpu_sharers));
   directory_ = open_directory(options_, owned_directory_, secret_);
   start_transports();
 
@@ -136,6 +126,7 @@ void Context::start_transports() {
   env.options = &options_.values;
   env.linger_ms = options_.linger_ms;
   env.spin_us = static_cast<std::uint32_t>(options_.spin_us);
+  std::vector<Transport *> polled;
   std::string list = options_.transports;
   if (list == "auto") {
     // Without a node directory no other process can find this context, so
@@ -173,16 +164,11 @@ void Context::start_transports() {
       local_ = t;
       local_address_ = t->address();
     } else {
-      polled_.push_back(t);
+      polled.push_back(t);
     }
   }
   if (transports_.empty()) throw std::invalid_argument("ROCL_TRANSPORTS names no transport");
-  // Alone, a transport is polled every round; next to others, as often as
-  // it asks (transport.hpp: progress_stride).
-  for (Transport *t : polled_) {
-    const unsigned stride = polled_.size() == 1 ? 1u : std::max(1u, t->caps().progress_stride);
-    poll_masks_.push_back(std::bit_ceil(stride) - 1);
-  }
+  progress_.set_transports(std::move(polled));
 }
 
 Context::~Context() {

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "buffer/buffer_pool.hpp"
+#include "core/ack_queue.hpp"
+#include "core/caller_progress.hpp"
 #include "core/options.hpp"
 #include "core/resource_table.hpp"
 #include "core/route_cache.hpp"
@@ -79,7 +81,7 @@ class Context final : public MessageSink {
                       int count, std::size_t length, const Waiter *waiter) noexcept override;
   bool may_take_pieces(rocl_gid_t destination, const Waiter *waiter) const noexcept override;
   void progressed() noexcept override {
-    if (acks_waiting_.load(std::memory_order_acquire)) send_acks();
+    if (acks_.waiting()) send_acks();
   }
 
  private:
@@ -166,30 +168,6 @@ class Context final : public MessageSink {
   }
   void acknowledge(rocl_gid_t receiver, const CoreHeader &h, bool may_send_now) noexcept;
   void send_acks() noexcept;
-  struct Ack {
-    rocl_gid_t from, to;
-    int tag;
-    std::uint32_t domain;
-  };
-  // Caller progress (caller_progress.cpp): one progress() round over the
-  // transports between processes; and a spin of at most ROCL_SPIN_US (and
-  // timeout_ms) that drives them until `done`, round i polling the
-  // transports due in it (progress_round). Returns whether done.
-  // op: the receive that waits, passed down to the transports (nullptr:
-  // none waits, e.g. a send's completion or a probe).
-  int progress_transports(const ReceiveOp *op = nullptr) noexcept;
-  int progress_round(unsigned round, const ReceiveOp *op) noexcept;
-  bool spin_with_progress(const generic::Completion &done, int timeout_ms, ReceiveOp *op) noexcept;
-  bool spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket, int timeout_ms,
-                         ReceiveOp *op) noexcept;
-  bool spin_until_sent(const BlockHeader *block, int timeout_ms,
-                       std::chrono::microseconds spin) noexcept;
-  template <class Done>  // caller_progress.cpp only
-  bool spin_until(Done done, int timeout_ms, std::chrono::microseconds spin,
-                  ReceiveOp *op) noexcept;
-  void yield_crowded_cpu(std::chrono::microseconds *spin,
-                         std::chrono::steady_clock::time_point *end,
-                         std::chrono::steady_clock::time_point limit) noexcept;
 
   static std::atomic<Context *> current_;
 
@@ -203,29 +181,15 @@ class Context final : public MessageSink {
   std::vector<std::unique_ptr<Transport>> transports_;
   // The in-process hand-off (a transport of Reach::kProcess), when enabled.
   Transport *local_ = nullptr;
-  static constexpr std::size_t kMaxPolled = 8;  // transports a spinning caller begins polling
-  std::vector<Transport *> polled_;             // the others: driven by waiting callers too
-  // polled_[i] is polled in the rounds r with (r & poll_masks_[i]) == 0:
-  // its stride rounded up to a power of two, so that a round tests a mask
-  // (a division per transport per round was a fifth of a spinning
-  // receive's samples on the AMD EPYC VM).
-  std::vector<unsigned> poll_masks_;
-  // Threads of this process spinning in spin_with_progress, and the cpus it
-  // may run on: more spinners (times the processes sharing those cpus) than
-  // cpus and a spinner yields its cpu now and then (the thread its message
-  // waits for may be queued behind it, in this process or another).
-  alignas(64) std::atomic<int> spinners_{0};
-  int cpus_ = 1;
-  int sharers_ = 1;  // processes on those cpus (ROCL_CPU_SHARERS)
   std::string local_address_;
+  AckQueue acks_;  // acknowledgements deliver() could not send
+  // The other transports, driven by waiting callers too.
+  CallerProgress progress_;
   rocl_gid_t gid_ = ROCL_NULL_GID;
   // Held exclusively while a registration is between the directory and the
   // resource table, so a sender that found the gid in the directory but not
   // yet in the table can wait for it instead of failing.
   std::shared_mutex registering_;
-  std::mutex acks_mu_;  // acks_: acknowledgements deliver() queued
-  std::vector<Ack> acks_;
-  std::atomic<bool> acks_waiting_{false};
 };
 
 }  // namespace rocl::impl

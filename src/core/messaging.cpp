@@ -343,13 +343,13 @@ bool Context::wait_sent(const BlockHeader *block, int timeout_ms) noexcept {
   const auto *msg = static_cast<const Message *>(owner_area_of(block));
   const auto spin = std::chrono::microseconds(options_.spin_us) +
                     std::chrono::microseconds(msg->length / kSlowestCopyBytesPerUs);
-  if (spin_until_sent(block, timeout_ms, spin)) return true;
+  if (progress_.spin_until_sent(block, timeout_ms, spin)) return true;
   if (timeout_ms == 0) return false;
   const auto deadline = timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms)
                                        : Clock::time_point::max();
   int sleep_us = 20;
   for (;;) {
-    progress_transports();
+    progress_.progress_all(nullptr);
     if (send_finished(block)) return true;
     if (Clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
@@ -531,7 +531,7 @@ int Context::await_hand_off(Resource *r, Envelope &env, std::uint64_t ticket, in
   Mailbox &mailbox = r->mailbox();
   const auto start =
       timeout > 0 ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  if (!spin_for_hand_off(mailbox, ticket, timeout, &op) && mailbox.withdraw(ticket)) {
+  if (!progress_.spin_for_hand_off(mailbox, ticket, timeout, &op) && mailbox.withdraw(ticket)) {
     int left = timeout;
     if (timeout > 0) {
       const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -558,9 +558,9 @@ int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **m
                             : std::chrono::steady_clock::time_point::max();
   // Spin first, reading the transports' rings and sockets ourselves; only
   // then sleep (and let the transports' threads wake us).
-  bool done = spun ? env.complete.is_done() : spin_with_progress(env.complete, timeout, &op);
-  auto spin = polled_.empty() && !spun ? std::chrono::microseconds(options_.spin_us)
-                                       : std::chrono::microseconds(0);
+  bool done = spun ? env.complete.is_done() : progress_.spin_until_done(env.complete, timeout, &op);
+  auto spin = progress_.empty() && !spun ? std::chrono::microseconds(options_.spin_us)
+                                         : std::chrono::microseconds(0);
   // A receive from one origin also watches that the origin still exists:
   // when its process exits or dies the directory forgets it, and waiting on
   // would hang forever. Wildcard receives cannot tell whom they wait for.
@@ -736,7 +736,7 @@ bool Context::take_arrived(Resource *r, rocl_gid_t dgid, const CoreHeader &patte
     return false;
   }
   const TakeCheck check{r, dgid};
-  for (Transport *t : polled_) {
+  for (Transport *t : progress_.polled()) {
     if (Message *msg = t->take_arrived(dgid, pattern, &TakeCheck::ready, &check, nullptr);
         msg != nullptr) {
       *rc = finish_take(dgid, msg, into, cap, status);
@@ -781,9 +781,9 @@ bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
       pattern.source == ROCL_ANY_GID || resources_.contains(pattern.source)) {
     return false;
   }
-  std::array<Transport *, kMaxPolled> looked;
+  std::array<Transport *, CallerProgress::kMaxPolled> looked;
   std::size_t n = 0;
-  for (Transport *t : polled_) {
+  for (Transport *t : progress_.polled()) {
     if (t->idle()) continue;
     if (!t->caps().takes_arrived || n == looked.size()) return false;
     looked[n++] = t;
@@ -957,7 +957,7 @@ int Context::probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t doma
       rc = fail(ROCL_ETIMEDOUT, "rocl_probe: no message on %#llx within %d ms", ull(dgid), timeout);
       break;
     }
-    if (progress_transports() == 0 && timeout != 0 && waited > spin) {
+    if (progress_.progress_all(nullptr) == 0 && timeout != 0 && waited > spin) {
       std::this_thread::sleep_for(nap);
       nap = std::min(nap * 2, std::chrono::microseconds(1000));
     }

@@ -182,7 +182,7 @@ int Context::test(rocl_request **req, int *done, rocl_status_t *status) noexcept
   }
   rocl_request *r = *req;
   if (!impl::done(r)) {
-    progress_transports();  // a test loop is a poll loop: drive the transports
+    progress_.progress_all(nullptr);  // a test loop is a poll loop: drive the transports
     if (!impl::done(r)) {
       *done = 0;
       return ROCL_OK;
@@ -211,15 +211,15 @@ int Context::wait_pending(rocl_request **req, rocl_status_t *status, int timeout
     return ROCL_OK;
   }
   rocl_request *r = *req;  // not done when wait() looked
-  const auto spin =
-      polled_.empty() ? std::chrono::microseconds(options_.spin_us) : std::chrono::microseconds(0);
+  const auto spin = progress_.empty() ? std::chrono::microseconds(options_.spin_us)
+                                      : std::chrono::microseconds(0);
   if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr) {
     // Announced by gid: what our own polls deliver to the resource while we
     // wait needs no reference (ReceiveOp); the mailbox's calls check under
     // its lock that it still is gid's (the request holds none).
     ReceiveOp op(this, r->gid, r->resource, /*takes_block=*/r->env.data == nullptr,
                  /*takes_arrived=*/false, /*own_receive=*/nullptr);
-    if (!spin_with_progress(r->env.complete, timeout, &op) &&
+    if (!progress_.spin_until_done(r->env.complete, timeout, &op) &&
         !r->env.complete.wait(timeout, spin)) {
       if (timeout == 0) return ROCL_ETIMEDOUT;
       return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms",
