@@ -118,6 +118,7 @@ Context::Context(const Options &options)
   std::int64_t gid = directory_->register_resource(attrs, ROCL_NULL_GID);
   if (gid < 0) throw std::runtime_error(last_error());
   gid_ = static_cast<rocl_gid_t>(gid);
+  router_.set_context(gid_);
 }
 
 void Context::start_transports() {
@@ -162,12 +163,12 @@ void Context::start_transports() {
                                     std::string(local_->name()) + "', '" + name + "')");
       }
       local_ = t;
-      local_address_ = t->address();
     } else {
       polled.push_back(t);
     }
   }
   if (transports_.empty()) throw std::invalid_argument("ROCL_TRANSPORTS names no transport");
+  router_.start(pool_.get(), directory_, local_, polled);
   progress_.set_transports(std::move(polled));
 }
 

@@ -18,6 +18,7 @@
 #include "core/options.hpp"
 #include "core/resource_table.hpp"
 #include "core/route_cache.hpp"
+#include "core/router.hpp"
 #include "directory/directory.hpp"
 #include "security/job_secret.hpp"
 #include "transport/transport.hpp"
@@ -92,29 +93,12 @@ class Context final : public MessageSink {
   [[gnu::noinline]] int recv_posted(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
                                     void *into, std::size_t cap, rocl_status_t *status,
                                     int timeout) noexcept;
-  bool send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
-                  int *rc) noexcept;
-  BlockHeader *claim_small(void *ptr, std::size_t len) noexcept;
-  void finish_small(BlockHeader *b, bool ok) noexcept;
   int check_send_args(rocl_gid_t ogid, int tag) noexcept;
   int isend_lend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
                  std::size_t len, rocl_request **req) noexcept;
-  // Whether len bytes at ptr may be lent to dgid (size, memory, a cached
-  // route whose transport takes lent memory: *route).
-  bool may_lend(rocl_gid_t dgid, const void *ptr, std::size_t len, Route *route) noexcept;
-  // A lent send (is_lent) over route: *block carries its envelope, in
-  // flight until the transport finishes it (send_status). False: send it
-  // the usual way.
-  bool send_lent(const Route &route, rocl_gid_t dgid, const CoreHeader &header, void *ptr,
-                 std::size_t len, BlockHeader **block) noexcept;
-  void release_lent(BlockHeader *block) noexcept;
   // Waits (spin, then sleeps backing off) until a lent send's block is
   // finished; timeout as rocl_wait's. True if it was.
   bool wait_sent(const BlockHeader *block, int timeout_ms) noexcept;
-  int route(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous) noexcept;
-  int route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous, std::uint64_t epoch,
-                   RouteCache::Lookup found, Route route) noexcept;
-  int resolve(rocl_gid_t dgid, Route *route) noexcept;
   // r: resources_.peek(dgid).
   bool take_waiting(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
                     std::size_t cap, rocl_status_t *status, int *rc) noexcept;
@@ -177,11 +161,9 @@ class Context final : public MessageSink {
   std::unique_ptr<Directory> owned_directory_;  // a connection to a node server
   std::optional<JobSecret> secret_;             // the job's, when in a job
   ResourceTable resources_;
-  RouteCache routes_;  // resource -> (context, transport, address) of other processes
   std::vector<std::unique_ptr<Transport>> transports_;
   // The in-process hand-off (a transport of Reach::kProcess), when enabled.
   Transport *local_ = nullptr;
-  std::string local_address_;
   AckQueue acks_;  // acknowledgements deliver() could not send
   // The other transports, driven by waiting callers too.
   CallerProgress progress_;
@@ -190,6 +172,7 @@ class Context final : public MessageSink {
   // resource table, so a sender that found the gid in the directory but not
   // yet in the table can wait for it instead of failing.
   std::shared_mutex registering_;
+  Router router_{options_, registering_};  // where each message goes
 };
 
 }  // namespace rocl::impl

@@ -58,10 +58,10 @@ int Context::isend_lend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t
                         void *ptr, std::size_t len, rocl_request **req) noexcept {
   if (int rc = check_send_args(ogid, tag); rc != ROCL_OK) return rc;
   Route route;
-  if (may_lend(dgid, ptr, len, &route)) {
+  if (router_.may_lend(dgid, ptr, len, &route)) {
     auto *r = new (std::nothrow) rocl_request(rocl_request::Kind::kSend);
     if (r == nullptr) return fail(ROCL_ENOMEM, "rocl_isendx_lend: out of memory for the request");
-    if (send_lent(route, dgid, CoreHeader{ogid, tag, domain_word}, ptr, len, &r->lent)) {
+    if (router_.send_lent(route, dgid, CoreHeader{ogid, tag, domain_word}, ptr, len, &r->lent)) {
       r->send_status = rocl_status_t{nullptr, dgid, tag, ROCL_OK, len, domain_word >> kFlagsShift};
       *req = r;
       return ROCL_OK;
@@ -146,7 +146,7 @@ inline int Context::complete_request(rocl_request **req, rocl_status_t *status) 
         rc = ROCL_EPEER;  // the transport said why, on its log
         st.error = rc;
       }
-      release_lent(r->lent);
+      router_.release_lent(r->lent);
     }
   } else if (r->message == nullptr && r->env.status != ROCL_OK) {  // deleted, cancelled
     st = rocl_status_t{};

@@ -1,0 +1,271 @@
+// router.cpp - where a message goes (router.hpp): the in-process hand-off,
+// a cached route, or the directory asked; small messages copied by the
+// transport, lent memory.
+#include "core/router.hpp"
+
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+
+#include "directory/attr_list.hpp"
+#include "status/status.hpp"
+
+namespace rocl::impl {
+namespace {
+unsigned long long ull(rocl_gid_t g) {
+  return static_cast<unsigned long long>(g);
+}
+
+enum class Recheck { kSame, kGone, kUnsure };
+
+// Whether resource dgid, cached as a resource of `context`, still is one:
+// one directory query (a context's addresses never change while it lives,
+// and its resources leave the directory with it).
+Recheck recheck(Directory &directory, rocl_gid_t dgid, rocl_gid_t context) noexcept {
+  try {
+    rocl_gid_t gid = dgid;
+    AttrList ask(256);
+    ask.add_unspecified(kContextAttr, sizeof(rocl_gid_t));
+    const int rc = directory.query(&gid, ask);
+    if (rc == ROCL_ENOTFOUND) return Recheck::kGone;
+    if (rc != ROCL_OK) return Recheck::kUnsure;
+    std::size_t len = 0;
+    const std::byte *ctx = ask.get(kContextAttr, &len);
+    rocl_gid_t now = ROCL_NULL_GID;
+    if (ctx == nullptr || len != sizeof now) return Recheck::kUnsure;
+    std::memcpy(&now, ctx, sizeof now);
+    return now == context ? Recheck::kSame : Recheck::kUnsure;
+  } catch (const std::bad_alloc &) {
+    return Recheck::kUnsure;
+  }
+}
+}  // namespace
+
+void Router::start(BufferPool *pool, Directory *directory, Transport *local,
+                   std::vector<Transport *> remote) {
+  pool_ = pool;
+  directory_ = directory;
+  local_ = local;
+  local_address_ = local != nullptr ? local->address() : std::string();
+  remote_ = std::move(remote);
+}
+
+int Router::route(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous) noexcept {
+  // A route cached before the directory's latest removal (the removal epoch,
+  // one load of a line that changes only on removals) is not trusted: the
+  // resource may be the one deleted, so rocl_delete's "later sends fail with
+  // ROCL_EBADGID" holds across processes too. Read before asking again.
+  const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
+  Route cached;
+  const RouteCache::Lookup found = routes_.lookup(dgid, epoch, &cached);
+  // A destination with a current route to another context is not in our
+  // table (a gid names one resource for good; a removal anywhere makes the
+  // route stale): skip the local hand-off, whose misses cost two table
+  // lookups and the registration lock, each twice (a fair share of a small
+  // message's send between processes).
+  const bool elsewhere = found == RouteCache::Lookup::kHit && cached.context != gid_;
+  if (local_ != nullptr && !elsewhere) {
+    int rc = local_->send(gid_, local_address_, dgid, msg);
+    if (rc == ROCL_EDELETED) rc = ROCL_EBADGID;  // being deleted: as good as gone
+    if (rc != ROCL_EBADGID) return rc;
+    // Not (yet) in the table: a registration may be between the directory
+    // and the table; wait for it to finish, then look once more.
+    { std::shared_lock wait_for_registration(*registering_); }
+    rc = local_->send(gid_, local_address_, dgid, msg);
+    if (rc != ROCL_EBADGID) return rc;
+  }
+  return route_remote(dgid, msg, prefer_rendezvous, epoch, found, cached);
+}
+
+int Router::resolve(rocl_gid_t dgid, Route *route) noexcept {
+  // Read before asking: if anything leaves the directory meanwhile, the
+  // route stored below is already stale and will be asked for again.
+  const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
+  try {
+    rocl_gid_t gid = dgid;
+    AttrList ask(256);
+    ask.add_unspecified(kContextAttr, sizeof(rocl_gid_t));
+    if (directory_->query(&gid, ask) != ROCL_OK) {
+      return fail(ROCL_EBADGID, "rocl_send: destination gid %#llx is not a registered resource",
+                  ull(dgid));
+    }
+    std::size_t len = 0;
+    const std::byte *ctx = ask.get(kContextAttr, &len);
+    if (ctx == nullptr || len != sizeof(rocl_gid_t)) {
+      return fail(ROCL_EINTERNAL, "rocl_send: resource %#llx has no context attribute", ull(dgid));
+    }
+    std::memcpy(&route->context, ctx, sizeof route->context);
+    if (route->context == gid_ && local_ != nullptr) {  // ours, and being deleted
+      return fail(ROCL_EBADGID, "rocl_send: destination gid %#llx is not a registered resource",
+                  ull(dgid));
+    }
+    for (Transport *t : remote_) {
+      std::string name = "addr." + std::string(t->name());
+      rocl_gid_t context = route->context;
+      AttrList where(512);
+      where.add_unspecified(name, 256);
+      if (directory_->query(&context, where) != ROCL_OK) continue;
+      const std::byte *addr = where.get(name, &len);
+      if (addr == nullptr) continue;
+      std::string address(reinterpret_cast<const char *>(addr), len);
+      if (!t->reaches(address)) continue;
+      route->transport = t;
+      route->address = routes_.intern(std::move(address));
+      route->bytes_send_limit = t->caps().bytes_send_limit;
+      routes_.store(dgid, *route, epoch);
+      return ROCL_OK;
+    }
+  } catch (const std::bad_alloc &) {
+    return fail(ROCL_ENOMEM, "rocl_send: out of memory resolving %#llx", ull(dgid));
+  }
+  return fail(ROCL_EBADGID,
+              "rocl_send: destination gid %#llx belongs to context %#llx, which no enabled "
+              "transport reaches (ROCL_TRANSPORTS=%s)",
+              ull(dgid), ull(route->context), options_.transports.c_str());
+}
+
+// `found` and `route`: route()'s lookup of dgid at removal epoch `epoch`.
+// prefer_rendezvous goes to the transport as msg->rendezvous (the EPOS
+// policy flag: the layer above asks, a transport that can lend takes it;
+// transport.hpp), never to the in-process hand-off, where it would make
+// the message a stub.
+int Router::route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous, std::uint64_t epoch,
+                         RouteCache::Lookup found, Route route) noexcept {
+  msg->rendezvous = prefer_rendezvous;
+  if (found == RouteCache::Lookup::kStale) {
+    switch (recheck(*directory_, dgid, route.context)) {
+      case Recheck::kSame:  // still there: the same route, under the new epoch
+        routes_.store(dgid, route, epoch);
+        found = RouteCache::Lookup::kHit;
+        break;
+      case Recheck::kGone:
+        routes_.forget(dgid);
+        return fail(ROCL_EBADGID, "rocl_send: destination gid %#llx is not a registered resource",
+                    ull(dgid));
+      case Recheck::kUnsure:  // the directory failed, or the answer changed: from scratch
+        break;
+    }
+  }
+  const bool cached = found == RouteCache::Lookup::kHit;
+  if (!cached) {
+    if (int rc = resolve(dgid, &route); rc != ROCL_OK) {
+      routes_.forget(dgid);  // a stale entry of a resource that is gone
+      return rc;
+    }
+  }
+  int rc = route.transport->send(route.context, route.address, dgid, msg);
+  if (rc == ROCL_OK || !cached) return rc;
+  // The cache may be stale although no removal was seen (the directory has
+  // no epoch, or the peer died and its connection is not closed yet): ask
+  // the directory once more.
+  routes_.forget_context(route.context);
+  if (int rc2 = resolve(dgid, &route); rc2 != ROCL_OK) return rc2;
+  return route.transport->send(route.context, route.address, dgid, msg);
+}
+
+// A small message to a resource of another context whose route is cached:
+// the transport copies it from where it is (Transport::send_bytes), from
+// caller memory or from a pool buffer, and no pool block is taken for it.
+// A buffer marked rocl_bftoret is claimed for the copy (as the usual path
+// claims it: a second send of it meanwhile is refused) and goes back to the
+// pool after it; a kept one's rocl_bfstat says sent. (A pool buffer's usual
+// path costs a small message the message's fill, the route's second look, the
+// generic send's choices and the block's finish: rocl-bench bandwidth
+// --transport shm of small messages shows it.) True if it was sent (*rc =
+// ROCL_OK); false: take the usual path (large, local or unknown destinations,
+// a buffer the usual path refuses, a pool buffer the transport would rather
+// send with its block, or a failure here, which the usual path meets again
+// and words, with the directory asked).
+bool Router::send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
+                        int *rc) noexcept {
+  if (ptr == nullptr && len != 0) return false;
+  const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
+  Route route;
+  if (routes_.lookup(dgid, epoch, &route) != RouteCache::Lookup::kHit || route.context == gid_ ||
+      len > route.bytes_send_limit || route.bytes_send_limit == 0) {
+    return false;
+  }
+  BlockHeader *b = nullptr;  // ptr's pool buffer
+  if (pool_->contains(ptr) && (b = claim_small(ptr, len)) == nullptr) return false;
+  *rc = route.transport->send_bytes(route.context, route.address, dgid, header, ptr, len,
+                                    b != nullptr);
+  if (b != nullptr) finish_small(b, *rc == ROCL_OK);
+  return *rc == ROCL_OK;
+}
+
+// send_small's pool buffer at ptr, if it may be copied from there (len
+// bytes fit, it is not being sent): marked rocl_bftoret, it is claimed as
+// the usual path claims it (a second send of it meanwhile is refused).
+// nullptr leaves all as it was, for the usual path to send it or say why
+// not.
+BlockHeader *Router::claim_small(void *ptr, std::size_t len) noexcept {
+  BlockHeader *b = pool_->find(ptr);
+  if (b == nullptr || len > payload_capacity(b)) return nullptr;
+  if (!b->return_after_send) {
+    return b->send_status.load(std::memory_order_acquire) == SendStatus::kPending ? nullptr : b;
+  }
+  BlockState expected = BlockState::kUser;
+  return b->state.compare_exchange_strong(expected, BlockState::kLibrary) ? b : nullptr;
+}
+
+// After send_small's copy of b's payload (sent: ok): a claimed buffer goes
+// back to the pool, or to its owner if it failed (as the usual path's
+// undo_outgoing does); a kept one says sent.
+void Router::finish_small(BlockHeader *b, bool ok) noexcept {
+  if (!b->return_after_send) {
+    if (ok) b->send_status.store(SendStatus::kSent, std::memory_order_release);
+  } else if (ok) {
+    pool_->release_held(b);
+  } else {
+    b->state.store(BlockState::kUser, std::memory_order_release);
+  }
+}
+
+// Lending needs a cached route to another context over a transport that
+// takes lent memory (shm: the receiver reads it with process_vm_readv;
+// tcp: writes it into the socket from there);
+// the first send to a destination, which resolves its route, is copied.
+//
+// A large send is lent even while another lent send is in flight: the
+// sender copies part of each lent message itself (shm copy offers), so a
+// stream lent beats one copied (rocl-bench mpi's bw from 1 MiB, against
+// ROCL_LEND_THRESHOLD=0, shows it).
+bool Router::may_lend(rocl_gid_t dgid, const void *ptr, std::size_t len, Route *route) noexcept {
+  if (options_.lend_threshold == 0 || options_.rndv_threshold == 0 ||
+      len < options_.lend_threshold || ptr == nullptr || pool_->contains(ptr)) {
+    return false;
+  }
+  const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
+  return routes_.lookup(dgid, epoch, route) == RouteCache::Lookup::kHit && route->context != gid_ &&
+         route->transport->caps().takes_lent_memory;
+}
+
+// A failure here is met again, and worded, by the usual path.
+bool Router::send_lent(const Route &route, rocl_gid_t dgid, const CoreHeader &header, void *ptr,
+                       std::size_t len, BlockHeader **block) noexcept {
+  BlockHeader *b = pool_->allocate(0);  // for the envelope only
+  if (b == nullptr) return false;
+  b->state.store(BlockState::kLibrary, std::memory_order_relaxed);
+  b->return_after_send = false;  // the transport finishes it: send_status
+  b->lent = true;
+  b->send_status.store(SendStatus::kPending, std::memory_order_relaxed);
+  Message *msg = message_in(b);
+  msg->header = header;
+  msg->data = ptr;
+  msg->length = len;
+  if (route.transport->send(route.context, route.address, dgid, msg) != ROCL_OK) {
+    release_lent(b);
+    return false;
+  }
+  *block = b;
+  return true;
+}
+
+// A lent send's request completed (or its send failed before it left).
+void Router::release_lent(BlockHeader *block) noexcept {
+  end_message(block);
+  pool_->release(block, BlockState::kLibrary);
+}
+
+}  // namespace rocl::impl
