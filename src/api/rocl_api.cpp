@@ -104,27 +104,27 @@ int rocl_query_stop(rocl_handler_t *handler) {
 
 void *rocl_bfget(size_t len) {
   Context *ctx = context_for("rocl_bfget");
-  return ctx != nullptr ? ctx->buffer_get(len) : nullptr;
+  return ctx != nullptr ? ctx->buffers().get(len) : nullptr;
 }
 
 int rocl_bfret(void *ptr) {
   Context *ctx = context_for("rocl_bfret");
-  return ctx != nullptr ? ctx->buffer_return(ptr) : ROCL_ENOINIT;
+  return ctx != nullptr ? ctx->buffers().give_back(ptr) : ROCL_ENOINIT;
 }
 
 int rocl_bftoret(void *ptr) {
   Context *ctx = context_for("rocl_bftoret");
-  return ctx != nullptr ? ctx->buffer_return_after_send(ptr) : ROCL_ENOINIT;
+  return ctx != nullptr ? ctx->buffers().return_after_send(ptr) : ROCL_ENOINIT;
 }
 
 int rocl_bfstat(void *ptr) {
   Context *ctx = context_for("rocl_bfstat");
-  return ctx != nullptr ? ctx->buffer_status(ptr) : ROCL_ENOINIT;
+  return ctx != nullptr ? ctx->buffers().status(ptr) : ROCL_ENOINIT;
 }
 
 size_t rocl_bfsize(void *ptr) {
   Context *ctx = context_for("rocl_bfsize");
-  return ctx != nullptr ? ctx->buffer_size(ptr) : 0;
+  return ctx != nullptr ? ctx->buffers().size(ptr) : 0;
 }
 
 // ---- messages --------------------------------------------------------------------

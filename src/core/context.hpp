@@ -19,6 +19,7 @@
 #include "core/resource_table.hpp"
 #include "core/route_cache.hpp"
 #include "core/router.hpp"
+#include "core/user_buffers.hpp"
 #include "directory/directory.hpp"
 #include "security/job_secret.hpp"
 #include "transport/transport.hpp"
@@ -51,12 +52,8 @@ class Context final : public MessageSink {
   std::int64_t register_resource(const AttrList &attrs);
   int delete_resource(rocl_gid_t gid);
 
-  // Buffers (rocl_bf*).
-  void *buffer_get(std::size_t len) noexcept;
-  int buffer_return(void *ptr) noexcept;
-  int buffer_return_after_send(void *ptr) noexcept;
-  int buffer_status(void *ptr) noexcept;
-  std::size_t buffer_size(void *ptr) noexcept;
+  // Buffers (rocl_bf*): the application's side of the pool.
+  UserBuffers buffers() noexcept { return UserBuffers(*pool_); }
 
   // Messages (rocl_send / rocl_recv, the x forms and the immediate forms).
   // `domain_word` is domain_word(domain, flags) (message.hpp).
