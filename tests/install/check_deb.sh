@@ -5,8 +5,8 @@
 # rocl-mpicc, pkg-config and find_package(rocl) work from /usr (an MPI
 # program built with rocl-mpicc and a C program built with pkg-config, each
 # run as 2 processes under roclrun; the C++ program with CMake), and
-# removes the package again, also when a check fails. Needs root; refuses
-# to run when a package rocl is installed already (it would replace it).
+# purges the package again, also when a check fails. Needs root; refuses to
+# run when a package rocl is installed already (it would replace it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 src=$(pwd)
@@ -19,14 +19,15 @@ fail() {
 }
 [ "$(id -u)" = 0 ] || fail "needs root (apt-get install)"
 if dpkg-query -W -f='${Status}' rocl 2>/dev/null | grep -q "install ok installed"; then
-  fail "a package rocl is installed already; apt-get remove rocl first"
+  fail "a package rocl is installed already; apt-get purge rocl first"
 fi
 work=$(mktemp -d)
 installed=no
 cleanup() {
   if [ $installed = yes ]; then
-    echo "-- apt-get remove rocl"
-    DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq rocl >/dev/null || true
+    # purge: remove would leave the package listed (its postrm runs ldconfig)
+    echo "-- apt-get purge rocl"
+    DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq rocl >/dev/null || true
   fi
   rm -rf "$work"
 }
