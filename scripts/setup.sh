@@ -9,10 +9,12 @@ packages=(
   libbenchmark-dev                        # micro-benchmarks
   libssl-dev                              # HMAC for the job secret
   clang-14 libclang-rt-14-dev             # libFuzzer targets
+  clang-format clang-tidy cmake-format    # .ci/run's format and tidy checks
+  dpkg-dev                                # cpack -G DEB: dpkg-shlibdeps
   iproute2 procps                         # multi-process and namespace tests
   openmpi-bin libopenmpi-dev mpich libmpich-dev   # anchors of rocl-bench compare: MPI,
   ucx-utils libzmq3-dev libnng-dev gnuplot-nox    # ucx_perftest, ZeroMQ, NNG; its plots
-  python3                                 # docs/mpi.md: counting the MPI layer's lines
+  python3                                 # check-layers.py, tidy.sh
 )
 
 missing=()
