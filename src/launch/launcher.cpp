@@ -547,7 +547,7 @@ int Job::run(const JobInfo &info) {
 void raise_fd_limit(int nprocs) {
   struct rlimit rl {};
   if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
-  const rlim_t want = static_cast<rlim_t>(2 * nprocs + 64);
+  const rlim_t want = 2 * static_cast<rlim_t>(nprocs) + 64;
   if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
     rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want : std::min(want, rl.rlim_max);
     ::setrlimit(RLIMIT_NOFILE, &rl);

@@ -508,7 +508,7 @@ TEST_F(ShmPair, AMessageAfterTheLastPollIsDeliveredWhenTheLeaseRunsOut) {
     Message *polled = make_message(a.pool, 8, 2 * round - 1, 11, 1);
     ASSERT_EQ(a.t->send(2, b.t->address(), 21, polled), ROCL_OK);
     const auto deadline = std::chrono::steady_clock::now() + 8s;
-    while (b.sink.count() < static_cast<std::size_t>(2 * round) &&
+    while (b.sink.count() < 2 * static_cast<std::size_t>(round) &&
            std::chrono::steady_clock::now() < deadline) {
       b.t->progress(nullptr);
     }
