@@ -3,7 +3,7 @@
 # rocl_sources(file...): adds files of the calling folder to the rocl library.
 function(rocl_sources)
   foreach(f IN LISTS ARGN)
-    target_sources(rocl PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/${f})
+    target_sources(rocl_objects PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/${f})
   endforeach()
 endfunction()
 
@@ -22,7 +22,7 @@ function(rocl_test)
     set(T_TIMEOUT 300)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
-  target_link_libraries(${T_NAME} PRIVATE rocl GTest::gtest GTest::gtest_main ${T_LIBS})
+  target_link_libraries(${T_NAME} PRIVATE rocl_internal GTest::gtest GTest::gtest_main ${T_LIBS})
   target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/src)
   gtest_discover_tests(
     ${T_NAME} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
