@@ -451,18 +451,25 @@ class Transport {
   // `destination`, with the waiter that drives the input (progress()'s).
   // True if the sink took it. Otherwise the sink refused it (no such
   // resource, one being deleted, no memory to queue it): one line on the
-  // log names `from` and the destination, the refusal is counted and the
+  // log names from() (a std::string saying where the message came from,
+  // made only then: an arrival must not format a sentence) and the
+  // destination, the refusal is counted and the
   // message dropped (its block back to the pool; a stub discarded, which
   // lets its sender go). Only the thread driving the input calls it, so
   // the counts are single-writer.
-  bool hand_over(rocl_gid_t destination, Message *msg, const Waiter *waiter,
-                 std::string_view from) noexcept {
+  template <class From>
+  bool hand_over(rocl_gid_t destination, Message *msg, const Waiter *waiter, From &&from) noexcept {
     const int rc = env_.sink->deliver(destination, msg, waiter);
     if (rc == ROCL_OK) [[likely]] {
       count_delivered();
       return true;
     }
-    drop_refused(rc, destination, msg, from);
+    std::string where;
+    try {
+      where = from();
+    } catch (...) {  // no memory for the sentence: the drop still happens
+    }
+    drop_refused(rc, destination, msg, where);
     return false;
   }
 

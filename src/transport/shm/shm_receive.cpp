@@ -729,9 +729,9 @@ int ShmTransportImpl::deliver_block(std::uint32_t i, RxSlot &s, BlockHeader *b,
                                     const CoreHeader &header, rocl_gid_t destination,
                                     std::uint64_t length) {
   count(arrivals_);
-  char from[64];
-  std::snprintf(from, sizeof from, "message from slot %u (pid %u)", i, s.pid);
-  hand_over(destination, arrived(b, header, length), rx_waiter_, from);
+  hand_over(destination, arrived(b, header, length), rx_waiter_, [&] {
+    return "message from slot " + std::to_string(i) + " (pid " + std::to_string(s.pid) + ")";
+  });
   return kMessageDone;
 }
 

@@ -311,10 +311,8 @@ int ShmTransportImpl::take_rendezvous(std::uint32_t i, RxSlot &s, SlotCtl *ctl,
   consume(s, ctl, frame);
   std::memcpy(payload_of(b), &st, sizeof st);
   count(arrivals_);
-  char from[48];
-  std::snprintf(from, sizeof from, "message from pid %u", s.pid);
   hand_over(h.destination, arrived_stub(b, CoreHeader{h.source, h.tag, h.domain}, h.total_length),
-            rx_waiter_, from);
+            rx_waiter_, [&] { return "message from pid " + std::to_string(s.pid); });
   return kMessageDone;
 }
 

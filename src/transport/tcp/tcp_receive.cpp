@@ -368,7 +368,7 @@ bool TcpTransportImpl::end_frame(Conn &c) {
   const wire::MessageHeader first = c.first;
   hand_over(first.destination,
             arrived(b, CoreHeader{first.source, first.tag, first.domain}, first.total_length),
-            rx_waiter_, "message from " + c.peer_name);
+            rx_waiter_, [&] { return "message from " + c.peer_name; });
   return true;
 }
 

@@ -326,7 +326,7 @@ bool TcpTransportImpl::deliver_stub(Conn &c) {
   }
   rndv_stubs_.fetch_add(1, std::memory_order_relaxed);
   hand_over(h.destination, arrived_stub(b, CoreHeader{h.source, h.tag, h.domain}, h.total_length),
-            rx_waiter_, "message from " + c.peer_name);
+            rx_waiter_, [&] { return "message from " + c.peer_name; });
   return true;
 }
 
