@@ -33,7 +33,7 @@ Message *Transport::arrived(BlockHeader *b, const CoreHeader &header,
 }
 
 Message *Transport::arrived_stub(BlockHeader *b, const CoreHeader &header,
-                                 std::uint64_t length) const noexcept {
+                                 std::uint64_t length) noexcept {
   Message *m = message_in(b);
   m->header = header;
   m->length = length;

@@ -444,8 +444,8 @@ class Transport {
   // Block b as a rendezvous stub of a message of `length` bytes. The
   // implementation wrote its bookkeeping into b's payload first, starting
   // with this transport's address (what rendezvous_transport reads).
-  Message *arrived_stub(BlockHeader *b, const CoreHeader &header,
-                        std::uint64_t length) const noexcept;
+  static Message *arrived_stub(BlockHeader *b, const CoreHeader &header,
+                               std::uint64_t length) noexcept;
 
   // Hands an arrived message (arrived or arrived_stub) to the sink for
   // `destination`, with the waiter that drives the input (progress()'s).
@@ -531,10 +531,13 @@ struct TransportEntry {
   std::unique_ptr<Transport> (*make)(const TransportEnv &env);
 };
 
-// The values of a transport's options: env.options, or the defaults of
-// `rows` when the transport is made without them.
-inline OptionValues options_of(const TransportEnv &env, std::span<const OptionRow> rows) {
-  return env.options != nullptr ? *env.options : OptionValues(rows);
+// read(values) on the values of a transport's options: env.options, or
+// the defaults of `rows` when the transport is made without them (no copy
+// of the context's values either way).
+template <class Read>
+auto read_options(const TransportEnv &env, std::span<const OptionRow> rows, Read read) {
+  if (env.options != nullptr) return read(*env.options);
+  return read(OptionValues(rows));
 }
 
 // The transports built into this library, in default order of preference.

@@ -86,7 +86,7 @@ std::unique_ptr<ShmTransport> make_shm_transport_with(const TransportEnv &env,
 }
 
 std::unique_ptr<Transport> make_shm_transport(const TransportEnv &env) {
-  return make_shm_transport_with(env, shm::config_from(options_of(env, shm::option_rows())),
+  return make_shm_transport_with(env, read_options(env, shm::option_rows(), shm::config_from),
                                  nullptr);
 }
 

@@ -202,7 +202,7 @@ std::unique_ptr<TcpTransport> make_tcp_transport_with_log(const TransportEnv &en
 
 std::unique_ptr<Transport> make_tcp_transport(const TransportEnv &env) {
   return make_tcp_transport_with_log(env, nullptr,
-                                     tcp::options_from(options_of(env, tcp::option_rows())));
+                                     read_options(env, tcp::option_rows(), tcp::options_from));
 }
 
 namespace tcp {
