@@ -152,12 +152,12 @@ int rocl_recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gid_t 
 int rocl_isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, size_t len,
                rocl_request_t *req) {
   Context *ctx = context_for("rocl_isend");
-  return ctx != nullptr ? ctx->isend(ogid, dgid, tag, 0, ptr, len, req) : ROCL_ENOINIT;
+  return ctx != nullptr ? ctx->requests().isend(ogid, dgid, tag, 0, ptr, len, req) : ROCL_ENOINIT;
 }
 
 int rocl_irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, rocl_request_t *req) {
   Context *ctx = context_for("rocl_irecv");
-  return ctx != nullptr ? ctx->irecv(dgid, ogid, tag, 0, nullptr, 0, req) : ROCL_ENOINIT;
+  return ctx != nullptr ? ctx->requests().irecv(dgid, ogid, tag, 0, nullptr, 0, req) : ROCL_ENOINIT;
 }
 
 // The x forms: domain and flags checked here, the rest as above.
@@ -188,7 +188,8 @@ int rocl_isendx(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsi
   Context *ctx = context_for("rocl_isendx");
   if (ctx == nullptr) return ROCL_ENOINIT;
   if (bad_domain("rocl_isendx", domain, flags)) return ROCL_EINVAL;
-  return ctx->isend(ogid, dgid, tag, rocl::impl::domain_word(domain, flags), ptr, len, req);
+  return ctx->requests().isend(ogid, dgid, tag, rocl::impl::domain_word(domain, flags), ptr, len,
+                               req);
 }
 
 int rocl_isendx_lend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain, unsigned flags,
@@ -196,7 +197,8 @@ int rocl_isendx_lend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, uint32_t domain,
   Context *ctx = context_for("rocl_isendx_lend");
   if (ctx == nullptr) return ROCL_ENOINIT;
   if (bad_domain("rocl_isendx_lend", domain, flags)) return ROCL_EINVAL;
-  return ctx->isend(ogid, dgid, tag, rocl::impl::domain_word(domain, flags), ptr, len, req, true);
+  return ctx->requests().isend(ogid, dgid, tag, rocl::impl::domain_word(domain, flags), ptr, len,
+                               req, true);
 }
 
 int rocl_recvx(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, void *into, size_t cap,
@@ -209,7 +211,8 @@ int rocl_recvx(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, void 
 int rocl_irecvx(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, void *into, size_t cap,
                 rocl_request_t *req) {
   Context *ctx = context_for("rocl_irecvx");
-  return ctx != nullptr ? ctx->irecv(dgid, ogid, tag, domain, into, cap, req) : ROCL_ENOINIT;
+  return ctx != nullptr ? ctx->requests().irecv(dgid, ogid, tag, domain, into, cap, req)
+                        : ROCL_ENOINIT;
 }
 
 int rocl_probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, rocl_status_t *status,
@@ -220,17 +223,17 @@ int rocl_probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, rocl_
 
 int rocl_test(rocl_request_t *req, int *done, rocl_status_t *status) {
   Context *ctx = context_for("rocl_test");
-  return ctx != nullptr ? ctx->test(req, done, status) : ROCL_ENOINIT;
+  return ctx != nullptr ? ctx->requests().test(req, done, status) : ROCL_ENOINIT;
 }
 
 int rocl_wait(rocl_request_t *req, rocl_status_t *status, int timeout) {
   Context *ctx = context_for("rocl_wait");
-  return ctx != nullptr ? ctx->wait(req, status, timeout) : ROCL_ENOINIT;
+  return ctx != nullptr ? ctx->requests().wait(req, status, timeout) : ROCL_ENOINIT;
 }
 
 int rocl_cancel(rocl_request_t *req) {
   Context *ctx = context_for("rocl_cancel");
-  return ctx != nullptr ? ctx->cancel(req) : ROCL_ENOINIT;
+  return ctx != nullptr ? ctx->requests().cancel(req) : ROCL_ENOINIT;
 }
 
 // ---- introspection ------------------------------------------------------------------

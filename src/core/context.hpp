@@ -16,6 +16,7 @@
 #include "core/ack_queue.hpp"
 #include "core/caller_progress.hpp"
 #include "core/options.hpp"
+#include "core/requests.hpp"
 #include "core/resource_table.hpp"
 #include "core/route_cache.hpp"
 #include "core/router.hpp"
@@ -63,15 +64,8 @@ class Context final : public MessageSink {
            std::size_t cap, rocl_status_t *status, int timeout) noexcept;
   int probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, rocl_status_t *status,
             int timeout) noexcept;
-  // lend: rocl_isendx_lend (a request only if ptr was lent, completed once
-  // the receiver has read it; *req = nullptr if copied; requests.cpp).
-  int isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
-            std::size_t len, rocl_request **req, bool lend = false) noexcept;
-  int irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, void *into,
-            std::size_t cap, rocl_request **req) noexcept;
-  int test(rocl_request **req, int *done, rocl_status_t *status) noexcept;
-  int wait(rocl_request **req, rocl_status_t *status, int timeout) noexcept;
-  int cancel(rocl_request **req) noexcept;
+  // The immediate operations (rocl_isend ... rocl_cancel).
+  Requests &requests() noexcept { return requests_; }
 
   // MessageSink: arrivals from every transport.
   int deliver(rocl_gid_t destination, Message *msg, const Waiter *waiter) noexcept override;
@@ -83,6 +77,7 @@ class Context final : public MessageSink {
   }
 
  private:
+  friend class Requests;  // a part of the context, over its send and receive steps
   struct Outgoing;
   int prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgoing &out) noexcept;
   void undo_outgoing(Outgoing &out) noexcept;
@@ -91,11 +86,6 @@ class Context final : public MessageSink {
                                     void *into, std::size_t cap, rocl_status_t *status,
                                     int timeout) noexcept;
   int check_send_args(rocl_gid_t ogid, int tag) noexcept;
-  int isend_lend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
-                 std::size_t len, rocl_request **req) noexcept;
-  // Waits (spin, then sleeps backing off) until a lent send's block is
-  // finished; timeout as rocl_wait's. True if it was.
-  bool wait_sent(const BlockHeader *block, int timeout_ms) noexcept;
   // r: resources_.peek(dgid).
   bool take_waiting(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
                     std::size_t cap, rocl_status_t *status, int *rc) noexcept;
@@ -117,22 +107,11 @@ class Context final : public MessageSink {
   // r: the resource the stub goes back to if the pull fails, held; nullptr:
   // none (deleted), the stub is dropped then.
   int pull_if_rendezvous(Resource *r, Envelope **msg) noexcept;
-  int pull_rendezvous_of(rocl_request *r, Envelope **msg) noexcept;
   // A matched rendezvous stub whose transport can pull into the caller's
   // memory: pulled straight to into (cut to cap), status filled; true if so
   // (*rc its outcome), false to take the pool-block path.
   bool pull_into_caller(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status,
                         int *rc) noexcept;
-  // Both inline in their callers (rocl_wait's and rocl_test's ends, in
-  // requests.cpp only): their calls were about 40 instructions on every
-  // completed immediate operation.
-  [[gnu::always_inline]] int complete_request(rocl_request **req, rocl_status_t *status) noexcept;
-  // complete_request for `who` (rocl_wait, rocl_test), saying what failed.
-  [[gnu::always_inline]] int finish(rocl_request **req, rocl_status_t *status,
-                                    const char *who) noexcept;
-  // wait() for a request that is not done yet (or NULL).
-  [[gnu::noinline]] int wait_pending(rocl_request **req, rocl_status_t *status,
-                                     int timeout) noexcept;
   bool origin_gone(rocl_gid_t origin) noexcept;
   // spun: the caller spun already (await_hand_off): sleep at once.
   int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg, ReceiveOp &op,
@@ -170,6 +149,7 @@ class Context final : public MessageSink {
   // yet in the table can wait for it instead of failing.
   std::shared_mutex registering_;
   Router router_{options_, registering_};  // where each message goes
+  Requests requests_{*this};
 };
 
 }  // namespace rocl::impl

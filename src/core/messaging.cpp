@@ -87,34 +87,6 @@ int Context::check_send_args(rocl_gid_t ogid, int tag) noexcept {
   return ROCL_OK;
 }
 
-// Nothing wakes a sender when its receiver has read what it lent (the
-// transport marks it in shared memory; shm's thread reaps it within its
-// retry period), so the sender spins: ROCL_SPIN_US plus as long as the
-// receiver's copy may take (at kSlowestCopyBytesPerUs), so that a receive
-// already under way ends the spin; a sleep there would delay the sender's next
-// step by up to the sleep (rocl-bench mpi's latency of 1 MiB shows it). Then
-// it sleeps backing off and drives the transports between sleeps: a sender
-// waits that long only while its receiver has not posted the receive.
-bool Context::wait_sent(const BlockHeader *block, int timeout_ms) noexcept {
-  using Clock = std::chrono::steady_clock;
-  constexpr std::size_t kSlowestCopyBytesPerUs = 2000;  // 2 GB/s
-  const auto *msg = static_cast<const Message *>(owner_area_of(block));
-  const auto spin = std::chrono::microseconds(options_.spin_us) +
-                    std::chrono::microseconds(msg->length / kSlowestCopyBytesPerUs);
-  if (progress_.spin_until_sent(block, timeout_ms, spin)) return true;
-  if (timeout_ms == 0) return false;
-  const auto deadline = timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms)
-                                       : Clock::time_point::max();
-  int sleep_us = 20;
-  for (;;) {
-    progress_.progress_all(nullptr);
-    if (send_finished(block)) return true;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-    sleep_us = std::min(sleep_us * 2, 500);
-  }
-}
-
 int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
                   std::size_t len) noexcept {
   if (int rc = check_send_args(ogid, tag); rc != ROCL_OK) return rc;

@@ -1,6 +1,11 @@
 // requests.cpp - immediate operations (CoR): isend/irecv return a handle
 // that test/wait complete and cancel withdraws.
+#include <algorithm>
+#include <chrono>
 #include <new>
+#include <thread>
+
+#include "core/requests.hpp"
 
 #include "core/context.hpp"
 #include "core/receive_op.hpp"
@@ -35,15 +40,15 @@ struct rocl_request : rocl::generic::Recycled<rocl_request> {
 
 namespace rocl::impl {
 
-int Context::isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
-                   std::size_t len, rocl_request **req, bool lend) noexcept {
+int Requests::isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
+                    std::size_t len, rocl_request **req, bool lend) noexcept {
   if (req == nullptr) return fail(ROCL_EINVAL, "rocl_isend: req is NULL");
   if (lend) return isend_lend(ogid, dgid, tag, domain_word, ptr, len, req);
   auto *r = new (std::nothrow) rocl_request(rocl_request::Kind::kSend);
   if (r == nullptr) return fail(ROCL_ENOMEM, "rocl_isend: out of memory for the request");
   // Sends are accepted (delivered or queued) before they return, so the
   // request is complete from the start.
-  if (int rc = send(ogid, dgid, tag, domain_word, ptr, len); rc != ROCL_OK) {
+  if (int rc = context_.send(ogid, dgid, tag, domain_word, ptr, len); rc != ROCL_OK) {
     delete r;
     return rc;
   }
@@ -54,34 +59,35 @@ int Context::isend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t doma
 
 // A lent send completes once the receiver has read the caller's memory;
 // one that is copied instead needs no request at all (*req = nullptr).
-int Context::isend_lend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word,
-                        void *ptr, std::size_t len, rocl_request **req) noexcept {
-  if (int rc = check_send_args(ogid, tag); rc != ROCL_OK) return rc;
+int Requests::isend_lend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word,
+                         void *ptr, std::size_t len, rocl_request **req) noexcept {
+  if (int rc = context_.check_send_args(ogid, tag); rc != ROCL_OK) return rc;
   Route route;
-  if (router_.may_lend(dgid, ptr, len, &route)) {
+  if (context_.router_.may_lend(dgid, ptr, len, &route)) {
     auto *r = new (std::nothrow) rocl_request(rocl_request::Kind::kSend);
     if (r == nullptr) return fail(ROCL_ENOMEM, "rocl_isendx_lend: out of memory for the request");
-    if (router_.send_lent(route, dgid, CoreHeader{ogid, tag, domain_word}, ptr, len, &r->lent)) {
+    if (context_.router_.send_lent(route, dgid, CoreHeader{ogid, tag, domain_word}, ptr, len,
+                                   &r->lent)) {
       r->send_status = rocl_status_t{nullptr, dgid, tag, ROCL_OK, len, domain_word >> kFlagsShift};
       *req = r;
       return ROCL_OK;
     }
     delete r;
   }
-  const int rc = send(ogid, dgid, tag, domain_word, ptr, len);
+  const int rc = context_.send(ogid, dgid, tag, domain_word, ptr, len);
   if (rc == ROCL_OK) *req = nullptr;
   return rc;
 }
 
-int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, void *into,
-                   std::size_t cap, rocl_request **req) noexcept {
+int Requests::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, void *into,
+                    std::size_t cap, rocl_request **req) noexcept {
   if (req == nullptr) return fail(ROCL_EINVAL, "rocl_irecv: req is NULL");
-  if (int rc = check_receive_args("rocl_irecv", tag, domain); rc != ROCL_OK) return rc;
+  if (int rc = context_.check_receive_args("rocl_irecv", tag, domain); rc != ROCL_OK) return rc;
   const auto not_here = [dgid] {
     return fail(ROCL_EBADGID, "rocl_irecv: gid %#llx is not a resource of this context",
                 static_cast<unsigned long long>(dgid));
   };
-  Resource *res = resources_.peek(dgid);  // no reference: rocl_request
+  Resource *res = context_.resources_.peek(dgid);  // no reference: rocl_request
   if (res == nullptr) return not_here();
   auto *r = new (std::nothrow) rocl_request(rocl_request::Kind::kReceive);
   if (r == nullptr) return fail(ROCL_ENOMEM, "rocl_irecv: out of memory for the request");
@@ -95,7 +101,7 @@ int Context::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t doma
   bool gone = false;
   try {
     r->message = res->mailbox().take_or_post_receive(&r->env, still_of(res, dgid), &gone);
-    if (r->message != nullptr) note_match(dgid, r->message->header, true);
+    if (r->message != nullptr) context_.note_match(dgid, r->message->header, true);
   } catch (const std::bad_alloc &) {  // a new header's index bin; nothing changed
     delete r;
     return fail(ROCL_ENOMEM, "rocl_irecv: out of memory posting a receive");
@@ -120,21 +126,49 @@ bool done(const rocl_request *r) {
 }
 }  // namespace
 
+// Nothing wakes a sender when its receiver has read what it lent (the
+// transport marks it in shared memory; shm's thread reaps it within its
+// retry period), so the sender spins: ROCL_SPIN_US plus as long as the
+// receiver's copy may take (at kSlowestCopyBytesPerUs), so that a receive
+// already under way ends the spin; a sleep there would delay the sender's next
+// step by up to the sleep (rocl-bench mpi's latency of 1 MiB shows it). Then
+// it sleeps backing off and drives the transports between sleeps: a sender
+// waits that long only while its receiver has not posted the receive.
+bool Requests::wait_sent(const BlockHeader *block, int timeout_ms) noexcept {
+  using Clock = std::chrono::steady_clock;
+  constexpr std::size_t kSlowestCopyBytesPerUs = 2000;  // 2 GB/s
+  const auto *msg = static_cast<const Message *>(owner_area_of(block));
+  const auto spin = std::chrono::microseconds(context_.options_.spin_us) +
+                    std::chrono::microseconds(msg->length / kSlowestCopyBytesPerUs);
+  if (context_.progress_.spin_until_sent(block, timeout_ms, spin)) return true;
+  if (timeout_ms == 0) return false;
+  const auto deadline = timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms)
+                                       : Clock::time_point::max();
+  int sleep_us = 20;
+  for (;;) {
+    context_.progress_.progress_all(nullptr);
+    if (send_finished(block)) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+    sleep_us = std::min(sleep_us * 2, 500);
+  }
+}
+
 // pull_if_rendezvous for a receive's matched message: a stub whose pull
 // fails goes back to the resource's mailbox, which needs the resource held
 // (the request holds no reference): taken here, only for a stub. If the
 // resource was deleted meanwhile, such a stub is dropped.
-int Context::pull_rendezvous_of(rocl_request *r, Envelope **msg) noexcept {
+int Requests::pull_rendezvous_of(rocl_request *r, Envelope **msg) noexcept {
   if (!(*msg)->rendezvous) return ROCL_OK;
   Resource *held = r->resource->acquire(r->gid) ? r->resource : nullptr;
-  const int rc = pull_if_rendezvous(held, msg);
-  if (held != nullptr) resources_.put(held);
+  const int rc = context_.pull_if_rendezvous(held, msg);
+  if (held != nullptr) context_.resources_.put(held);
   return rc;
 }
 
 // Completes a finished request: fills status, frees it, nulls the handle.
 // The status is written where the caller wants it (no copy of a local).
-inline int Context::complete_request(rocl_request **req, rocl_status_t *status) noexcept {
+inline int Requests::complete_request(rocl_request **req, rocl_status_t *status) noexcept {
   rocl_request *r = *req;
   rocl_status_t unwanted;
   rocl_status_t &st = status != nullptr ? *status : unwanted;
@@ -146,7 +180,7 @@ inline int Context::complete_request(rocl_request **req, rocl_status_t *status) 
         rc = ROCL_EPEER;  // the transport said why, on its log
         st.error = rc;
       }
-      router_.release_lent(r->lent);
+      context_.router_.release_lent(r->lent);
     }
   } else if (r->message == nullptr && r->env.status != ROCL_OK) {  // deleted, cancelled
     st = rocl_status_t{};
@@ -159,21 +193,21 @@ inline int Context::complete_request(rocl_request **req, rocl_status_t *status) 
   } else {
     st = rocl_status_t{};
     Envelope *msg = r->message != nullptr ? r->message : r->env.matched;
-    if (pull_into_caller(msg, r->into, r->cap, &st, &rc)) {
+    if (context_.pull_into_caller(msg, r->into, r->cap, &st, &rc)) {
       // pulled straight into the caller's memory (or failed: st.error says)
     } else if (rc = pull_rendezvous_of(r, &msg); rc != ROCL_OK) {
       st.error = rc;
     } else {
-      finish_receive(msg, r->into, r->cap, &st);
+      context_.finish_receive(msg, r->into, r->cap, &st);
     }
   }
   delete r;
   *req = nullptr;
-  progressed();  // a pull drives its transport, which may have matched others
+  context_.progressed();  // a pull drives its transport, which may have matched others
   return rc;
 }
 
-int Context::test(rocl_request **req, int *done, rocl_status_t *status) noexcept {
+int Requests::test(rocl_request **req, int *done, rocl_status_t *status) noexcept {
   if (req == nullptr || done == nullptr) return fail(ROCL_EINVAL, "rocl_test: req or done is NULL");
   if (*req == nullptr) {
     *done = 1;
@@ -182,7 +216,7 @@ int Context::test(rocl_request **req, int *done, rocl_status_t *status) noexcept
   }
   rocl_request *r = *req;
   if (!impl::done(r)) {
-    progress_.progress_all(nullptr);  // a test loop is a poll loop: drive the transports
+    context_.progress_.progress_all(nullptr);  // a test loop is a poll loop: drive the transports
     if (!impl::done(r)) {
       *done = 0;
       return ROCL_OK;
@@ -194,7 +228,7 @@ int Context::test(rocl_request **req, int *done, rocl_status_t *status) noexcept
 
 // Small, so that it is inlined into rocl_wait and its callers (the rest,
 // with its spin and its many saved registers, is wait_pending).
-int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexcept {
+int Requests::wait(rocl_request **req, rocl_status_t *status, int timeout) noexcept {
   // Done already (a wait loop over a window of receives finds most of them
   // so, their messages delivered by its earlier waits' polls): no spin to
   // set up, no waiting thread to announce.
@@ -204,22 +238,23 @@ int Context::wait(rocl_request **req, rocl_status_t *status, int timeout) noexce
   return wait_pending(req, status, timeout);
 }
 
-int Context::wait_pending(rocl_request **req, rocl_status_t *status, int timeout) noexcept {
+int Requests::wait_pending(rocl_request **req, rocl_status_t *status, int timeout) noexcept {
   if (req == nullptr) return fail(ROCL_EINVAL, "rocl_wait: req is NULL");
   if (*req == nullptr) {
     if (status != nullptr) *status = rocl_status_t{};
     return ROCL_OK;
   }
   rocl_request *r = *req;  // not done when wait() looked
-  const auto spin = progress_.empty() ? std::chrono::microseconds(options_.spin_us)
-                                      : std::chrono::microseconds(0);
+  const auto spin = context_.progress_.empty()
+                        ? std::chrono::microseconds(context_.options_.spin_us)
+                        : std::chrono::microseconds(0);
   if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr) {
     // Announced by gid: what our own polls deliver to the resource while we
     // wait needs no reference (ReceiveOp); the mailbox's calls check under
     // its lock that it still is gid's (the request holds none).
-    ReceiveOp op(this, r->gid, r->resource, /*takes_block=*/r->env.data == nullptr,
+    ReceiveOp op(&context_, r->gid, r->resource, /*takes_block=*/r->env.data == nullptr,
                  /*takes_arrived=*/false, /*own_receive=*/nullptr);
-    if (!progress_.spin_until_done(r->env.complete, timeout, &op) &&
+    if (!context_.progress_.spin_until_done(r->env.complete, timeout, &op) &&
         !r->env.complete.wait(timeout, spin)) {
       if (timeout == 0) return ROCL_ETIMEDOUT;
       return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms",
@@ -233,7 +268,7 @@ int Context::wait_pending(rocl_request **req, rocl_status_t *status, int timeout
   return finish(req, status, "rocl_wait");
 }
 
-inline int Context::finish(rocl_request **req, rocl_status_t *status, const char *who) noexcept {
+inline int Requests::finish(rocl_request **req, rocl_status_t *status, const char *who) noexcept {
   const auto kind = (*req)->kind;  // named only if it failed: r is gone by then
   int rc = complete_request(req, status);
   if (rc == ROCL_OK) [[likely]]
@@ -242,7 +277,7 @@ inline int Context::finish(rocl_request **req, rocl_status_t *status, const char
               kind == rocl_request::Kind::kReceive ? "receive" : "send", error_name(rc));
 }
 
-int Context::cancel(rocl_request **req) noexcept {
+int Requests::cancel(rocl_request **req) noexcept {
   if (req == nullptr || *req == nullptr) return fail(ROCL_EINVAL, "rocl_cancel: no request");
   rocl_request *r = *req;
   if (r->kind == rocl_request::Kind::kSend) {
