@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/ack_queue.hpp"
+#include "core/mailbox.hpp"
 #include "message/message.hpp"
 #include "rocl/generic/completion.hpp"
 #include "transport/transport.hpp"

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "core/mailbox.hpp"
 #include "message/message.hpp"
 
 namespace rocl::impl {

@@ -53,7 +53,6 @@ struct CoreHeader {
 };
 
 using Envelope = generic::Envelope<CoreHeader>;
-using Mailbox = generic::Communicator<CoreHeader>;
 
 // A queued message: the envelope in the block's owner area. data points at
 // the payload, length is the message length.

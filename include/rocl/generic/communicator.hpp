@@ -328,7 +328,7 @@ class Communicator {
   //   released, as the last touch of recv. The caller keeps msg (the
   //   receiver learns it through recv->matched). If that receive spins
   //   (post_spinning), msg is handed to it through the hand-off word
-  //   instead (as hand_to_waiter; nothing is signalled).
+  //   instead (nothing is signalled).
   // - Queued: msg joins the unexpected queue, borrowed until a receive, or
   //   close()'s on_drop, hands it on.
   // - Closed: nothing is touched; the caller keeps msg.
@@ -345,80 +345,7 @@ class Communicator {
   // complete at once, as its last touch of it (the rocl core signals its
   // own thread's receive without a locked instruction: signal_own).
   Delivery deliver(Env *msg, Env **to_signal) {
-    return deliver(msg, to_signal, [] { return true; });
-  }
-
-  // As deliver(msg, to_signal), for a caller that may not hold the
-  // endpoint alive (the rocl core's senders take no reference to the
-  // destination): under the lock, still_mine() must say the endpoint is
-  // still the one the caller meant, else kClosed and nothing changed (as
-  // take_queued).
-  template <class StillMine>
-  Delivery deliver(Env *msg, Env **to_signal, StillMine still_mine) {
-    *to_signal = nullptr;
-    std::lock_guard<Lock> guard(lock_);
-    if (closed_ || !still_mine()) return Delivery::kClosed;
-    if (hand_to_spinning_waiter(msg)) return Delivery::kMatched;  // nothing to signal
-    Env *recv = take_posted(msg->header);
-    if (recv == nullptr) {
-      msg->matched = nullptr;
-      unexpected_.push(msg, next_order_++);
-      note_queued();
-      return Delivery::kQueued;
-    }
-    recv->matched = msg;
-    msg->matched = recv;
-    Queue::set_order(msg, next_order_++);  // its place in arrival order, for requeue
-    *to_signal = recv;
-    return Delivery::kMatched;
-  }
-
-  // For a message that has no envelope (its bytes are still where they
-  // arrived, header concrete): if the receive posted earliest among those
-  // matching `header` satisfies accepts(const Env &) (it can take the bytes
-  // into memory of its own), it is unqueued and returned with matched =
-  // nullptr, not signalled: the caller fills it in and then signals
-  // recv->complete as its last touch. Otherwise (no match, the earliest
-  // declines, or closed) nothing changes and nullptr is returned: make an
-  // envelope and deliver() it. Never blocks.
-  template <class Accepts>
-  Env *claim_receive(const H &header, Accepts accepts) {
-    return claim_receive(header, accepts, [] { return true; });
-  }
-  // As claim_receive, for a caller that may not hold the endpoint alive:
-  // nullptr and nothing changed unless still_mine() (as deliver).
-  template <class Accepts, class StillMine>
-  Env *claim_receive(const H &header, Accepts accepts, StillMine still_mine) {
-    std::lock_guard<Lock> guard(lock_);
-    if (closed_ || !still_mine()) return nullptr;
-    Env *recv;
-    do {
-      recv = find_posted(header);
-      if (recv == nullptr || !accepts(static_cast<const Env &>(*recv))) return nullptr;
-    } while (!unpost(recv, kSettled));  // a hand-off took it meanwhile: look again
-    ++next_order_;                      // the message's arrival, as deliver() would count it
-    recv->matched = nullptr;
-    return recv;
-  }
-
-  // Whether receives are posted here (no lock: a hint that may be stale by
-  // the time it is used; claim_receive decides; a receive taken by
-  // hand_to_waiter counts until the next locked call notices it).
-  bool has_posted_receives() const noexcept { return posted_.load(std::memory_order_relaxed) != 0; }
-  // Whether messages wait in the unexpected queue (no lock: a hint, as
-  // has_posted_receives).
-  bool has_queued_messages() const noexcept { return queued_.load(std::memory_order_relaxed) != 0; }
-  // Whether no receive is posted and no message queued: without the lock
-  // while the two hints say so, else under it, settling a spinning receive
-  // that was handed its message (which the hints count until a locked call
-  // notices; this one refreshes them, so the next call is lock-free again).
-  // For a caller that takes a message past the Communicator and must
-  // overtake nothing it would have matched first.
-  bool nothing_waits() {
-    if (!has_posted_receives() && !has_queued_messages()) return true;
-    std::lock_guard<Lock> guard(lock_);
-    sync_waiter();
-    return waiter_ == nullptr && expected_.size() == 0 && unexpected_.size() == 0;
+    return deliver_if(msg, to_signal, [] { return true; });
   }
 
   // ---- The hand-off to a spinning receive ------------------------------
@@ -430,14 +357,16 @@ class Communicator {
   // receive whose owner spins (post_spinning) publishes a ticket in one
   // word on the lock's line, beside its header; a sender whose message
   // matches swaps the ticket for the message's address with one
-  // compare-and-swap, without the lock, and the spinning owner, which
-  // watches that word, takes it from there: one line, written once.
+  // compare-and-swap, and the spinning owner, which watches that word,
+  // takes it from there: one line, written once. deliver() does the swap
+  // under the lock; an endpoint built on this one may do it without
+  // (the rocl core's mailbox: hand_to_waiter).
   //
   // The word, `handoff_`: idle (0); a ticket ((posting order << 2) | 1,
-  // never the same twice, as posting orders are not, across reopen()
-  // too) while the earliest posted receive, posted alone, spins; a
+  // never the same twice, as posting orders are not, even across a
+  // derived endpoint's reopening) while the earliest posted receive, posted alone, spins; a
   // message's address | 2 once a sender handed it over; kSettled (3) once
-  // a locked call claimed the receive (deliver, claim_receive) or close()
+  // a locked call claimed the receive (deliver, a derived claim) or close()
   // completed it. From a ticket on, the word is its receive's owner's: no
   // new ticket is published until the owner has read the outcome
   // (take_handed) or withdrawn it, which idle the word again.
@@ -449,24 +378,6 @@ class Communicator {
   // take_handed (or withdraw() first, to wait on the completion alone).
   Env *post_spinning(Env *recv, std::uint64_t *ticket) {
     return post_or_take(recv, /*signal_taken=*/false, ticket);
-  }
-
-  // A message has arrived (msg->header concrete): if a spinning receive
-  // waits, matches it and still_mine() says the endpoint is still the one
-  // the caller meant (it may not hold it alive: checked after the ticket
-  // was read, so a ticket still there at the swap proves the answer
-  // current), msg is handed to it and true returned; the owner of the
-  // receive has msg from then on. Otherwise false and nothing changed:
-  // deliver() it. Never locks. A message handed so has no place in the
-  // arrival order: it must never be requeue()d (the rocl core hands no
-  // rendezvous stubs).
-  template <class StillMine>
-  bool hand_to_waiter(Env *msg, StillMine still_mine) {
-    std::uint64_t seen = handoff_.load(std::memory_order_acquire);
-    if ((seen & kTagMask) != kWaitingTag) return false;
-    if (!bool(msg->header == waiter_header_.load()) || !still_mine()) return false;
-    return handoff_.compare_exchange_strong(seen, handed_word(msg), std::memory_order_release,
-                                            std::memory_order_relaxed);
   }
 
   // Whether the receive with this ticket still waits for a hand-off (no
@@ -501,51 +412,6 @@ class Communicator {
     return msg;
   }
 
-  // For an owner that may not hold the endpoint alive (the rocl core's
-  // receive that finds its message waiting takes no reference to its
-  // resource): under the lock, if the Communicator is open and still_mine()
-  // says it still is the endpoint the caller meant, the earliest queued
-  // message matching `pattern` is taken if accepts(const Env &) says so:
-  // unqueued and returned, its `matched` nullptr (the receive that takes it
-  // has no envelope: it is done once it has the message, so none is made,
-  // posted or signalled). Otherwise nullptr and nothing changed. Never
-  // blocks.
-  template <class StillMine, class Accepts>
-  Env *take_queued(const H &pattern, StillMine still_mine, Accepts accepts) {
-    std::lock_guard<Lock> guard(lock_);
-    if (closed_ || !still_mine()) return nullptr;
-    Env *msg = take_unexpected(pattern, accepts);
-    if (msg != nullptr) msg->matched = nullptr;
-    return msg;
-  }
-
-  // Opens a closed Communicator again for a new owner, as if new (every
-  // queue is empty since close()). The object itself stays: a thread that
-  // still holds its address from before (take_queued) finds it open but
-  // not its (still_mine() says no), instead of a lock being rebuilt under
-  // it. Does nothing if it is open.
-  void reopen() {
-    std::lock_guard<Lock> guard(lock_);
-    closed_ = false;
-    close_status_ = 0;
-  }
-
-  // Puts back a message a receive was matched with but cannot take after
-  // all (its owner could not pull it in: no memory), as if it had never
-  // been matched: into the unexpected queue at its place in arrival order,
-  // so that the next matching receive takes it first and messages with
-  // its header still never overtake each other. Returns false if the
-  // Communicator was closed meanwhile: the caller keeps msg (and drops it
-  // as close() would have). Allocates as deliver does.
-  bool requeue(Env *msg) {
-    std::lock_guard<Lock> guard(lock_);
-    if (closed_) return false;
-    msg->matched = nullptr;
-    unexpected_.reinsert(msg);
-    note_queued();
-    return true;
-  }
-
   // Posts a receive; recv->header may be a pattern. Never blocks. First
   // resets recv->matched, recv->status and recv->complete (the caller must
   // not share recv with anyone yet).
@@ -568,15 +434,6 @@ class Communicator {
   Env *take_or_post_receive(Env *recv) {
     return post_or_take(recv, /*signal_taken=*/false, nullptr);
   }
-  // As take_or_post_receive, for a caller that may not hold the endpoint
-  // alive: under the lock, if open but not still_mine() (as deliver), nothing
-  // changes, *gone is set and nullptr is returned (recv untouched past the
-  // resets, not signalled: the caller still owns it).
-  template <class StillMine>
-  Env *take_or_post_receive(Env *recv, StillMine still_mine, bool *gone) {
-    return post_or_take(recv, /*signal_taken=*/false, nullptr, still_mine, gone);
-  }
-
   // Withdraws a receive posted here. True if it was still queued: it is
   // unqueued and will never be matched or signalled, and the owner has it
   // back. False if it was already matched or completed by close(): then its
@@ -591,9 +448,40 @@ class Communicator {
     return unpost(recv, kIdle);
   }
 
- private:
+ protected:
+  // ---- For an endpoint built on this one ------------------------------
+  // A derived class may add entry points of its own (the rocl core's
+  // mailbox adds deliveries to an endpoint its caller does not hold alive,
+  // a lock-free hand-off, claims and requeues) from the steps below and the
+  // members after close(): each takes lock_ itself where it says so, and
+  // otherwise requires it held; none of them signals a completion, which
+  // callers do after releasing the lock.
+  // As deliver(msg, to_signal), and under the lock still_mine() must say
+  // the endpoint is still the one the caller meant, else kClosed and
+  // nothing changed.
+  template <class StillMine>
+  Delivery deliver_if(Env *msg, Env **to_signal, StillMine still_mine) {
+    *to_signal = nullptr;
+    std::lock_guard<Lock> guard(lock_);
+    if (closed_ || !still_mine()) return Delivery::kClosed;
+    if (hand_to_spinning_waiter(msg)) return Delivery::kMatched;  // nothing to signal
+    Env *recv = take_posted(msg->header);
+    if (recv == nullptr) {
+      msg->matched = nullptr;
+      unexpected_.push(msg, next_order_++);
+      note_queued();
+      return Delivery::kQueued;
+    }
+    recv->matched = msg;
+    msg->matched = recv;
+    Queue::set_order(msg, next_order_++);  // its place in arrival order (a requeue)
+    *to_signal = recv;
+    return Delivery::kMatched;
+  }
+
   // ticket: nullptr for a receive that does not spin (post_spinning).
-  // still_mine, gone: as the public take_or_post_receive with them.
+  // still_mine: under the lock, whether the endpoint is still the one the
+  // caller meant; if not (and open), *gone is set and nothing changes.
   Env *post_or_take(Env *recv, bool signal_taken, std::uint64_t *ticket) {
     return post_or_take(
         recv, signal_taken, ticket, [] { return true; }, nullptr);
@@ -755,7 +643,7 @@ class Communicator {
     return closed_;
   }
 
- private:
+ protected:
   using Queue = detail::EnvelopeQueue<H>;
 
   // Shared by the two rendezvous entry points: match `arriving` against the
@@ -846,7 +734,7 @@ class Communicator {
   }
   // Under lock_: the earliest posted receive spins and matches msg (a
   // sender that found its ticket not yet published, and the lock taken by
-  // the post that published it): msg is handed over as hand_to_waiter
+  // the post that published it): msg is handed over as a lock-free swap
   // would (the owner learns it from the word it watches; nothing to
   // signal, no envelope to write), and true returned.
   bool hand_to_spinning_waiter(Env *msg) noexcept {
@@ -862,7 +750,7 @@ class Communicator {
     return reinterpret_cast<std::uintptr_t>(msg) | kHandedTag;
   }
   // Under lock_: a spinning waiter that a sender took without the lock
-  // (hand_to_waiter) is posted no more. Every locked call that looks at
+  // (a derived endpoint's lock-free swap) is posted no more. Every locked call that looks at
   // waiter_ calls this first: its owner may have taken the message and
   // returned, so waiter_ must not be touched.
   void sync_waiter() noexcept {
@@ -912,7 +800,7 @@ class Communicator {
   void note_queued() noexcept { queued_.store(unexpected_.size() != 0, std::memory_order_relaxed); }
 
   // A header in words that a sender may read without the lock
-  // (hand_to_waiter) while a locked call writes it (post).
+  // (a lock-free hand-off) while a locked call writes it (post).
   class SharedHeader {
    public:
     void store(const H &h) noexcept {
@@ -952,7 +840,7 @@ class Communicator {
   std::atomic<bool> posted_{false};
   std::atomic<bool> queued_{false};
   Env *waiter_ = nullptr;                      // post()
-  std::atomic<std::uint64_t> handoff_{kIdle};  // hand_to_waiter
+  std::atomic<std::uint64_t> handoff_{kIdle};  // the hand-off word
   SharedHeader waiter_header_;
   std::uint64_t next_order_ = 0;  // posting/arrival time, shared by all queues
   std::uint64_t waiter_ticket_ = 0;

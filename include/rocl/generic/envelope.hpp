@@ -95,10 +95,10 @@ struct Envelope {
   std::uint64_t order_ = 0;
 
  public:
-  // A receive claimed by Communicator::claim_receive: the header of the
-  // message that completed it, set by the claimer before it signals (not
-  // `header`, which the waiting owner may read meanwhile). Never read by
-  // the Communicator.
+  // A receive claimed without an envelope (the rocl core's
+  // Mailbox::claim_receive): the header of the message that completed it,
+  // set by the claimer before it signals (not `header`, which the waiting
+  // owner may read meanwhile). Never read by the Communicator.
   H arrived{};
 
   // Makes an envelope that is not queued anywhere as a fresh one for the

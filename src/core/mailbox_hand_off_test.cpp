@@ -1,5 +1,5 @@
-// hand_off_test.cpp - the hand-off to a spinning receive of
-// generic::Communicator (post_spinning, hand_to_waiter, take_handed,
+// mailbox_hand_off_test.cpp - the hand-off to a spinning receive of
+// the core's mailbox (post_spinning, hand_to_waiter, take_handed,
 // withdraw): who gets a ticket, which messages go through the word, what
 // the locked calls (deliver, claim_receive, cancel_receive, close) do to a
 // receive that spins, and many senders racing one spinning receiver.
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "rocl/generic/communicator.hpp"
+#include "core/mailbox.hpp"
 #include "test_header.hpp"
 
 namespace rocl::generic {
@@ -22,7 +22,7 @@ using test_support::kAny;
 using test_support::TestEnv;
 using test_support::TestHeader;
 using Env = Envelope<TestHeader>;
-using Comm = Communicator<TestHeader>;
+using Comm = impl::MailboxOf<TestHeader>;
 
 const auto kMine = [] { return true; };
 

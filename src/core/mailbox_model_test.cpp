@@ -1,4 +1,5 @@
-// communicator_model_test.cpp - generic::Communicator against a reference
+// mailbox_model_test.cpp - the core's mailbox (generic::Communicator and
+// its lock-free hand-off) against a reference
 // model: plain vectors searched linearly, which implement the matching rules
 // in the most obvious way. Random operations (deliver, post_receive with
 // exact and pattern headers, cancels of anything, probes, both rendezvous
@@ -17,7 +18,7 @@
 #include <tuple>
 #include <vector>
 
-#include "rocl/generic/communicator.hpp"
+#include "core/mailbox.hpp"
 #include "test_header.hpp"
 
 namespace rocl::generic {
@@ -119,7 +120,7 @@ TEST_P(ModelTest, RandomOperationsAgreeWithReference) {
   auto uniform = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
   auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
 
-  Communicator<TestHeader> comm;
+  impl::MailboxOf<TestHeader> comm;
   Model model;
   // Envelopes by id; ids are reused (the same envelope object serves many
   // operations) to exercise the resets done on posting.
