@@ -1,31 +1,71 @@
 // tcp_transport.cpp - the TCP transport object (design: tcp_transport.hpp;
-// shared declarations: tcp_internal.hpp): construction, teardown, the
-// counters, and the factories.
-#include <errno.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
+// its parts: tcp_internal.hpp): making its parts, send() over them,
+// teardown (linger), the counters, the factories and the option rows.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <vector>
 
-#include "rocl/platform/futex.hpp"
+#include "status/status.hpp"
 #include "transport/tcp/tcp_internal.hpp"
+#include "transport/tcp/tcp_linger.hpp"
 
 namespace rocl::impl {
 namespace tcp::detail {
 
+Shared::Shared(TcpTransportImpl &t, const TransportEnv &e, const tcp::Options &o)
+    : transport(t), env(e), options(o) {
+  if (options.max_queued_bytes == 0) options.max_queued_bytes = tcp::kDefaultMaxQueuedBytes;
+  if (options.max_parked_bytes == 0) options.max_parked_bytes = tcp::kDefaultMaxParkedBytes;
+  if (options.turn_bytes == 0) options.turn_bytes = tcp::kDefaultTurnBytes;
+}
+
+bool Shared::protocol_error(const std::string &what) {
+  counters.dropped.fetch_add(1);
+  log(what);
+  return false;
+}
+
+std::string hex(std::uint64_t v) {
+  char s[24];
+  std::snprintf(s, sizeof s, "0x%016" PRIx64, v);
+  return s;
+}
+
+tcp::Stats TcpCounters::stats() const noexcept {
+  tcp::Stats s;
+  s.connects = connects.load();
+  s.refused = refused.load();
+  s.dropped_connections = dropped.load();
+  s.failed_sends = failed_sends.load();
+  s.paused_reads = paused_reads.load();
+  s.send_waits = send_waits.load();
+  s.peak_queued_bytes = peak_queued.load();
+  s.thread_events = thread_events.load();
+  s.caller_events = caller_events.load();
+  s.rendezvous_sends = rndv_sends.load();
+  s.rendezvous_waits = rndv_waits.load();
+  s.rendezvous_eager = rndv_eager.load();
+  s.peak_parked = peak_parked.load();
+  s.rendezvous_stubs = rndv_stubs.load();
+  s.rendezvous_pulls = rndv_pulls.load();
+  s.rendezvous_discards = rndv_discards.load();
+  s.congestion_refused = congestion_refused.load();
+  return s;
+}
+
 TcpTransportImpl::TcpTransportImpl(const TransportEnv &env, tcp::LogFn log,
                                    const tcp::Options &options)
-    : TcpTransport(env, "tcp", std::move(log)), options_(options) {
-  if (env_.secret == nullptr) {
-    own_secret_ = JobSecret::generate();
-    secret_ = &*own_secret_;
-  } else {
-    secret_ = env_.secret;
-  }
+    : TcpTransport(env, "tcp", std::move(log)),
+      shared_(*this, env_, options),
+      handshake_(shared_, table_),
+      connector_(shared_, table_, poller_, handshake_),
+      outbox_(shared_, poller_),
+      paused_(shared_, poller_),
+      rndv_send_(shared_, outbox_),
+      rndv_receive_(shared_, table_, outbox_, driver_, poller_, paused_),
+      reader_(shared_, handshake_, paused_, rndv_send_, rndv_receive_),
+      closer_(poller_, outbox_, paused_, reader_, rndv_send_, rndv_receive_),
+      driver_(shared_, table_, poller_, connector_, outbox_, paused_, reader_, closer_) {
   TransportCaps caps;
   // Lent messages take the same path: their data is written straight from
   // the application's memory (eagerly, or once the receiver asks for it),
@@ -36,159 +76,114 @@ TcpTransportImpl::TcpTransportImpl(const TransportEnv &env, tcp::LogFn log,
   // An epoll_wait per call: polled once every 32 rounds next to shm.
   caps.progress_stride = 32;
   set_caps(caps);
-  if (options_.max_queued_bytes == 0) options_.max_queued_bytes = tcp::kDefaultMaxQueuedBytes;
-  if (options_.max_parked_bytes == 0) options_.max_parked_bytes = tcp::kDefaultMaxParkedBytes;
-  if (options_.turn_bytes == 0) options_.turn_bytes = tcp::kDefaultTurnBytes;
 }
 
-// Linger first, then close (see "Shutdown" in tcp_transport.hpp).
+int TcpTransportImpl::start() {
+  if (const int rc = connector_.listen(); rc != ROCL_OK) return rc;
+  driver_.start();
+  return ROCL_OK;
+}
+
 TcpTransportImpl::~TcpTransportImpl() {
   const auto linger = std::chrono::milliseconds(env_.linger_ms);
   const auto deadline = Clock::now() + linger;
-  if (thread_.joinable()) {
+  if (driver_.running()) {
     // The thread drives meanwhile: it writes the queues on EPOLLOUT, queues
     // a parked message's data when its reply comes, and drops a connection
     // whose peer went away.
-    for (unsigned round = 0; linger.count() > 0 && holds(true) && Clock::now() < deadline;
-         ++round) {
+    for (unsigned round = 0;
+         linger.count() > 0 && holds_accepted(table_, true) && Clock::now() < deadline; ++round) {
       back_off(round);
     }
-    stop_.store(true);
-    kick();
-    platform::futex_wake(&pollers_);
-    thread_.join();
+    driver_.stop();
   }
-  std::lock_guard lock(mu_);
-  report_dropped();
+  report_dropped(table_, shared_);
   if (linger.count() > 0) {
     const auto floor = std::min(linger, std::chrono::milliseconds(tcp::kCloseMs));
-    close_gracefully(std::max(deadline, Clock::now() + floor));
+    close_gracefully(table_, std::max(deadline, Clock::now() + floor));
   }
-  for (auto &[c, sp] : all_) close_conn(*sp, false);
-  all_.clear();
-  count_conns_locked();
-  peers_.clear();
+  table_.clear([&](Conn &c) { closer_.close(c, false); });
   paused_.clear();
-  for (int fd : {listen_fd_, thread_epoll_fd_, epoll_fd_, wake_fd_}) {
-    if (fd >= 0) ::close(fd);
-  }
 }
 
 // Teardown's first step (transport.hpp): until the queues are written.
 void TcpTransportImpl::flush_impl(Clock::time_point deadline) noexcept {
-  if (!thread_.joinable()) return;
+  if (!driver_.running()) return;
   // The thread writes the queues on EPOLLOUT (callers may be gone).
-  for (unsigned round = 0; holds(false) && Clock::now() < deadline; ++round) back_off(round);
-}
-
-// Whether a live connection still holds something send() accepted: bytes
-// queued (a message's, or a rendezvous request's or reply's, which a peer
-// waits for) or, with `parked_too`, a parked rendezvous message.
-bool TcpTransportImpl::holds(bool parked_too) {
-  std::lock_guard lock(mu_);
-  for (auto &[c, sp] : all_) {
-    std::lock_guard conn_lock(sp->mu);
-    if (!sp->dead && (!sp->q.empty() || (parked_too && sp->parked_n > 0))) return true;
-  }
-  return false;
-}
-
-// Under mu_, no driver left: one sentence per peer whose messages are still
-// here (queued, or parked until their receiver takes them); they are dropped
-// with the connection.
-void TcpTransportImpl::report_dropped() {
-  for (auto &[c, sp] : all_) {
-    Conn &conn = *sp;
-    std::lock_guard conn_lock(conn.mu);
-    if (conn.dead) continue;
-    // A parked message is counted once: by its slot, whether its request or
-    // its data is queued or it waits for the reply.
-    std::uint64_t messages = conn.parked_n, bytes = conn.parked_bytes, requested = 0;
-    for (const OutMsg &m : conn.q) {
-      if (m.parked != nullptr) {
-        ++requested;
-      } else if (m.block != nullptr) {
-        ++messages;
-        bytes += m.total;
-      }
-    }
-    if (messages == 0) continue;
-    const std::uint64_t waiting = conn.parked_n - requested;
-    const std::string why =
-        waiting == 0 ? "" : " (" + std::to_string(waiting) + " waiting for a receive at the peer)";
-    char line[320];
-    std::snprintf(line, sizeof line,
-                  "tcp: dropped %" PRIu64 " message%s (%" PRIu64
-                  " bytes) for peer %s (context 0x%016" PRIx64
-                  ") at shutdown: not delivered within ROCL_LINGER_MS=%" PRIu32 " ms%s",
-                  messages, messages == 1 ? "" : "s", bytes, conn.peer_name.c_str(), conn.peer,
-                  env_.linger_ms, why.c_str());
-    log(line);
-  }
-}
-
-// Under mu_, no driver left: shuts down the sending side of every live
-// connection (the peer reads all we wrote, then EOF), then reads and
-// discards until each peer closes too, or until deadline: closing with
-// unread input would send a RST, and a RST may destroy bytes the peer has
-// not read yet.
-void TcpTransportImpl::close_gracefully(Clock::time_point deadline) {
-  std::vector<pollfd> open;
-  for (auto &[c, sp] : all_) {
-    std::lock_guard conn_lock(sp->mu);
-    if (sp->dead) continue;
-    ::shutdown(sp->fd, SHUT_WR);
-    open.push_back(pollfd{sp->fd, POLLIN, 0});
-  }
-  std::vector<std::byte> scratch(std::size_t{64} << 10);
-  while (!open.empty()) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return;
-    const int n =
-        ::poll(open.data(), open.size(), static_cast<int>(std::min<long long>(left, 1000)));
-    if (n < 0 && errno != EINTR) return;
-    if (n <= 0) continue;
-    std::size_t kept = 0;
-    for (pollfd &p : open) {
-      bool closed = false;
-      if (p.revents != 0) {
-        for (;;) {
-          const ssize_t r = ::recv(p.fd, scratch.data(), scratch.size(), MSG_DONTWAIT);
-          if (r > 0 && Clock::now() < deadline) continue;
-          if (r < 0 && errno == EINTR) continue;
-          closed = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
-          break;
-        }
-      }
-      if (!closed) open[kept++] = pollfd{p.fd, POLLIN, 0};
-    }
-    open.resize(kept);
+  for (unsigned round = 0; holds_accepted(table_, false) && Clock::now() < deadline; ++round) {
+    back_off(round);
   }
 }
 
 tcp::Stats TcpTransportImpl::stats() const noexcept {
-  tcp::Stats s;
-  s.open_connections = conn_count_.load();
-  s.connects = connects_.load();
-  s.refused = refused_.load();
-  s.dropped_connections = dropped_.load();
-  s.failed_sends = failed_sends_.load();
+  tcp::Stats s = shared_.counters.stats();
+  s.open_connections = table_.count();
   s.unknown_destination = refused_arrivals();
-  s.paused_reads = paused_reads_.load();
-  s.send_waits = send_waits_.load();
-  s.peak_queued_bytes = peak_queued_.load();
-  s.thread_events = thread_events_.load();
-  s.caller_events = caller_events_.load();
-  s.rendezvous_sends = rndv_sends_.load();
-  s.rendezvous_waits = rndv_waits_.load();
-  s.rendezvous_eager = rndv_eager_.load();
-  s.peak_parked = peak_parked_.load();
-  s.rendezvous_stubs = rndv_stubs_.load();
-  s.rendezvous_pulls = rndv_pulls_.load();
-  s.rendezvous_discards = rndv_discards_.load();
-  s.congestion_refused = congestion_refused_.load();
   return s;
+}
+
+int TcpTransportImpl::send_impl(rocl_gid_t peer, std::string_view peer_address,
+                                rocl_gid_t destination, Message *msg) noexcept {
+  if (msg == nullptr) return fail(ROCL_EINVAL, "tcp: send of a null message");
+  if (msg->length > shared_.limits.max_message_bytes) {
+    return fail(ROCL_ETOOBIG, "tcp: message of %" PRIu64 " bytes exceeds the limit %" PRIu64,
+                static_cast<std::uint64_t>(msg->length), shared_.limits.max_message_bytes);
+  }
+  const bool large = takes_rendezvous(*msg);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::shared_ptr<Conn> c = table_.find_peer(peer_address);
+    if (c == nullptr) {
+      try {
+        c = connector_.connect(peer, peer_address);
+      } catch (...) {
+        return fail(ROCL_ENOMEM, "tcp: out of memory connecting to %.*s",
+                    static_cast<int>(peer_address.size()), peer_address.data());
+      }
+      if (c == nullptr) return ROCL_EPEER;  // connect() said why
+    }
+    std::unique_lock lock(c->mu);
+    if (c->dead) continue;             // reconnect once
+    if (c->peer == 0) c->peer = peer;  // an accepted connection learns it here
+    if (large) {
+      // Rendezvous, unless the parking is full and waiting for it is not
+      // allowed here (inside deliver on a driver, or by the options).
+      if (rndv_send_.has_parking(*c, msg->length) ||
+          (!shared_.drives_here() && !shared_.options.eager_when_parking_full)) {
+        return rndv_send_.send(*c, lock, destination, msg, peer, peer_address);
+      }
+      shared_.counters.rndv_eager.fetch_add(1, std::memory_order_relaxed);
+    }
+    const OutMsg out = outbox_.frames_of(msg, destination);
+    if (!outbox_.wait_for_room(*c, lock, out.cost)) {
+      return fail(ROCL_EPEER,
+                  "tcp: peer %.*s (context 0x%llx) went away while send() waited for room in "
+                  "its queue",
+                  static_cast<int>(peer_address.size()), peer_address.data(),
+                  static_cast<unsigned long long>(peer));
+    }
+    return outbox_.enqueue(*c, out);
+  }
+  return fail(ROCL_EPEER, "tcp: peer %.*s (context 0x%llx) is gone",
+              static_cast<int>(peer_address.size()), peer_address.data(),
+              static_cast<unsigned long long>(peer));
+}
+
+// Whether msg goes by rendezvous: from env.rendezvous_threshold, and a
+// message from the application's memory (lent, or the core's copy of it:
+// msg->rendezvous) already from Options::rendezvous_threshold. Its receive
+// most likely has memory of its own (MPI's do), which rendezvous lets read
+// the socket straight into; a pool buffer is most likely received as a
+// block, which eager fills as fast without the request's round trip
+// (rocl-bench latency --transport tcp and compare's rocl-mpi-tcp latency
+// rows at 1 MiB, with the thresholds moved, show it). (A request's 16-byte
+// body must fit within total_length: docs/protocol.md.)
+bool TcpTransportImpl::takes_rendezvous(const Message &msg) const {
+  if (env_.rendezvous_threshold == 0) return false;
+  std::size_t threshold = env_.rendezvous_threshold;
+  if (shared_.options.rendezvous_threshold != 0 && (is_lent(&msg) || msg.rendezvous)) {
+    threshold = std::min(threshold, shared_.options.rendezvous_threshold);
+  }
+  return msg.length >= std::max(threshold, sizeof(wire::RendezvousBody));
 }
 
 }  // namespace tcp::detail

@@ -68,9 +68,9 @@
 // Rendezvous (messages of at least env.rendezvous_threshold bytes, when it is
 // not 0, and of at least 16; from the application's memory, lent or
 // msg->rendezvous, already from tcp::Options::rendezvous_threshold if lower:
-// takes_rendezvous in tcp_send.cpp): receiver-driven, so that a large message waits
-// at its sender until a receive takes it and then lands straight in the
-// receiver's block.
+// TcpTransportImpl::takes_rendezvous in tcp_transport.cpp): receiver-driven,
+// so that a large message waits at its sender until a receive takes it and
+// then lands straight in the receiver's block.
 //  - sender: send() writes a kRendezvousRequest frame (message_id = body
 //    cookie = a fresh id from the same counter as message ids, body address
 //    0) and parks the message in the connection's table of unrequested sends,
@@ -192,9 +192,9 @@
 // needs nothing: a receiver's deleted resources discard their stubs (drop
 // replies, written during its own linger).
 //
-// Source files: tcp_internal.hpp (shared declarations), tcp_transport.cpp,
-// tcp_connect.cpp, tcp_send.cpp, tcp_receive.cpp, tcp_progress.cpp,
-// tcp_rendezvous.cpp.
+// Source files: tcp_internal.hpp lists the parts the transport is made of,
+// each in its own tcp_<part>.hpp/.cpp; tcp_transport.cpp holds the
+// transport object itself, its factories and its option rows.
 #pragma once
 
 #include <cstddef>
