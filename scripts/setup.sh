@@ -14,7 +14,7 @@ packages=(
   iproute2 procps                         # multi-process and namespace tests
   openmpi-bin libopenmpi-dev mpich libmpich-dev   # anchors of rocl-bench compare: MPI,
   ucx-utils libzmq3-dev libnng-dev gnuplot-nox    # ucx_perftest, ZeroMQ, NNG; its plots
-  python3                                 # check-layers.py, tidy.sh
+  python3 universal-ctags                 # check-layers.py, check-class-size.py, tidy.sh
 )
 
 missing=()
