@@ -1,4 +1,8 @@
-// shm_copy_offer.cpp - two cpus copy one rendezvous message: the receiver
+// shm_rendezvous_reader.cpp - the receiver's side of a rendezvous once a
+// receive matches its stub (see shm_rendezvous_reader.hpp): the pull, and
+// copy offers.
+//
+// Copy offers: two cpus copy one rendezvous message: the receiver
 // reads the first part from the sender's memory (process_vm_readv) or pool
 // (mapped) while the sender, which spins anyway (waiting for its lent send
 // to complete, or for a reply), writes the rest into the receive's memory
@@ -22,6 +26,7 @@
 #include <sched.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -29,7 +34,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "transport/shm/shm_internal.hpp"
+#include "transport/shm/shm_rendezvous_reader.hpp"
+
+#include "status/status.hpp"
+#include "transport/shm/shm_transport_impl.hpp"
 
 namespace rocl::impl::shm::detail {
 
@@ -44,12 +52,94 @@ constexpr std::size_t kShareMinBytes = 8 * 1024;
 constexpr std::size_t kShareByCallMinBytes = 32 * 1024;
 constexpr std::size_t kPage = 4096;
 
+void RendezvousReader::open(std::uint32_t slots) {
+  retired_offers_ = std::make_unique<std::atomic<std::uint8_t>[]>(slots);
+}
+
+// Rendezvous, receiver side (contract in transport.hpp): one copy from
+// the sender's buffer straight into a block of ours, on the receiving
+// thread, then the cookie goes back so the sender can free its buffer.
+int RendezvousReader::pull(Message *stub, Message **out) noexcept {
+  const Stub st = stub_of(stub);
+  const CoreHeader header = stub->header;
+  const std::size_t len = stub->length;
+  BlockHeader *b = pool_->allocate(len);
+  if (b == nullptr) {  // the stub stays, for the core to queue again
+    *out = stub;
+    return fail(ROCL_ENOMEM, "shm: no pool block for a %zu-byte message from pid %u: %s", len,
+                st.pid, last_error());
+  }
+  release_stub(stub);
+  const int rc = read_peer(st, payload_of(b), len);
+  hand_back(st);
+  if (rc != ROCL_OK) {
+    pool_->release(b, BlockState::kLibrary);
+    return rc;
+  }
+  b->state.store(BlockState::kLibrary, std::memory_order_relaxed);
+  Message *m = message_in(b);
+  m->header = header;
+  m->data = payload_of(b);
+  m->length = len;
+  *out = m;
+  return ROCL_OK;
+}
+
+// One copy from the sender's mapped pool into the receiver's memory: a
+// large MPI receive does not go through a pool block and a second copy.
+int RendezvousReader::pull_into(Message *stub, void *dst, std::size_t cap) noexcept {
+  const Stub st = stub_of(stub);
+  const std::size_t len = std::min<std::size_t>(stub->length, cap);
+  release_stub(stub);
+  const int rc = len == 0 ? ROCL_OK : read_peer(st, static_cast<std::byte *>(dst), len);
+  hand_back(st);
+  return rc;
+}
+
+void RendezvousReader::discard(Message *stub) noexcept {
+  const Stub st = stub_of(stub);
+  release_stub(stub);
+  hand_back(st);
+}
+
+Stub RendezvousReader::stub_of(Message *stub) {
+  Stub st;
+  std::memcpy(&st, payload_of(block_of(stub)), sizeof st);
+  return st;
+}
+
+void RendezvousReader::release_stub(Message *stub) {
+  BlockHeader *b = block_of(stub);
+  std::destroy_at(stub);
+  pool_->release(b, BlockState::kLibrary);
+}
+
+// Tells the sender it may free the buffer behind the cookie.
+void RendezvousReader::hand_back(const Stub &st) {
+  st.ctl->pulled.fetch_or(std::uint64_t{1} << st.cookie, std::memory_order_release);
+}
+
+// Copies the payload out of the sender's pool (or memory) into dst: the
+// one copy (shared with the sender: copy offers, below). The offset comes
+// from the other process: checked against the mapping (the kernel checks a
+// lent address against the sender's).
+int RendezvousReader::read_peer(const Stub &st, std::byte *dst, std::size_t len) {
+  if (st.pool != nullptr && (st.offset > st.pool_bytes || len > st.pool_bytes - st.offset)) {
+    return fail(ROCL_EPEER,
+                "shm: rendezvous from pid %u (slot %u) names bytes %" PRIu64
+                "+%zu outside its "
+                "%" PRIu64 "-byte pool",
+                st.pid, st.slot, st.offset, len, st.pool_bytes);
+  }
+  return read_shared(st, dst, len);
+}
+
 // Copies bytes [from, from + n) of a rendezvous payload to dst + from: from
 // the sender's pool as mapped here (read_peer checked the bounds), or from
 // its memory. process_vm_readv may stop short (at a page it cannot fault
 // in): the rest is asked for again, so that the error, if any, is the one
 // of the first byte it cannot read.
-int ShmTransportImpl::read_range(const Stub &st, std::byte *dst, std::size_t from, std::size_t n) {
+int RendezvousReader::read_range(const Stub &st, std::byte *dst, std::size_t from, std::size_t n) {
   if (st.pool != nullptr) {
     std::memcpy(dst + from, st.pool + st.offset + from, n);
     return ROCL_OK;
@@ -78,7 +168,7 @@ int ShmTransportImpl::read_range(const Stub &st, std::byte *dst, std::size_t fro
 // offer: the second, or the first when the sender holds it in its cache
 // (Stub::sender_holds_first). What this cpu wrote is remembered for the
 // hint of sending the message on (shm_written_parts.hpp).
-int ShmTransportImpl::read_shared(const Stub &st, std::byte *dst, std::size_t len) {
+int RendezvousReader::read_shared(const Stub &st, std::byte *dst, std::size_t len) {
   // The parts meet at a page of the sender's memory (the pool's offsets
   // are from a page too), so that the two never pin the same page.
   const std::size_t mid =
@@ -91,7 +181,7 @@ int ShmTransportImpl::read_shared(const Stub &st, std::byte *dst, std::size_t le
                      ? open_offer(st, dst, sender_from, sender_n)
                      : nullptr;
   if (o == nullptr) {
-    written_parts_.remember(dst, len, false);
+    written_.remember(dst, len, false);
     return read_range(st, dst, 0, len);
   }
   const int own = read_range(st, dst, own_from, len - sender_n);
@@ -104,13 +194,14 @@ int ShmTransportImpl::read_shared(const Stub &st, std::byte *dst, std::size_t le
   } else {
     sender_copied = await_sender(st, o);
     if (sender_copied) {
-      parts_copied_by_senders_.fetch_add(1, std::memory_order_relaxed);
-      if (first_to_sender) first_parts_copied_by_senders_.fetch_add(1, std::memory_order_relaxed);
+      counters_.parts_copied_by_senders.fetch_add(1, std::memory_order_relaxed);
+      if (first_to_sender)
+        counters_.first_parts_copied_by_senders.fetch_add(1, std::memory_order_relaxed);
     } else {
       senders = read_range(st, dst, sender_from, sender_n);
     }
   }
-  written_parts_.remember(dst, len, sender_copied && !first_to_sender);
+  written_.remember(dst, len, sender_copied && !first_to_sender);
   // The error of the first byte that could not be read, as read_range.
   if (first_to_sender) return senders != ROCL_OK ? senders : own;
   return own != ROCL_OK ? own : senders;
@@ -118,23 +209,23 @@ int ShmTransportImpl::read_shared(const Stub &st, std::byte *dst, std::size_t le
 
 // Where [p, p + n) lies in our pool, or ~0 if not inside it (the offer's
 // pool_offset: a sender that mapped our pool writes there with memcpy).
-std::uint64_t ShmTransportImpl::offset_in_pool(const std::byte *p, std::size_t n) const {
-  if (env_.pool == nullptr || env_.pool->region_fd() < 0) return ~std::uint64_t{0};
-  const auto *base = static_cast<const std::byte *>(env_.pool->region_base());
-  const std::size_t bytes = env_.pool->region_bytes();
+std::uint64_t RendezvousReader::offset_in_pool(const std::byte *p, std::size_t n) const {
+  if (pool_ == nullptr || pool_->region_fd() < 0) return ~std::uint64_t{0};
+  const auto *base = static_cast<const std::byte *>(pool_->region_base());
+  const std::size_t bytes = pool_->region_bytes();
   const bool inside = p >= base && static_cast<std::size_t>(p - base) <= bytes && n <= bytes &&
                       static_cast<std::size_t>(p - base) <= bytes - n;
   return inside ? static_cast<std::uint64_t>(p - base) : ~std::uint64_t{0};
 }
 
 // Below how many bytes a message copied to dst is read alone.
-std::size_t ShmTransportImpl::share_min_bytes(const std::byte *dst) const {
+std::size_t RendezvousReader::share_min_bytes(const std::byte *dst) const {
   return offset_in_pool(dst, 0) != ~std::uint64_t{0} ? kShareMinBytes : kShareByCallMinBytes;
 }
 
 // A free offer of st's slot filled for bytes [from, from + n) of the
 // message, or nullptr (all in use by other receiving threads, or retired).
-CopyOffer *ShmTransportImpl::open_offer(const Stub &st, std::byte *dst, std::size_t from,
+CopyOffer *RendezvousReader::open_offer(const Stub &st, std::byte *dst, std::size_t from,
                                         std::size_t n) {
   const std::uint8_t retired = retired_offers_[st.slot].load(std::memory_order_relaxed);
   for (int k = 0; k < kCopyOffers; ++k) {
@@ -159,14 +250,14 @@ CopyOffer *ShmTransportImpl::open_offer(const Stub &st, std::byte *dst, std::siz
 
 // Frees the offer for the next message (before the cookie goes back: the
 // sender then never sees an offer of a message it has reaped).
-void ShmTransportImpl::close_offer(CopyOffer *o) {
+void RendezvousReader::close_offer(CopyOffer *o) {
   o->state.store(kOfferFree, std::memory_order_release);
 }
 
 // Waits while the sender copies its part; whether it copied it (false:
 // it failed, died or took too long, and the receiver copies it itself).
 // An offer the sender may still write to later is retired: never reused.
-bool ShmTransportImpl::await_sender(const Stub &st, CopyOffer *o) {
+bool RendezvousReader::await_sender(const Stub &st, CopyOffer *o) {
   using Clock = std::chrono::steady_clock;
   constexpr auto kYieldAfter = std::chrono::microseconds(50);
   constexpr auto kLivenessEvery = std::chrono::milliseconds(20);
@@ -195,91 +286,10 @@ bool ShmTransportImpl::await_sender(const Stub &st, CopyOffer *o) {
                     "shm: the sender pid %u (slot %u) took part of a lent message's copy and %s; "
                     "the receiver copies it",
                     st.pid, st.slot, gone ? "exited" : "did not finish it within 2 s");
-      log(line);
+      transport_.log(line);
       return false;
     }
   }
-}
-
-// Sender, c.mu held: takes the offers of c's receiver for rendezvous
-// messages of ours (up to `room` of them, into `out`); the copies run once
-// the locks are released (run_offers). How many it took.
-int ShmTransportImpl::take_offers(const std::shared_ptr<Conn> &c, TakenOffer *out, int room) {
-  if (c->pending_mask == 0 || c->no_offers.load(std::memory_order_relaxed)) return 0;
-  int n = 0;
-  for (int k = 0; k < kCopyOffers && n < room; ++k) {
-    CopyOffer &o = c->ctl->offers[k];
-    if (o.state.load(std::memory_order_acquire) != kOffered) continue;
-    constexpr auto kRelaxed = std::memory_order_relaxed;
-    const std::uint32_t cookie = o.cookie.load(kRelaxed);
-    const std::uint64_t offset = o.offset.load(kRelaxed), length = o.length.load(kRelaxed);
-    const std::uint64_t dest = o.dest.load(kRelaxed), in_pool = o.pool_offset.load(kRelaxed);
-    if (cookie >= 64 || (c->pending_mask >> cookie & 1u) == 0) continue;
-    std::uint32_t s = kOffered;
-    if (!o.state.compare_exchange_strong(s, kSenderCopying, std::memory_order_acq_rel)) continue;
-    // Read again now that it is ours: the receiver filled it before kOffered.
-    const Message *m = reinterpret_cast<const Message *>(owner_area_of(c->pending[cookie]));
-    if (o.cookie.load(kRelaxed) != cookie || o.offset.load(kRelaxed) != offset ||
-        o.length.load(kRelaxed) != length || o.dest.load(kRelaxed) != dest ||
-        o.pool_offset.load(kRelaxed) != in_pool || offset > m->length ||
-        length > m->length - offset || length == 0) {
-      o.state.store(kSenderFailed, std::memory_order_release);
-      continue;
-    }
-    // The receiver's pool as mapped here, if the part lies inside it.
-    std::byte *mapped = c->receiver_pool != nullptr && in_pool <= c->receiver_pool_bytes &&
-                                length <= c->receiver_pool_bytes - in_pool
-                            ? c->receiver_pool + in_pool
-                            : nullptr;
-    out[n++] =
-        TakenOffer{c, &o, static_cast<const std::byte *>(m->data) + offset, dest, length, mapped};
-  }
-  return n;
-}
-
-// Sender, no lock held: copies the parts taken. How many it copied.
-int ShmTransportImpl::run_offers(const TakenOffer *taken, int n) {
-  int copied = 0;
-  for (int i = 0; i < n; ++i) {
-    const TakenOffer &t = taken[i];
-    std::size_t done = 0;
-    int err = 0;
-    if (t.mapped_dest != nullptr) {
-      std::memcpy(t.mapped_dest, t.src, t.length);
-      done = t.length;
-      parts_copied_into_mapped_pools_.fetch_add(1, std::memory_order_relaxed);
-    }
-    while (done < t.length) {
-      iovec local{const_cast<std::byte *>(t.src) + done, t.length - done};
-      iovec remote{reinterpret_cast<void *>(static_cast<std::uintptr_t>(t.dest + done)),
-                   t.length - done};
-      const ssize_t put = ::process_vm_writev(t.conn->pid, &local, 1, &remote, 1, 0);
-      if (put > 0) {
-        done += static_cast<std::size_t>(put);
-      } else if (put < 0 && errno == EINTR) {
-        continue;
-      } else {
-        err = put < 0 ? errno : 0;
-        break;
-      }
-    }
-    // Release, acquired by reap(): our read of the lent memory happens
-    // before its send completes. (It does anyway: the receiver hands the
-    // cookie back only after kSenderDone; but that chain runs through the
-    // other process, where ThreadSanitizer cannot see it.)
-    offers_finished_.fetch_add(1, std::memory_order_release);
-    if (done == t.length) {
-      t.offer->state.store(kSenderDone, std::memory_order_release);
-      parts_copied_for_receivers_.fetch_add(1, std::memory_order_relaxed);
-      ++copied;
-      continue;
-    }
-    // Not allowed (another user, Yama) or a bad address: the receiver
-    // copies; we stop offering ourselves to this receiver after a refusal.
-    if (err == EPERM) t.conn->no_offers.store(true, std::memory_order_relaxed);
-    t.offer->state.store(kSenderFailed, std::memory_order_release);
-  }
-  return copied;
 }
 
 }  // namespace rocl::impl::shm::detail
