@@ -4,22 +4,25 @@
 // inbox, the frame sizes both sides tune to, the counters, a sender's
 // connection (Conn), a receiver's private slot state (RxSlot) and what a
 // rendezvous stub holds. The parts, one job each:
-//   shm_transport_impl.hpp  ShmTransportImpl: the Transport; owns the parts
-//                           below and forwards its hooks to them
-//   shm_inbox_segment.hpp   InboxSegment: our memfd segment
-//   shm_inbox.hpp           Inbox: the receive rings, polled under a try-lock
-//   shm_slot_reader.hpp     SlotReader: the frames of one slot, validated
-//                           and delivered
-//   shm_poll_lease.hpp      PollLease: the `pollers` word and its lease
-//   shm_peer_table.hpp      PeerTable: our connections by peer
-//   shm_connect.hpp         Connector: mapping a peer's inbox, the handshake
-//   shm_frame_writer.hpp    FrameWriter: frames into a peer's ring
-//   shm_rendezvous.hpp      RendezvousPolicy, RendezvousSender, PeerPools:
-//                           which sends go by rendezvous, their requests and
-//                           lent blocks; senders' pools mapped here
+//   shm_transport_impl.hpp     ShmTransportImpl: the Transport; owns the
+//                              parts below and forwards its hooks to them
+//   shm_inbox_segment.hpp      InboxSegment: our memfd segment
+//   shm_inbox.hpp              Inbox: the receive rings, polled under a
+//                              try-lock
+//   shm_slot_reader.hpp        SlotReader: the frames of one slot,
+//                              validated and delivered
+//   shm_poll_lease.hpp         PollLease: the `pollers` word and its lease
+//   shm_peer_table.hpp         PeerTable: our connections by peer
+//   shm_connect.hpp            Connector: mapping a peer's inbox, the
+//                              handshake
+//   shm_frame_writer.hpp       FrameWriter: frames into a peer's ring
+//   shm_rendezvous.hpp         RendezvousPolicy: which sends go by
+//                              rendezvous; RendezvousSender: their requests
+//                              and lent blocks; PeerPools: senders' pools
+//                              mapped here
 //   shm_rendezvous_reader.hpp  RendezvousReader: pulling a stub's payload,
-//                           the receiver's side of copy offers
-//   shm_offer_copier.hpp    OfferCopier: the sender's side of copy offers
+//                              the receiver's side of copy offers
+//   shm_copy_offer.hpp         OfferCopier: the sender's side of copy offers
 #pragma once
 
 #include <signal.h>
@@ -159,7 +162,7 @@ struct alignas(64) Conn {
   std::uint64_t pending_bytes = 0;  // of pool blocks (lent memory is not counted)
   BlockHeader *pending[64] = {};
   // process_vm_writev into the receiver was refused: take no more of its
-  // copy offers (shm_offer_copier.cpp).
+  // copy offers (shm_copy_offer.cpp).
   std::atomic<bool> no_offers{false};
   // The receiver's pool mapped writable (Connector::map_receiver_pool), or
   // nullptr: the parts of its copy offers that land there are copied with

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "message/message.hpp"
+#include "transport/shm/shm_copy_offer.hpp"
 #include "transport/shm/shm_frame_writer.hpp"
 #include "transport/shm/shm_internal.hpp"
-#include "transport/shm/shm_offer_copier.hpp"
 #include "transport/shm/shm_peer_table.hpp"
 #include "transport/shm/shm_written_parts.hpp"
 

@@ -207,6 +207,9 @@ int SlotReader::take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
   return 1;
 }
 
+// A message in one frame with a short header, the path of small messages:
+// a frame starts at a multiple of kFrameAlign, so its seal and header never
+// wrap, and one that fills a single line holds at most 24 payload bytes.
 int SlotReader::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::byte *at) {
   s.prefetch_frame(at);
   wire::ShortHeader h;
@@ -218,8 +221,8 @@ int SlotReader::take_short(std::uint32_t i, RxSlot &s, SlotCtl *ctl, const std::
   // A receive waiting with memory of its own takes the payload straight
   // from the ring (no block), when it does not wrap around the ring's end.
   if (s.fits_before_end(frame)) {
-    count(
-        counters_.arrivals);  // before the hand-over (streams()); again by deliver_block if refused
+    // Counted before the hand-over (streams()); again by deliver_block if refused.
+    count(counters_.arrivals);
     if (sink_->deliver_bytes(h.destination, CoreHeader{h.source, h.tag, h.domain},
                              at + kSealBytes + sizeof h, h.length, waiter_)) {
       s.consume(ctl, frame);

@@ -1,7 +1,6 @@
-// shm_offer_copier.cpp - the sender's side of copy offers: taking them and
-// writing the parts (see shm_offer_copier.hpp; the protocol:
-// shm_rendezvous_reader.cpp).
-#include "transport/shm/shm_offer_copier.hpp"
+// shm_copy_offer.cpp - the sender's side of copy offers: taking them and
+// writing the parts (see shm_copy_offer.hpp).
+#include "transport/shm/shm_copy_offer.hpp"
 
 #include <sys/uio.h>
 

@@ -1,7 +1,26 @@
-// shm_offer_copier.hpp - the sender's side of copy offers (the protocol is
-// described in shm_rendezvous_reader.cpp and shm_layout.hpp: CopyOffer): a
-// sender that spins anyway takes its receivers' offers to write part of a
-// rendezvous message of ours into the receive's memory, and writes it.
+// shm_copy_offer.hpp - copy offers, and the sender's side of them
+// (OfferCopier; the receiver's is RendezvousReader's).
+//
+// Two cpus copy one rendezvous message: the receiver reads the first part
+// from the sender's memory (process_vm_readv) or pool (mapped) while the
+// sender, which spins anyway (waiting for its lent send to complete, or for
+// a reply), writes the rest into the receive's memory (process_vm_writev). Alone, the receiver
+// would copy at the speed of one cpu's cross-memory copy while the sender's cpu idles (compare's
+// rocl-mpi-shm bandwidth rows from 256 KiB, beside ompi-vader's, show it).
+//
+// The handshake is the CopyOffer of the slot (shm_layout.hpp): the receiver
+// fills a free offer and publishes it, copies its own part, then takes the
+// sender's part back with a compare-and-swap unless the sender took it
+// first; then it waits for the sender to say done (or failed: it copies the
+// part itself). A sender that does not spin (it computes) costs the
+// receiver one compare-and-swap. The receiver reads back only the state;
+// the sender checks that the part lies inside the message it lent.
+//
+// Which part the sender gets: the second, unless its rendezvous request
+// says it holds the first in its cache (wire::kFlagSenderHoldsFirst; it
+// received the message through an offer and copied that part itself). A
+// message sent back and forth then never has a cpu read lines dirty in the
+// other's cache (shm_written_parts.hpp).
 //
 // Contract: take() with the connection's mu held, which run() must not be
 // (a copy takes microseconds); both by the thread that reaps (progress).
