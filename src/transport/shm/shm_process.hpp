@@ -1,7 +1,8 @@
 // shm_process.hpp - what the shm transport asks the kernel about processes
-// (through /proc and kill(pid, 0)): the tag naming our boot and pid
-// namespace, a process's start time and liveness, and the parsing of shm
-// addresses "shm:<pid>:<fd>:<size>:<host tag>".
+// (through /proc, kill(pid, 0) and process_vm_readv): the tag naming our boot
+// and pid namespace, a process's start time and liveness, the parsing of shm
+// addresses "shm:<pid>:<fd>:<size>:<host tag>", mapping another process's
+// memfd and probing whether its memory can be read.
 #pragma once
 
 #include <sys/types.h>
@@ -31,5 +32,14 @@ struct ParsedAddress {
 };
 
 std::optional<ParsedAddress> parse_address(std::string_view a);
+
+// Another process's memfd (a buffer pool) mapped here, read-only or
+// writable, if it is `bytes` long and sealed against shrinking (it cannot
+// make us fault); nullptr if anything does not check out.
+void *map_memfd_of(std::uint32_t pid, std::uint32_t fd, std::uint64_t bytes, bool writable);
+
+// Whether process_vm_readv reads `expect` at `address` in process pid: may
+// a lent send's memory be read there (the Hello's probe).
+bool probe_memory(std::uint32_t pid, std::uint64_t address, std::uint64_t expect);
 
 }  // namespace rocl::impl::shm::detail

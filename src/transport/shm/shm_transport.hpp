@@ -39,7 +39,7 @@
 // published by the seal, key ^ position, written last. A
 // message larger than 8 KiB goes as consecutive kFragment frames of about a
 // quarter of it, 8-32 KiB (same message_id, increasing offsets), so that
-// the two copies overlap (shm_send.cpp: fragment_bytes); one slot has one
+// the two copies overlap (shm_frame_writer.cpp: fragment_bytes); one slot has one
 // producer, so fragments arrive in order and are copied straight into the
 // pool block allocated for the message.
 // Every header read from shared memory goes through wire::decode_frame_header
@@ -87,7 +87,7 @@
 // caller polls before.
 // A caller that raises `pollers` while the thread sleeps long (nobody
 // polled) wakes it, so that its lease is checked after a period
-// (raise_pollers).
+// (PollLease).
 // Each message gets a block of total_length bytes from env.pool (payload
 // copied ring -> block once), state kLibrary, and goes to
 // env.sink->deliver; ROCL_EBADGID is logged and the block released.
@@ -129,7 +129,7 @@ inline constexpr int kHandshakeTimeoutMs = 5000;
 // message; and at most 64 messages); above it a large message is copied
 // through the ring like a small one, so send() never waits for a receive.
 inline constexpr std::uint64_t kMaxPendingBytes = std::uint64_t{256} << 20;
-// The poll lease (shm_receive.cpp): the `pollers` word is lowered once a
+// The poll lease (shm_poll_lease.hpp): the `pollers` word is lowered once a
 // whole period went by without a caller's poll, so it stays raised 1-2
 // periods after the last polling caller got its message. The period starts
 // at kPollLeaseUs and doubles while callers keep polling, up to

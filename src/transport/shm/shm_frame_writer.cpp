@@ -1,130 +1,19 @@
-// shm_send.cpp - the send side of the shm transport: send() (finding or
-// making the connection, choosing eager frames or rendezvous), writing a
-// message into the peer's ring as one or more frames, waiting for room in the
-// ring (the flow control), and publishing frames with the wake-up of a
-// sleeping receiver (design: shm_transport.hpp).
+// shm_frame_writer.cpp - writing a message into the peer's ring as one or
+// more frames, waiting for room in the ring (the flow control), ending laps
+// early, and publishing frames with the wake-up of a sleeping receiver (see
+// shm_frame_writer.hpp; design: shm_transport.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstring>
 
-#include "transport/shm/shm_internal.hpp"
+#include "transport/shm/shm_frame_writer.hpp"
+
+#include <thread>
+
+#include "status/status.hpp"
 
 namespace rocl::impl::shm::detail {
-
-int ShmTransportImpl::send_impl(rocl_gid_t peer, std::string_view peer_address,
-                                rocl_gid_t destination, Message *msg) noexcept {
-  if (msg == nullptr) return fail(ROCL_EINVAL, "shm: send of a null message");
-  if (msg->length > limits_.max_message_bytes) {
-    return fail(ROCL_ETOOBIG, "shm: message of %zu bytes exceeds the limit %" PRIu64,
-                static_cast<std::size_t>(msg->length), limits_.max_message_bytes);
-  }
-  Conn *c = conn_to(peer);
-  if (c == nullptr) return fail(ROCL_ENOMEM, "shm: out of memory");
-  std::unique_lock<ConnMutex> lk(c->mu);
-  if (const int rc = ready_locked(peer, peer_address, c, lk); rc != ROCL_OK) return rc;
-  // A lent message (the core decided its size) goes by rendezvous if the
-  // receiver reads our memory and it is not too small for that to pay
-  // (ROCL_SHM_LEND_THRESHOLD), else it is copied through the ring now.
-  // A pool buffer goes by rendezvous from ROCL_SHM_RNDV_THRESHOLD, or
-  // from ROCL_SHM_STREAM_RNDV_THRESHOLD while it streams (streams()).
-  bool rendezvous = is_lent(msg) ? c->lend_memory && msg->length >= cfg_.lend_threshold
-                                 : c->rendezvous && env_.rendezvous_threshold != 0 &&
-                                       (msg->length >= rendezvous_threshold() || msg->rendezvous ||
-                                        streams(*c, msg->length)) &&
-                                       in_pool(msg);
-  if (rendezvous && !can_lend(*c, *msg)) {
-    rendezvous = false;  // lent enough to this receiver: copy it through the ring
-    lend_refused_.fetch_add(1, std::memory_order_relaxed);
-  }
-  const int rc = rendezvous ? write_rendezvous(*c, destination, msg)
-                            : write_message(*c, destination, msg->header,
-                                            static_cast<const std::byte *>(msg->data), msg->length);
-  if (rc != ROCL_OK) return abandon(peer, c, lk, rc);
-  send_unlock(*c, lk);
-  // A rendezvous block stays ours until the receiver has copied it.
-  if (!rendezvous) finish_sent(block_of(msg), true);
-  return ROCL_OK;
-}
-
-int ShmTransportImpl::send_bytes_impl(rocl_gid_t peer, std::string_view peer_address,
-                                      rocl_gid_t destination, const CoreHeader &header,
-                                      const void *data, std::size_t length, bool in_pool) noexcept {
-  if (length > (in_pool ? pool_send_limit_ : kBytesSendLimit)) return kNotTaken;
-  Conn *c = conn_to(peer);
-  if (c == nullptr) return fail(ROCL_ENOMEM, "shm: out of memory");
-  std::unique_lock<ConnMutex> lk(c->mu);
-  if (const int rc = ready_locked(peer, peer_address, c, lk); rc != ROCL_OK) return rc;
-  if (length >= stream_from()) {
-    if (in_pool && streaming(*c)) return kNotTaken;  // send() sends it by rendezvous
-    streams(*c, length);  // a stream's first message: the next ones see whether it goes on
-  }
-  const int rc =
-      write_message(*c, destination, header, static_cast<const std::byte *>(data), length);
-  if (rc != ROCL_OK) return abandon(peer, c, lk, rc);
-  send_unlock(*c, lk);
-  return ROCL_OK;
-}
-
-// A write to c (locked by lk) failed with rc: the peer died or broke the
-// ring. c is dead, what waits on it fails, and later sends make a new
-// connection. Returns rc.
-int ShmTransportImpl::abandon(rocl_gid_t peer, Conn *c, std::unique_lock<ConnMutex> &lk, int rc) {
-  c->dead = true;
-  drop_pending(*c);
-  lk.unlock();
-  drop_conn(peer, c);
-  return rc;
-}
-
-int ShmTransportImpl::ready_locked(rocl_gid_t peer, std::string_view peer_address, Conn *c,
-                                   std::unique_lock<ConnMutex> &lk) {
-  if (c->dead) {
-    const pid_t pid = c->pid;
-    lk.unlock();
-    drop_conn(peer, c);
-    return fail(ROCL_EPEER, "shm: peer process %d is gone", static_cast<int>(pid));
-  }
-  if (c->connected) return ROCL_OK;
-  const int rc = connect(*c, peer_address);
-  if (rc != ROCL_OK) {
-    c->dead = true;
-    lk.unlock();
-    drop_conn(peer, c);
-  }
-  return rc;
-}
-
-namespace {
-// What keeps t_last_conn_'s Conn alive while it is cached.
-thread_local std::shared_ptr<Conn> t_last_conn_keep;
-}  // namespace
-
-Conn *ShmTransportImpl::conn_to_shared(rocl_gid_t peer) noexcept {
-  try {
-    std::lock_guard<std::mutex> g(peers_mu_);
-    auto &slot = peers_[peer];
-    if (!slot) slot = std::make_shared<Conn>();
-    t_last_conn_keep = slot;
-    t_last_conn_ = LastConn{instance_, peer, slot.get()};
-  } catch (...) {
-    return nullptr;
-  }
-  return t_last_conn_.conn;
-}
-
-// Forgets a dead connection (called without c->mu): later sends to the peer
-// make a new one.
-void ShmTransportImpl::drop_conn(rocl_gid_t peer, Conn *c) noexcept {
-  std::shared_ptr<Conn> keep;  // destroyed last, after the map's lock
-  if (t_last_conn_.conn == c) {
-    keep = std::move(t_last_conn_keep);
-    t_last_conn_ = LastConn{};
-  }
-  std::lock_guard<std::mutex> g(peers_mu_);
-  auto it = peers_.find(peer);
-  if (it != peers_.end() && it->second.get() == c) peers_.erase(it);
-}
 
 // Writes one frame at c.head and publishes it; wait_space(c,
 // frame_bytes(header_bytes, len)) must have said yes. The header (a
@@ -139,8 +28,8 @@ void ShmTransportImpl::drop_conn(rocl_gid_t peer, Conn *c) noexcept {
 // one burst with the seal: had it been written first, a poll between that
 // write and the seal (while the lines after it are being written) would
 // take the line back, and the seal would have to fetch it once more.
-void ShmTransportImpl::put_frame(Conn &c, const void *header, std::uint64_t header_bytes,
-                                 const std::byte *payload, std::uint64_t len) {
+void FrameWriter::put_frame(Conn &c, const void *header, std::uint64_t header_bytes,
+                            const std::byte *payload, std::uint64_t len) {
   constexpr std::uint64_t kFirstLine = kFrameAlign - kSealBytes;  // bytes after the seal
   const auto *h = static_cast<const std::byte *>(header);
   const std::uint64_t h_first = std::min(header_bytes, kFirstLine);
@@ -160,10 +49,10 @@ void ShmTransportImpl::put_frame(Conn &c, const void *header, std::uint64_t head
 // copies of variable length (memcpy calls) are a fair part of a small message's
 // cost on the sending side, which is a stream's slower one (rocl-bench
 // bandwidth --transport shm of 64-256 B shows it). The lines after the first
-// first, as put_frame does. The caller's send_unlock fences and wakes. False
+// first, as put_frame does. The caller's unlock_and_wake fences and wakes. False
 // (nothing written) if the frame would wrap.
-bool ShmTransportImpl::put_lines(Conn &c, const wire::ShortHeader &h, const std::byte *payload,
-                                 std::uint64_t len, std::uint64_t bytes) {
+bool FrameWriter::put_lines(Conn &c, const wire::ShortHeader &h, const std::byte *payload,
+                            std::uint64_t len, std::uint64_t bytes) {
   const std::uint64_t off = c.head & (c.ring_bytes - 1);
   if (off + bytes > c.ring_bytes) return false;
   std::byte *at = c.ring + off;
@@ -176,13 +65,13 @@ bool ShmTransportImpl::put_lines(Conn &c, const wire::ShortHeader &h, const std:
 
 // Seals the frame of `bytes` bytes written at c.head (its place in the ring
 // is `at`) and wakes the receiver if it must (put_frame).
-void ShmTransportImpl::publish(Conn &c, std::byte *at, std::uint64_t bytes) {
+void FrameWriter::publish(Conn &c, std::byte *at, std::uint64_t bytes) {
   seal_frame(c, at, bytes);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   wake_if_asleep(c);
 }
 
-void ShmTransportImpl::seal_frame(Conn &c, std::byte *at, std::uint64_t bytes) {
+void FrameWriter::seal_frame(Conn &c, std::byte *at, std::uint64_t bytes) {
   seal_at(at).store(c.seal_key ^ c.head, std::memory_order_release);
   c.head += bytes;
   // The next frame's first line, taken now (while the receiver reads this
@@ -192,28 +81,23 @@ void ShmTransportImpl::seal_frame(Conn &c, std::byte *at, std::uint64_t bytes) {
   platform::prefetch_for_write(c.ring + (c.head & (c.ring_bytes - 1)));
 }
 
-void ShmTransportImpl::wake_if_asleep(const Conn &c) {
+void FrameWriter::wake_if_asleep(const Conn &c) {
   if (c.hdr->sleeping.load(std::memory_order_relaxed) != 0 &&
       c.hdr->pollers.load(std::memory_order_relaxed) == 0) {
-    wake(c.hdr);
+    wake_inbox_thread(c.hdr);
   }
 }
 
 // c stays mapped after the unlock: this thread's t_last_conn_keep (or the
 // caller's reference) holds it, and a Conn unmaps only when destroyed.
-void ShmTransportImpl::send_unlock(Conn &c, std::unique_lock<ConnMutex> &lk) {
+void FrameWriter::unlock_and_wake(Conn &c, std::unique_lock<ConnMutex> &lk) {
   lk.unlock();
   platform::fence_after_locked_rmw();
   wake_if_asleep(c);
 }
 
-void ShmTransportImpl::wake(SegHeader *h) {
-  h->wake_seq.fetch_add(1, std::memory_order_release);
-  wake_inbox(&h->wake_seq);
-}
-
 // wait_space past the room the tail seen last leaves.
-int ShmTransportImpl::wait_space_slow(Conn &c, std::uint64_t need) {
+int FrameWriter::wait_space_slow(Conn &c, std::uint64_t need) {
   // Spin first, for ROCL_SPIN_US: a receiver that drains the ring frees a
   // fragment's worth sooner than a sleep ends (on a VM a sleep lasts far
   // longer than it asks for), so sleeping after a short spin would cost a
@@ -224,9 +108,9 @@ int ShmTransportImpl::wait_space_slow(Conn &c, std::uint64_t need) {
   // per ring's worth. Then sleep, backing off.
   int spins = 0;
   int sleep_us = 20;
-  const auto spin_for = std::chrono::microseconds(env_.spin_us);
+  const auto spin_for = std::chrono::microseconds(spin_us_);
   auto spin_end = std::chrono::steady_clock::now() + spin_for;
-  bool spinning = env_.spin_us != 0;
+  bool spinning = spin_us_ != 0;
   auto next_check = spin_end;
   std::uint64_t last_tail = c.seen_tail;
   for (;;) {
@@ -236,7 +120,7 @@ int ShmTransportImpl::wait_space_slow(Conn &c, std::uint64_t need) {
     }
     c.seen_tail = tail;
     if (c.ring_bytes - (c.head - tail) >= need) return ROCL_OK;
-    if (tail != last_tail && env_.spin_us != 0) {
+    if (tail != last_tail && spin_us_ != 0) {
       last_tail = tail;
       spin_end = std::chrono::steady_clock::now() + spin_for;
       spinning = true;
@@ -252,7 +136,7 @@ int ShmTransportImpl::wait_space_slow(Conn &c, std::uint64_t need) {
     }
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_check) {
-      if (!peer_alive(c)) {
+      if (!c.peer_alive()) {
         return fail(ROCL_EPEER, "shm: peer process %d died with its ring full", c.pid);
       }
       next_check = now + std::chrono::milliseconds(20);
@@ -271,11 +155,11 @@ int ShmTransportImpl::wait_space_slow(Conn &c, std::uint64_t need) {
 // tail is read here once per hot window's worth of frames, and after a look
 // that says no not again for another window. The wrap frame is sealed like
 // a one-line message, fenced and announced with the message after it
-// (send_unlock). Short laps keep a stream of small messages on lines that
+// (unlock_and_wake). Short laps keep a stream of small messages on lines that
 // stay in both cpus' caches (rocl-bench bandwidth --transport shm of 256 B
 // to 1 KiB, with Config::hot_bytes 0, shows it).
-void ShmTransportImpl::wrap_early_slow(Conn &c, std::uint64_t need) {
-  c.wrap_look_at = c.head + cfg_.hot_bytes;
+void FrameWriter::wrap_early_slow(Conn &c, std::uint64_t need) {
+  c.wrap_look_at = c.head + hot_bytes_;
   const std::uint64_t off = c.head & (c.ring_bytes - 1);
   const std::uint64_t rest = c.ring_bytes - off;
   const std::uint64_t tail = c.ctl->tail.load(std::memory_order_acquire);
@@ -293,11 +177,11 @@ void ShmTransportImpl::wrap_early_slow(Conn &c, std::uint64_t need) {
   std::byte *at = c.ring + off;  // a frame's first line never wraps
   std::memcpy(at + kSealBytes, &h, sizeof h);
   seal_frame(c, at, rest);
-  c.wrap_look_at = c.head + cfg_.hot_bytes;
-  count(early_wraps_);
+  c.wrap_look_at = c.head + hot_bytes_;
+  count(counters_.early_wraps);
 }
 
-void ShmTransportImpl::copy_in(Conn &c, std::uint64_t pos, const std::byte *src, std::uint64_t n) {
+void FrameWriter::copy_in(Conn &c, std::uint64_t pos, const std::byte *src, std::uint64_t n) {
   const std::uint64_t off = pos & (c.ring_bytes - 1);
   const std::uint64_t first = std::min(n, c.ring_bytes - off);
   std::memcpy(c.ring + off, src, first);
@@ -318,7 +202,7 @@ void ShmTransportImpl::copy_in(Conn &c, std::uint64_t pos, const std::byte *src,
 // next frame's lines would slow those reads down. After smaller frames
 // they pay in streams, after larger ones in ping-pongs (rocl-bench latency
 // and bandwidth --transport shm of 64 B to 4 KiB show it).
-void ShmTransportImpl::own_ahead(const Conn &c, std::uint64_t bytes) {
+void FrameWriter::own_ahead(const Conn &c, std::uint64_t bytes) {
   constexpr std::uint64_t kMost = 32768;
   if (bytes > kOwnAheadSkipFrom && bytes <= kPrefetchFrameBytes) return;
   const std::uint64_t free = c.ring_bytes - (c.head - c.seen_tail);
@@ -333,15 +217,15 @@ void ShmTransportImpl::own_ahead(const Conn &c, std::uint64_t bytes) {
 // copies the next one in; a message of at most 8 KiB is one frame, as
 // smaller fragments lose more to the per-frame work than they overlap
 // (rocl-bench latency and bandwidth --transport shm from 4 KiB show it).
-std::uint64_t ShmTransportImpl::fragment_bytes(const Conn &c, std::uint64_t total) const {
+std::uint64_t FrameWriter::fragment_bytes(const Conn &c, std::uint64_t total) const {
   constexpr std::uint64_t kMin = 8192, kMax = 32768;
   const std::uint64_t quarter = (total / 4 + kFrameAlign - 1) & ~(kFrameAlign - 1);
   const std::uint64_t want = std::clamp(quarter, kMin, kMax);
-  return std::min({want, c.ring_bytes / 4, std::uint64_t{limits_.max_fragment_bytes}});
+  return std::min({want, c.ring_bytes / 4, std::uint64_t{max_fragment_bytes_}});
 }
 
-int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, const CoreHeader &header,
-                                    const std::byte *data, std::uint64_t total) {
+int FrameWriter::write_message(Conn &c, rocl_gid_t destination, const CoreHeader &header,
+                               const std::byte *data, std::uint64_t total) {
   // One frame (a short header): one cache line up to 24 bytes, asked
   // first, before the fragment size, which such a message does not need.
   const std::uint64_t bytes = frame_bytes(sizeof(wire::ShortHeader), total);
@@ -368,7 +252,7 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, const CoreH
     std::byte *at = c.ring + (c.head & (c.ring_bytes - 1));
     std::memcpy(at + kSealBytes, &h, sizeof h);
     platform::copy_small(at + kSealBytes + sizeof h, data, total);
-    seal_frame(c, at, bytes);  // the caller's send_unlock fences and wakes
+    seal_frame(c, at, bytes);  // the caller's unlock_and_wake fences and wakes
     return ROCL_OK;
   }
   const std::uint64_t chunk = fragment_bytes(c, total);
@@ -380,7 +264,7 @@ int ShmTransportImpl::write_message(Conn &c, rocl_gid_t destination, const CoreH
   h.destination = destination;
   h.tag = header.tag;
   h.domain = header.domain;
-  h.message_id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  h.message_id = next_message_id();
   h.total_length = total;
   const std::uint64_t start = c.head;
   std::uint64_t off = 0;
