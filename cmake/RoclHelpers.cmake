@@ -54,8 +54,7 @@ function(rocl_library_properties target)
   endif()
   # A shared library keeps the calls of a static one direct: its own
   # functions are not interposable, so GCC calls them directly and inlines
-  # across files instead of going through the PLT. Symbols keep default
-  # visibility: the tests and tools use the library's internals.
+  # across files instead of going through the PLT.
   target_compile_options(${target} PRIVATE -fno-semantic-interposition)
   # Its thread-locals (the send and receive paths read several per message)
   # are reached through TLS descriptors: a short call that returns the

@@ -23,6 +23,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
 
 #define ROCL_VERSION_MAJOR 0
 #define ROCL_VERSION_MINOR 1
@@ -341,6 +344,9 @@ int rocl_pool_stats(rocl_pool_stats_t *out);
  * (a FILE*); works without a context. */
 void rocl_print_options(void *file);
 
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 #ifdef __cplusplus
 }
 #endif
