@@ -30,8 +30,12 @@ Resource *ResourceTable::get(rocl_gid_t gid) const noexcept {
 
 bool ResourceTable::contains(rocl_gid_t gid) const noexcept {
   if (gid == ROCL_NULL_GID || gid == ROCL_ANY_GID) return false;
-  Resource *r = find(gid);
-  return r != nullptr && r->gid() == gid;
+  // The slot alone: remove() empties it before the object can be
+  // recycled. Reading the resource's gid instead would pull in its first
+  // line, which its owner writes whenever it posts a receive (a receiver
+  // checking whether its sender is local would move that line twice per
+  // message).
+  return find(gid) != nullptr;
 }
 
 void ResourceTable::put(Resource *r) noexcept {

@@ -27,9 +27,10 @@ class ResourceTable {
   // A live resource with this gid with a reference taken, or nullptr.
   // Lock-free; the caller must call put() when done.
   Resource *get(rocl_gid_t gid) const noexcept;
-  // True if gid is a live resource of this process. Reads only (no
-  // reference is taken), so checking one's own origin gid on every send
-  // does not bounce the resource's cache line between threads.
+  // True if gid is a live resource of this process (as of a moment during
+  // the call). Reads the table only: neither a reference nor the
+  // resource's own cache lines, so checking a gid on every send or
+  // receive does not bounce a resource's lines between threads.
   bool contains(rocl_gid_t gid) const noexcept;
   // The live resource with this gid, without a reference (nullptr if
   // none): for a look into its mailbox that checks, under the mailbox's
