@@ -55,7 +55,7 @@ long PollLease::sleep_bound(long us) noexcept {
   if (callers_poll()) {
     long_sleep_.store(false, std::memory_order_relaxed);
     us = std::min<long>(us, lease_us_);
-    lease_us_ = std::min(lease_us_ * 2, shm::kMaxPollLeaseUs);  // polled: the next is longer
+    lease_us_ = std::min(lease_us_ * 2, max_us_);  // polled: the next is longer
   }
   return us;
 }

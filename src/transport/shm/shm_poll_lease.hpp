@@ -13,6 +13,7 @@
 // caller between begin() and end() does, not a lone rocl_test).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -27,9 +28,15 @@ inline constinit thread_local int t_poll_spins = 0;
 
 class PollLease {
  public:
-  // The inbox's header, whose `pollers` word this lease raises and lowers.
-  // Once, before any other call.
-  void attach(SegHeader *hdr) noexcept { hdr_ = hdr; }
+  // The inbox's header, whose `pollers` word this lease raises and lowers,
+  // and the lease's first period (Config::poll_lease_us). Once, before any
+  // other call.
+  void attach(SegHeader *hdr, std::int64_t first_period_us) noexcept {
+    hdr_ = hdr;
+    first_us_ = first_period_us;
+    max_us_ = std::max(first_period_us, shm::kMaxPollLeaseUs);
+    lease_us_ = first_period_us;
+  }
 
   // A caller's poll (progress(), take_arrived()): counted, so that the
   // thread keeps the word raised. Any thread; inline: every poll counts.
@@ -59,7 +66,7 @@ class PollLease {
   // while it was raised woke nobody).
   bool lower_if_idle() noexcept;
   // Nobody polls now: the next lease starts with the shortest period.
-  void restart_period() noexcept { lease_us_ = shm::kPollLeaseUs; }
+  void restart_period() noexcept { lease_us_ = first_us_; }
   // How long the thread may sleep, given it would sleep `us`
   // microseconds: a period if callers poll (the next then twice as long,
   // up to kMaxPollLeaseUs), else `us`, and then a raise() wakes it if
@@ -83,8 +90,10 @@ class PollLease {
   // checked only when that sleep ends.
   std::atomic<bool> long_sleep_{false};
   std::mutex mu_;
-  // The current lease period (the thread's own).
+  // The current lease period (the thread's own), its first and longest.
   std::int64_t lease_us_ = shm::kPollLeaseUs;
+  std::int64_t first_us_ = shm::kPollLeaseUs;
+  std::int64_t max_us_ = shm::kMaxPollLeaseUs;
 };
 
 }  // namespace rocl::impl::shm::detail

@@ -68,7 +68,7 @@ ShmTransportImpl::~ShmTransportImpl() {
 int ShmTransportImpl::init() {
   if (cfg_.slots == 0 || cfg_.slots > kMaxSlots || cfg_.ring_bytes < 4096 ||
       (cfg_.ring_bytes & (cfg_.ring_bytes - 1)) != 0 ||
-      cfg_.ring_bytes > (std::uint64_t{1} << 30)) {
+      cfg_.ring_bytes > (std::uint64_t{1} << 30) || cfg_.poll_lease_us <= 0) {
     return fail(ROCL_EINVAL, "shm: bad configuration (%u slots of %" PRIu64 " bytes)", cfg_.slots,
                 cfg_.ring_bytes);
   }
@@ -76,7 +76,7 @@ int ShmTransportImpl::init() {
   if (const int rc = inbox_.open(cfg_.slots, cfg_.ring_bytes); rc != ROCL_OK) return rc;
   peer_pools_.open(cfg_.slots);
   rendezvous_reader_.open(cfg_.slots);
-  lease_.attach(segment_.header());
+  lease_.attach(segment_.header(), cfg_.poll_lease_us);
   // Lent sends need process_vm_readv; where a seccomp filter refuses it
   // even on our own memory, no peer will read ours either.
   const std::uint64_t &probe = inbox_.probe_word();

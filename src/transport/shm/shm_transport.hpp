@@ -166,6 +166,11 @@ struct Config {
   // many bytes are copied through the ring instead of read from the
   // sender's memory (ROCL_SHM_LEND_THRESHOLD). 0: every lent message is read.
   std::size_t lend_threshold = 0;
+  // The poll lease's first period (kPollLeaseUs); it doubles up to
+  // kMaxPollLeaseUs or this, whichever is longer. A test that must keep
+  // the rings to its own polls while the machine may deschedule it for
+  // milliseconds lengthens it.
+  std::int64_t poll_lease_us = kPollLeaseUs;
 };
 
 // The shm transport's option rows (ROCL_SHM_*), and the Config they give.

@@ -366,7 +366,12 @@ TEST(ShmTransport, ACallerBehindAStreamingSenderTakesSeveralMessagesAPoll) {
 // where it is, for progress() to deliver, and the order holds.
 TEST(ShmTransport, AReceiveTakesOnlyItsOwnMessageFromTheFrontOfTheRing) {
   JobSecret secret = JobSecret::generate();
-  End a{1, &secret}, b{2, &secret};
+  // Every frame stays where it is until this thread takes it: the
+  // transport's thread must not take over should a loaded machine (or a
+  // sanitizer) stop this thread for longer than a usual lease.
+  shm::Config held;
+  held.poll_lease_us = 60'000'000;
+  End a{1, &secret}, b{2, &secret, held};
   ASSERT_NO_FATAL_FAILURE(claim_and_poll(a, b));
   std::uint64_t sums[3];
   ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 8, 1, 11, 5, &sums[0])), ROCL_OK);
