@@ -95,10 +95,19 @@ std::vector<Config> with_other_build(std::vector<Config> configs,
     }
     if (t.unavailable.empty()) t.unavailable = why_not;
     t.about = "the other build's: " + t.about;
-    t.run = [run = std::move(t.run), other, name = t.name](const RunRequest &r) {
-      const RunRequest theirs{r.options, *other, r.round, r.log, r.scratch, r.timed_out};
+    t.run = [run = std::move(t.run), other, name = t.name,
+             base = out.back().name](const RunRequest &r) {
+      // The twin's own earlier timeouts, under the name its run gives them.
+      std::vector<TimedOut> before;
+      for (const auto &late : r.timed_out != nullptr ? *r.timed_out : std::vector<TimedOut>{}) {
+        if (late.system != name) continue;
+        before.push_back(late);
+        before.back().system = base;
+      }
+      const RunRequest theirs{r.options, *other, r.round, r.log, r.scratch, &before};
       RunOutcome outcome = run(theirs);
       for (auto &s : outcome.samples) s.system = name;
+      for (auto &late : outcome.timeouts) late.system = name;
       return outcome;
     };
     out.push_back(std::move(t));

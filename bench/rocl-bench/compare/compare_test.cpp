@@ -1015,6 +1015,34 @@ TEST(Oversub, TimeoutsAreFiguresOfTheirRunAndShowAsSuch) {
   EXPECT_NE(csv.find("oversub,ring,rocl-x,,8,4,2,,,,timeout-skipped\n"), std::string::npos);
 }
 
+// A twin's timeouts carry its name, and it sees only its own earlier ones.
+TEST(Oversub, TwinsTimeOutUnderTheirOwnNames) {
+  auto offered = std::make_shared<std::vector<std::string>>();
+  std::vector<Config> configs = {
+      Config{"rocl-inproc", "", "", "", [offered](const RunRequest &r) {
+               for (const auto &t : *r.timed_out) {
+                 offered->push_back(t.system + " " + t.metric);
+               }
+               RunOutcome out;
+               out.ok = true;
+               out.timeouts.push_back({"ring", "rocl-inproc", 8, 4, r.round, 10, false});
+               return out;
+             }}};
+  const auto all = with_other_build(configs, std::make_shared<Programs>(), "base");
+  ASSERT_EQ(all.size(), 2u);
+  const std::vector<TimedOut> before = {{"ring", "rocl-inproc", 8, 4, 1, 10, false},
+                                        {"pingpong", "rocl-inproc@base", 8, 2, 1, 10, false}};
+  const CompareOptions o;
+  const Programs mine;
+  const RunOutcome out = all[1].run(RunRequest{o, mine, 2, "", "", &before});
+  EXPECT_EQ(*offered, (std::vector<std::string>{"rocl-inproc pingpong"}));
+  ASSERT_EQ(out.timeouts.size(), 1u);
+  EXPECT_EQ(out.timeouts[0].system, "rocl-inproc@base");
+  EXPECT_EQ(
+      with_other_build(configs, std::make_shared<Programs>(), "base", "no oversub")[1].unavailable,
+      "no oversub");
+}
+
 TEST(Oversub, GoalsSetARowBesideAnotherRow) {
   std::vector<Goal> goals;
   ASSERT_EQ(parse_goals("oversub ring rocl-inproc <= 0.5 pingpong-onecpu:futex,yield/pairs=2 "

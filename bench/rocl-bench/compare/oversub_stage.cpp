@@ -3,6 +3,8 @@
 // under its own time limit, so that a point slower than its limit is
 // stopped and shown as "timeout" while the others still give figures; a
 // point that timed out is not run again in later rounds.
+#include <sys/wait.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -65,12 +67,15 @@ bool run_points(const RunRequest &r, const Invocation &inv, const std::string &s
     return true;
   }
   const ChildResult c = run_child(inv);
+  // roclrun --timeout stops its job first and exits 124.
+  const bool late = c.timed_out || (c.started && inv.argv.front() == r.programs.roclrun.path &&
+                                    WIFEXITED(c.status) && WEXITSTATUS(c.status) == 124);
   const std::string log = read_file(inv.log);
   std::vector<Sample> got = oversub_samples(parse_rows(log), system, r.round);
   if (point != 0) {
     for (auto &s : got) s.pairs = point;
   }
-  if (!c.ok() && !c.timed_out) {
+  if (!c.ok() && !late) {
     const std::string line = c.started && !c.interrupted ? failure_line(log) : "";
     out.why = c.describe() + (line.empty() ? "" : ": " + line) + " (log: " + inv.log + ")";
     return false;
@@ -80,7 +85,7 @@ bool run_points(const RunRequest &r, const Invocation &inv, const std::string &s
       return s.metric == e.metric && s.system == e.system && s.pairs == e.pairs;
     });
     if (printed) continue;
-    if (!c.timed_out) {
+    if (!late) {
       out.why = "printed no figure for " + e.system + " " + e.metric + " " +
                 std::to_string(e.pairs) + ": " + failure_line(log) + " (log: " + inv.log + ")";
       return false;
