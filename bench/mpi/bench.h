@@ -24,6 +24,9 @@ struct options {
   int window;          /* --window: messages in flight (bw, bibw, mbw_mr, mt_rate) */
   int per_thread_comm; /* --mt-mode comm (1) or tag (0) */
   int quick;           /* --quick: tiny subsets, one short repetition */
+  long iters;          /* --iters: a fixed count per repetition, no calibration (0: by time) */
+  long warmup;         /* --warmup: untimed iterations before the repetitions of --iters */
+  const char *colls;   /* --coll: the collectives of coll, comma-separated (NULL: all) */
 };
 
 /* The communicator every benchmark's traffic uses: a duplicate of
@@ -74,6 +77,7 @@ unsigned char mark_of(unsigned run, int lane);
 void stamp(void *buf, size_t size, unsigned char mark);
 void expect_mark(const void *buf, size_t size, unsigned char mark, const char *what);
 int window_for(size_t size, int window);
+int wants_coll(const struct options *o, const char *name);
 
 /* The benchmarks: pt2pt.c, mt.c, coll.c. Each measures and prints its
  * rows (rank 0); every rank of MPI_COMM_WORLD calls it. */

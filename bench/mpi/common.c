@@ -5,9 +5,11 @@
  * Measuring a point: runs of 8, 32, 128, ... iterations (warm-up and
  * calibration at once) until one lasts a tenth of --time, then --reps
  * timed runs of the count that lasts --time; the median, min and max of
- * their figures. Every run starts after an MPI_Barrier and its seconds are
- * the largest any rank measured (MPI_Allreduce MAX), so that every rank
- * takes the same decisions and a collective counts its slowest rank. */
+ * their figures. With --iters N: one untimed run of --warmup iterations,
+ * then --reps timed runs of N, whatever they take (a slow MPI then takes
+ * longer instead of measuring fewer calls; the caller bounds the time). Every run starts after an
+ * MPI_Barrier and its seconds are the largest any rank measured (MPI_Allreduce MAX), so that every
+ * rank takes the same decisions and a collective counts its slowest rank. */
 #include "bench.h"
 
 #include <stdarg.h>
@@ -65,6 +67,9 @@ void print_usage(void) {
       "  --window N        messages in flight per window [64]\n"
       "  --reps N          timed repetitions per point [5]\n"
       "  --time S          seconds per repetition [0.2]\n"
+      "  --iters N         a fixed N iterations per repetition instead of --time\n"
+      "  --warmup N        untimed iterations before those of --iters [N / 10]\n"
+      "  --coll LIST       coll: only these of barrier,bcast,reduce,allreduce [all]\n"
       "  --quick           a few points, 1 repetition of 0.02 s\n");
 }
 
@@ -138,7 +143,7 @@ void parse_options(int argc, char **argv, struct options *o, const char **benche
   o->reps = 5;
   o->seconds = 0.2;
   o->window = 64;
-  int reps_set = 0, time_set = 0;
+  int reps_set = 0, time_set = 0, warmup_set = 0;
   *nbenches = 0;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
@@ -166,6 +171,12 @@ void parse_options(int argc, char **argv, struct options *o, const char **benche
       o->reps = atoi(v), reps_set = 1, ++i;
     } else if (strcmp(a, "--time") == 0 && v && atof(v) > 0) {
       o->seconds = atof(v), time_set = 1, ++i;
+    } else if (strcmp(a, "--iters") == 0 && v && atol(v) > 0) {
+      o->iters = atol(v), ++i;
+    } else if (strcmp(a, "--warmup") == 0 && v && atol(v) >= 0) {
+      o->warmup = atol(v), warmup_set = 1, ++i;
+    } else if (strcmp(a, "--coll") == 0 && v) {
+      o->colls = v, ++i;
     } else if (is_bench_name(a) && *nbenches < kMaxList) {
       benches[(*nbenches)++] = a;
     } else {
@@ -173,6 +184,7 @@ void parse_options(int argc, char **argv, struct options *o, const char **benche
     }
   }
   if (*nbenches == 0) bad_usage("%sname at least one benchmark", "");
+  if (o->iters > 0 && !warmup_set) o->warmup = o->iters / 10;
   if (o->quick) {
     if (!reps_set) o->reps = 1;
     if (!time_set) o->seconds = 0.02;
@@ -189,6 +201,19 @@ int size_list(const struct options *o, const size_t *defaults, int ndefaults, co
   }
   *out = o->quick ? quick : defaults;
   return o->quick ? nquick : ndefaults;
+}
+
+/* Whether `name` is in --coll's list (every collective without one). */
+int wants_coll(const struct options *o, const char *name) {
+  if (o->colls == NULL) return 1;
+  const size_t len = strlen(name);
+  for (const char *p = o->colls; *p != '\0';) {
+    const char *end = strchr(p, ',');
+    const size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+    if (n == len && strncmp(p, name, len) == 0) return 1;
+    p = end != NULL ? end + 1 : p + n;
+  }
+  return 0;
 }
 
 void require_ranks(const char *bench, int exact, int even_at_least) {
@@ -250,7 +275,8 @@ static struct stats stats_of(double *samples, int n) {
 
 struct stats measure(const struct options *o, struct point *p) {
   double samples[1000];
-  const long n = plan_iterations(p, o->seconds);
+  if (o->iters > 0 && o->warmup > 0) timed_run(p, o->warmup);
+  const long n = o->iters > 0 ? o->iters : plan_iterations(p, o->seconds);
   for (int r = 0; r < o->reps; ++r) samples[r] = figure_of(p, n, timed_run(p, n));
   return stats_of(samples, o->reps);
 }

@@ -14,10 +14,12 @@
  * Benchmarks (several may be named at once; run in the order given):
  *   latency bw bibw mbw_mr   pt2pt.c   (osu_latency, osu_bw, osu_bibw, osu_mbw_mr)
  *   mt_latency mt_rate       mt.c      (threads; MPI_THREAD_MULTIPLE)
- *   coll                     coll.c    (barrier, bcast, allreduce)
+ *   coll                     coll.c    (barrier, bcast, reduce, allreduce)
  * Options: --sizes LIST (e.g. 8,4K,64K,1M; for every benchmark named),
  *   --threads LIST [1,2,4,8], --mt-mode tag|comm [tag], --window N [64],
- *   --reps N [5], --time S [0.2], --quick (a few points, 1 rep of 0.02 s).
+ *   --reps N [5], --time S [0.2], --iters N (a fixed count per repetition
+ *   instead of --time) with --warmup N [N / 10], --quick (a few points, 1 rep
+ *   of 0.02 s), --coll LIST (coll: only some of barrier,bcast,reduce,allreduce).
  * Output (stdout of rank 0): '#' lines (the MPI, the settings), then CSV
  *   benchmark,size_bytes,threads,median,min,max,unit
  *   with unit us, GB/s (1e9 B/s) or Mmsg/s; threads is the threads per
@@ -95,7 +97,12 @@ static void print_header(const struct options *o, const char **benches, int nben
   printf("# mpi_bench: MPI %s (standard %d.%d), %d ranks on %s\n", BENCH_MPI_NAME, version,
          subversion, g_size, host);
   printf("# thread level: %s\n", threaded ? "MPI_THREAD_MULTIPLE" : "MPI_Init (single)");
-  printf("# %d rep(s) of ~%g s per point; window %d", o->reps, o->seconds, o->window);
+  if (o->iters > 0) {
+    printf("# %d rep(s) of %ld iterations per point after %ld untimed; window %d", o->reps,
+           o->iters, o->warmup, o->window);
+  } else {
+    printf("# %d rep(s) of ~%g s per point; window %d", o->reps, o->seconds, o->window);
+  }
   print_list("; threads ", o->threads, o->nthreads);
   printf("; mt-mode %s%s\n", o->per_thread_comm ? "comm" : "tag", o->quick ? "; quick" : "");
   printf("# benchmarks:");

@@ -1,8 +1,12 @@
 // against.cpp - see against.hpp.
 #include "against.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "child_process.hpp"
@@ -45,6 +49,7 @@ std::string point_of(const BuildRatio &r) {
   if (r.stage == "threads") return std::to_string(r.pairs) + " pairs";
   if (r.stage == "ports") return std::to_string(r.pairs) + " ports";
   if (r.stage == "sustain") return "-";
+  if (r.stage == "oversub") return std::to_string(r.pairs) + "/cpu";
   return format_size(r.size);
 }
 
@@ -63,15 +68,18 @@ std::string locate_other_build(const std::string &dir, Programs &mine) {
   mine.self = bench;
   mine.roclrun = {roclrun, ""};
   mine.anchors = bench.substr(0, bench.rfind('/')) + "/compare/anchors";
-  const std::string mpi = mine.anchors + "/mpi_pingpong.rocl";
-  mine.mpi_pingpong_rocl =
-      find_program(mpi).empty() ? Program{"", "the other build has no " + mpi} : Program{mpi, ""};
+  for (auto [program, name] : {std::pair{&mine.mpi_pingpong_rocl, "/mpi_pingpong.rocl"},
+                               std::pair{&mine.mpi_bench_rocl, "/mpi_bench.rocl"}}) {
+    const std::string path = mine.anchors + name;
+    *program = find_program(path).empty() ? Program{"", "the other build has no " + path}
+                                          : Program{path, ""};
+  }
   return "";
 }
 
 std::vector<Config> with_other_build(std::vector<Config> configs,
                                      std::shared_ptr<const Programs> other,
-                                     const std::string &suffix) {
+                                     const std::string &suffix, const std::string &why_not) {
   std::vector<Config> out;
   for (auto &c : configs) {
     const bool twin = is_rocl(c.name);
@@ -82,16 +90,43 @@ std::vector<Config> with_other_build(std::vector<Config> configs,
     if (t.unavailable.empty() && t.name.starts_with("rocl-mpi-")) {
       t.unavailable = other->mpi_pingpong_rocl.missing;
     }
+    if (t.unavailable.empty() && t.name.starts_with("rocl-mpi@")) {
+      t.unavailable = other->mpi_bench_rocl.missing;
+    }
+    if (t.unavailable.empty()) t.unavailable = why_not;
     t.about = "the other build's: " + t.about;
-    t.run = [run = std::move(t.run), other, name = t.name](const RunRequest &r) {
-      const RunRequest theirs{r.options, *other, r.round, r.log, r.scratch};
+    t.run = [run = std::move(t.run), other, name = t.name,
+             base = out.back().name](const RunRequest &r) {
+      // The twin's own earlier timeouts, under the name its run gives them.
+      std::vector<TimedOut> before;
+      for (const auto &late : r.timed_out != nullptr ? *r.timed_out : std::vector<TimedOut>{}) {
+        if (late.system != name) continue;
+        before.push_back(late);
+        before.back().system = base;
+      }
+      const RunRequest theirs{r.options, *other, r.round, r.log, r.scratch, &before};
       RunOutcome outcome = run(theirs);
       for (auto &s : outcome.samples) s.system = name;
+      for (auto &late : outcome.timeouts) late.system = name;
       return outcome;
     };
     out.push_back(std::move(t));
   }
   return out;
+}
+
+std::string stage_missing_in(const Programs &other, const std::string &stage) {
+  // The stages every rocl-bench with compare had.
+  if (stage == "p2p" || stage == "threads" || stage == "ports" || stage == "sustain") return "";
+  char log[] = "/tmp/rocl-bench-help-XXXXXX";
+  const int fd = ::mkstemp(log);
+  if (fd < 0) return "cannot ask the other build's rocl-bench for its stages";
+  ::close(fd);
+  const ChildResult r = run_child({{other.self, "compare", "--help"}, {}, log, 30});
+  const std::string help = read_file(log);
+  std::remove(log);
+  if (r.ok() && help.find(" " + stage + " ") != std::string::npos) return "";
+  return "the other build's rocl-bench (" + other.self + ") has no compare stage " + stage;
 }
 
 std::vector<BuildRatio> build_ratios(const Results &results, const std::string &suffix) {

@@ -31,10 +31,15 @@ std::string locate_other_build(const std::string &dir, Programs &mine);
 // `configs` with each of rocl's own systems followed by its twin from the
 // other build, named "<name>@<suffix>", so that the rotation of a round
 // runs the two one after the other. A twin that cannot run there (its
-// build has no mpi_pingpong.rocl) is n/a with the reason.
+// build has no mpi_pingpong.rocl, or `why_not` is set) is n/a with the
+// reason.
 std::vector<Config> with_other_build(std::vector<Config> configs,
                                      std::shared_ptr<const Programs> other,
-                                     const std::string &suffix);
+                                     const std::string &suffix, const std::string &why_not = "");
+
+// Why the other build's rocl-bench cannot run `stage` ("" when it can): a
+// stage added after it was built (oversub) is not in its compare --help.
+std::string stage_missing_in(const Programs &other, const std::string &stage);
 
 // One point of a system measured in both builds.
 struct BuildRatio {

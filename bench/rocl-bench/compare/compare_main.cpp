@@ -16,6 +16,7 @@
 #include "against.hpp"
 #include "compare.hpp"
 #include "goals.hpp"
+#include "oversub.hpp"
 #include "report.hpp"
 #include "results.hpp"
 #include "rocl_ranks.hpp"
@@ -30,6 +31,7 @@ std::vector<Config> configs_of(const std::string &stage, const CompareOptions &o
   if (stage == "p2p") return p2p_configs(o, p);
   if (stage == "threads") return thread_configs(o, p);
   if (stage == "ports") return port_configs(o, p);
+  if (stage == "oversub") return oversub_configs(o, p);
   return sustain_configs(o, p);
 }
 
@@ -70,9 +72,10 @@ namespace {
 void print_settings(std::FILE *out, const CompareOptions &o) {
   std::fprintf(out,
                "settings: %d round(s), %d rep(s) of ~%g s per point; sizes %s; pairs %s; "
-               "ports %s; sustainability phases of %g s with %zu B messages%s\n",
+               "ports %s; sustainability phases of %g s with %zu B messages; %ld oversub "
+               "collective calls per run%s\n",
                o.rounds, o.reps, o.seconds, join_sizes(o.sizes).c_str(), join_ints(o.pairs).c_str(),
-               join_ints(o.ports).c_str(), o.sustain_seconds, o.sustain_size,
+               join_ints(o.ports).c_str(), o.sustain_seconds, o.sustain_size, o.oversub_iters,
                o.quick ? " (--quick)" : "");
 }
 
@@ -162,7 +165,10 @@ int run_comparison(const CompareOptions &o) {
   for (const char *stage : kStages) {
     if (!runs_stage(o, stage)) continue;
     auto configs = configs_of(stage, o, programs);
-    if (other) configs = with_other_build(std::move(configs), other, o.against_name);
+    if (other) {
+      configs = with_other_build(std::move(configs), other, o.against_name,
+                                 stage_missing_in(*other, stage));
+    }
     results.stages.push_back({stage, std::move(configs), {}, {}});
   }
   if (o.list) {
@@ -194,6 +200,7 @@ int run_comparison(const CompareOptions &o) {
     progress.note("== " + run.stage);
     run_stage(run.stage, run.configs, o, programs, logs, progress, run.result);
     run.summary = summarize_rounds(run.result.samples);
+    drop_timed_out(run);
   }
 
   print_tables(stdout, results, o);
@@ -264,6 +271,8 @@ int compare_main(int argc, char **argv) {
   }
   if (o.rank == "ports") return ports_rank_main(o);
   if (o.rank == "sustain") return sustain_rank_main(o);
+  if (o.rank == "oversub-threads") return oversub_threads_main(o);
+  if (o.rank == "oversub-ring") return oversub_ring_main(o);
   return run_comparison(o);
 }
 

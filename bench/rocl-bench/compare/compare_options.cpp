@@ -19,7 +19,11 @@ const char kCompareUsage[] =
     "       threads  message rate with 1..16 thread pairs between two processes\n"
     "       ports    message rate as the destination resources grow\n"
     "       sustain  compute loop and ping-pong sharing the cpus (RoCL 5.2)\n"
-    "       (all four when none is named)\n"
+    "       oversub  more threads and processes than cpus: ping-pong, token ring\n"
+    "                and rate at 1, 2, 4 per cpu, with busy competitors, next to\n"
+    "                futex and sched_yield hand-offs; MPI collectives at 2 and 4\n"
+    "                ranks per cpu (rocl's MPI, Open MPI, MPICH)\n"
+    "       (all five when none is named)\n"
     "\n"
     "  --systems LIST    only these systems (a name selects the names that start\n"
     "                    with it and '-': rocl, ompi, ucx-tcp, ...); --list shows them\n"
@@ -31,6 +35,8 @@ const char kCompareUsage[] =
     "  --time S          seconds per repetition [0.1]\n"
     "  --sustain-time S  seconds per sustainability phase [0.2]\n"
     "  --sustain-size N  sustainability ping-pong bytes [8]\n"
+    "  --oversub-iters N oversub: MPI collective calls per run, after N/10 untimed\n"
+    "                    ones [1000]; a run that passes its time limit shows 'timeout'\n"
     "  --out DIR         compare.csv, the plots and logs/ [rocl-bench-compare]\n"
     "  --anchors DIR     the anchor programs [compare/anchors next to rocl-bench]\n"
     "  --roclrun PATH    the roclrun to use [as rocl-bench --transport finds it]\n"
@@ -42,7 +48,8 @@ const char kCompareUsage[] =
     "  --no-plots        no gnuplot\n"
     "  --list            list the systems, whether each can run and why not; run nothing\n"
     "  --quick           a check that everything runs (< 1 min): sizes 8,64K, pairs 1,2,\n"
-    "                    ports 1,4, 1 round of 1 rep of 0.02 s; exit 1 naming what\n"
+    "                    ports 1,4, 1 round of 1 rep of 0.02 s, 50 oversub collective\n"
+    "                    calls; exit 1 naming what\n"
     "                    failed or printed a figure that is not a positive number\n"
     "  --help            this text\n"
     "\n"
@@ -76,7 +83,7 @@ std::optional<double> parse_seconds(std::string_view text) {
 // Which options the command line set, so that --quick leaves them alone.
 struct Given {
   bool sizes = false, pairs = false, ports = false, rounds = false, reps = false, time = false,
-       sustain_time = false;
+       sustain_time = false, oversub_iters = false;
 };
 
 void apply_quick(CompareOptions &o, const Given &g) {
@@ -87,6 +94,7 @@ void apply_quick(CompareOptions &o, const Given &g) {
   if (!g.reps) o.reps = 1;
   if (!g.time) o.seconds = 0.02;
   if (!g.sustain_time) o.sustain_seconds = 0.05;
+  if (!g.oversub_iters) o.oversub_iters = 50;
 }
 
 }  // namespace
@@ -166,12 +174,19 @@ std::string parse_compare_options(const std::vector<std::string> &args, CompareO
       const auto n = v ? parse_count(*v) : std::nullopt;
       if (!n || *n < 1 || *n > (1 << 26)) return needs("wants bytes from 1 to 64M");
       o.sustain_size = static_cast<std::size_t>(*n);
+    } else if (arg == "--oversub-iters") {
+      const auto v = take();
+      const auto n = v ? parse_count(*v) : std::nullopt;
+      if (!n || *n < 1 || *n > 10'000'000) return needs("wants a count from 1 to 10M");
+      o.oversub_iters = static_cast<long>(*n);
+      given.oversub_iters = true;
     } else if (arg == "--systems") {
       const auto v = take();
       if (!v || split_list(*v).empty()) return needs("wants a list of names");
       for (auto &name : split_list(*v)) o.systems.push_back(std::move(name));
     } else if (arg == "--out" || arg == "--anchors" || arg == "--roclrun" || arg == "--rank" ||
-               arg == "--goals" || arg == "--against" || arg == "--against-name") {
+               arg == "--goals" || arg == "--against" || arg == "--against-name" ||
+               arg == "--oversub") {
       const auto v = take();
       if (!v || v->empty()) return needs("wants a value");
       std::string &field = arg == "--out"       ? o.out
@@ -180,6 +195,7 @@ std::string parse_compare_options(const std::vector<std::string> &args, CompareO
                            : arg == "--goals"   ? o.goals
                            : arg == "--against" ? o.against
                            : arg == "--rank"    ? o.rank
+                           : arg == "--oversub" ? o.oversub
                                                 : o.against_name;
       field = std::string(*v);
     } else if (std::find(std::begin(kStages), std::end(kStages), arg) != std::end(kStages)) {
@@ -190,8 +206,9 @@ std::string parse_compare_options(const std::vector<std::string> &args, CompareO
       return "unknown argument '" + std::string(args[i]) + "'";
     }
   }
-  if (!o.rank.empty() && o.rank != "ports" && o.rank != "sustain") {
-    return "--rank takes ports or sustain, not '" + o.rank + "'";
+  if (!o.rank.empty() && o.rank != "ports" && o.rank != "sustain" && o.rank != "oversub-threads" &&
+      o.rank != "oversub-ring") {
+    return "--rank takes ports, sustain, oversub-threads or oversub-ring, not '" + o.rank + "'";
   }
   if (o.against_name.find_first_of("@,/ ") != std::string::npos) {
     return "--against-name wants a plain word, not '" + o.against_name + "'";

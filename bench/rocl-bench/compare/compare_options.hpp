@@ -12,8 +12,9 @@
 
 namespace rocl_bench::compare {
 
-// The four parts of a comparison, in the order they run.
-inline constexpr const char *kStages[] = {"p2p", "threads", "ports", "sustain"};
+// The parts of a comparison, in the order they run; all of them run when
+// none is named.
+inline constexpr const char *kStages[] = {"p2p", "threads", "ports", "sustain", "oversub"};
 
 struct CompareOptions {
   std::vector<std::string> stages;   // among kStages; all when none is named
@@ -29,6 +30,7 @@ struct CompareOptions {
   double seconds = 0.1;                    // per repetition
   double sustain_seconds = 0.2;            // per sustainability phase
   std::size_t sustain_size = 8;            // sustainability ping-pong message bytes
+  long oversub_iters = 1000;               // oversub: MPI collective calls per run (fixed)
   std::string out = "rocl-bench-compare";  // folder for the CSV, plots, logs
   std::string anchors;                     // folder of the anchor programs ("": next to us)
   std::string roclrun;                     // roclrun to use ("": found as rocl-bench does)
@@ -39,8 +41,10 @@ struct CompareOptions {
   bool plots = true;
   bool list = false;  // --list: print the systems and whether they can run
 
-  // Hidden: a rank of one of compare's own rocl jobs under roclrun.
-  std::string rank;  // "ports" or "sustain"
+  // Hidden: a rank of one of compare's own rocl jobs under roclrun, or
+  // (oversub-threads) the process of an oversub point between threads.
+  std::string rank;     // "ports", "sustain", "oversub-threads" or "oversub-ring"
+  std::string oversub;  // the oversub point such a rank measures: "ring:2"
 };
 
 // Defaults: sizes 1 B .. 16 MiB in powers of 4, pairs 1,2,4,8,16, ports
@@ -53,8 +57,9 @@ std::optional<std::vector<std::size_t>> parse_size_list(std::string_view text);
 
 // The arguments after "compare". Returns "" on success, else the sentence
 // that says what is wrong (the caller prints it and exits 2). --quick means
-// sizes 8 and 64K, pairs 1,2, ports 1,4, 1 round of 1 rep of 0.02 s and
-// sustainability phases of 0.05 s; options given explicitly still win.
+// sizes 8 and 64K, pairs 1,2, ports 1,4, 1 round of 1 rep of 0.02 s,
+// sustainability phases of 0.05 s and 50 oversub collective calls; options
+// given explicitly still win.
 std::string parse_compare_options(const std::vector<std::string> &args, CompareOptions &out);
 
 // Whether a system or configuration named `name` is selected by the

@@ -22,7 +22,10 @@
 #include "limits.hpp"
 #include "mpi_suite.hpp"
 #include "output_parse.hpp"
+#include "oversub.hpp"
+#include "progress.hpp"
 #include "results.hpp"
+#include "stage.hpp"
 #include "stats.hpp"
 #include "threads.hpp"
 
@@ -54,7 +57,8 @@ std::string error_of(std::vector<std::string> args) {
 
 TEST(CompareOptions, DefaultsRunEveryStageAtEverySize) {
   const CompareOptions o = parsed({});
-  EXPECT_EQ(o.stages, (std::vector<std::string>{"p2p", "threads", "ports", "sustain"}));
+  EXPECT_EQ(o.stages, (std::vector<std::string>{"p2p", "threads", "ports", "sustain", "oversub"}));
+  EXPECT_EQ(o.oversub_iters, 1000);
   ASSERT_EQ(o.sizes.size(), 13u);  // 1 B .. 16 MiB, powers of 4
   EXPECT_EQ(o.sizes.front(), 1u);
   EXPECT_EQ(o.sizes.back(), std::size_t{16} << 20);
@@ -309,8 +313,12 @@ std::string printed(const std::function<void(std::FILE *)> &print) {
   return s;
 }
 
+std::string goals_printed(const Results &results, const std::vector<Goal> &goals) {
+  return printed([&](std::FILE *f) { print_goals(f, results, goals, "goals.txt", false); });
+}
+
 std::string goals_printed(const Results &results) {
-  return printed([&](std::FILE *f) { print_goals(f, results, file_goals(), "goals.txt", false); });
+  return goals_printed(results, file_goals());
 }
 
 TEST(Results, RoclsOwnSystemsAreNeverAnchors) {
@@ -685,7 +693,7 @@ TEST(GoalsFile, BadLinesAreNamedWithWhatIsWrong) {
             "g.txt:2: wants 9 fields, STAGE METRIC SUBJECT OP FACTOR ANCHORS AT FIGURES LABEL "
             "(the label is the rest of the line); found 8");
   EXPECT_EQ(goals_error("p3p latency x <= 1 a all median l\n"),
-            "g.txt:1: unknown stage 'p3p' (p2p, threads, ports, sustain, mpi)");
+            "g.txt:1: unknown stage 'p3p' (p2p, threads, ports, sustain, oversub, mpi)");
   EXPECT_EQ(goals_error("p2p speed x <= 1 a all median l\n"),
             "g.txt:1: stage p2p has no metric 'speed' (latency, bandwidth, rate)");
   EXPECT_EQ(goals_error("p2p latency x < 1 a all median l\n"), "g.txt:1: OP '<': <= or >=");
@@ -885,11 +893,209 @@ TEST(MpiOptions, DefaultsQuickAndLists) {
 }
 
 TEST(MpiOptions, CollectivesAndThreadedLatenciesAreLowerIsBetter) {
-  for (const char *m : {"mt_latency", "mt_latency_comm", "barrier", "bcast", "allreduce"}) {
+  for (const char *m : {"mt_latency", "mt_latency_comm", "barrier", "bcast", "reduce", "allreduce",
+                        "pingpong", "pingpong-onecpu", "ring", "ring-busy", "pingpong-busy"}) {
     EXPECT_TRUE(lower_is_better(m)) << m;
   }
-  for (const char *m : {"bw", "bibw", "mt_rate", "mbw_mr_rate"})
+  for (const char *m : {"bw", "bibw", "mt_rate", "mbw_mr_rate", "rate"})
     EXPECT_FALSE(lower_is_better(m)) << m;
+}
+
+// ---- the oversub stage -----------------------------------------------------------
+
+TEST(Oversub, StageOptionsAndQuickCounts) {
+  const CompareOptions o = parsed({"oversub", "--oversub-iters", "2K"});
+  EXPECT_EQ(o.stages, (std::vector<std::string>{"oversub"}));
+  EXPECT_EQ(o.oversub_iters, 2048);
+  EXPECT_EQ(parsed({"--quick"}).oversub_iters, 50);
+  EXPECT_EQ(parsed({"--quick", "--oversub-iters", "7"}).oversub_iters, 7);
+  EXPECT_NE(error_of({"--oversub-iters", "0"}).find("--oversub-iters"), std::string::npos);
+  const CompareOptions rank = parsed({"--rank", "oversub-threads", "--oversub", "ring:2"});
+  EXPECT_EQ(rank.rank, "oversub-threads");
+  EXPECT_EQ(rank.oversub, "ring:2");
+}
+
+TEST(Oversub, PointsMembersAndCpus) {
+  const auto ring = parse_oversub_point("ring:4");
+  ASSERT_TRUE(ring);
+  EXPECT_EQ(ring->metric, "ring");
+  EXPECT_EQ(ring->value, 4);
+  EXPECT_EQ(ring->text(), "ring:4");
+  EXPECT_FALSE(parse_oversub_point("ring"));
+  EXPECT_FALSE(parse_oversub_point("walk:2"));
+  EXPECT_FALSE(parse_oversub_point("ring:0"));
+  EXPECT_FALSE(parse_oversub_point("ring:65"));
+  // 2 cpus: N per cpu is 2N threads; ping-pong pairs, a pair's sides on both cpus
+  EXPECT_EQ(oversub_members({"ring", 1}, 2), 2);
+  EXPECT_EQ(oversub_members({"ring", 4}, 2), 8);
+  EXPECT_EQ(oversub_members({"pingpong", 2}, 2), 4);
+  EXPECT_EQ(oversub_members({"rate", 1}, 2), 2);
+  EXPECT_EQ(oversub_members({"pingpong", 1}, 3), 2);  // an odd cpu count rounds down to pairs
+  EXPECT_EQ(oversub_members({"pingpong-onecpu", 2}, 8), 2);
+  EXPECT_EQ(oversub_members({"ring-busy", 2}, 2), 2);  // busy loops are not members
+  EXPECT_EQ(oversub_members({"pingpong-busy", 1}, 4), 4);
+  const std::vector<int> cpus = {3, 5};
+  EXPECT_EQ(oversub_cpu({"ring", 2}, cpus, 0), 3);
+  EXPECT_EQ(oversub_cpu({"ring", 2}, cpus, 1), 5);
+  EXPECT_EQ(oversub_cpu({"ring", 2}, cpus, 2), 3);
+  EXPECT_EQ(oversub_cpu({"pingpong-onecpu", 2}, cpus, 1), 3);
+  EXPECT_EQ(oversub_size("ring", "rocl-inproc"), 8u);
+  EXPECT_EQ(oversub_size("pingpong", "futex"), 0u);
+  EXPECT_EQ(oversub_size("barrier", "mpich"), 0u);
+}
+
+TEST(Oversub, RowsNameTheirSystemOrTakeTheRuns) {
+  const auto samples = oversub_samples(parse_rows("benchmark,size_bytes,pairs,median,min,max,unit\n"
+                                                  "futex/pingpong-onecpu,0,2,1.5,1.4,1.6,us\n"
+                                                  "[0] ring,8,4,3,2,4,us\n"
+                                                  "allreduce,8,1,20,20,20,us\n"
+                                                  "rate,8,2,1.5,1,2,Mmsg/s\n"),
+                                       "rocl-shm", 3);
+  ASSERT_EQ(samples.size(), 4u);
+  EXPECT_EQ(samples[0].system, "futex");
+  EXPECT_EQ(samples[0].metric, "pingpong-onecpu");
+  EXPECT_EQ(samples[0].pairs, 2);
+  EXPECT_EQ(samples[1].system, "rocl-shm");
+  EXPECT_EQ(samples[1].metric, "ring");
+  EXPECT_EQ(samples[1].round, 3);
+  EXPECT_EQ(samples[2].metric, "allreduce");
+  EXPECT_EQ(samples[3].unit, "M msg/s");
+}
+
+// A point that timed out counts as a figure of its run, shows as
+// "timeout", is offered to the later rounds (which skip it), and leaves
+// the summaries; the CSV says so.
+TEST(Oversub, TimeoutsAreFiguresOfTheirRunAndShowAsSuch) {
+  CompareOptions o = parsed({"--rounds", "2"});
+  Programs programs;  // no cpus: no probes
+  std::vector<std::size_t> offered;
+  Config c{"rocl-x",
+           "",
+           "",
+           "",
+           [&](const RunRequest &r) {
+             offered.push_back(r.timed_out != nullptr ? r.timed_out->size() : 99);
+             RunOutcome out;
+             out.ok = true;
+             out.samples.push_back({"ring", "rocl-x", 8, 1, r.round, 2, 2, 2, "us"});
+             if (r.round == 1) {
+               out.timeouts.push_back({"ring", "rocl-x", 8, 4, r.round, 10, false});
+             } else {
+               out.timeouts.push_back({"ring", "rocl-x", 8, 4, r.round, 10, true});
+             }
+             return out;
+           },
+           2};
+  std::FILE *sink = std::tmpfile();
+  Progress progress(2, sink);
+  StageRun run;
+  run.stage = "oversub";
+  run.configs = {c};
+  run_stage("oversub", run.configs, o, programs, ::testing::TempDir(), progress, run.result);
+  std::fclose(sink);
+  EXPECT_EQ(offered, (std::vector<std::size_t>{0, 1}));
+  EXPECT_TRUE(run.result.failed.empty());
+  ASSERT_EQ(run.result.timeouts.size(), 2u);
+  run.result.samples.push_back(
+      {"ring", "rocl-x", 8, 4, 1, 9, 9, 9, "us"});  // a round that finished
+  run.summary = summarize_rounds(run.result.samples);
+  drop_timed_out(run);
+  EXPECT_EQ(run.cell("ring", "rocl-x", 8, 1), "2.00");
+  EXPECT_EQ(run.cell("ring", "rocl-x", 8, 4), "timeout");
+  EXPECT_EQ(run.find("ring", "rocl-x", 8, 4), nullptr);
+  EXPECT_TRUE(oversub_timed_out(run, "ring", "rocl-x", 4));
+  EXPECT_FALSE(oversub_timed_out(run, "ring", "rocl-x", 1));
+
+  Results results;
+  results.stages.push_back(run);
+  const std::string path = ::testing::TempDir() + "/oversub.csv";
+  ASSERT_TRUE(write_results_csv(path, results));
+  const std::string csv = read_file(path);
+  EXPECT_NE(csv.find("oversub,ring,rocl-x,,8,4,1,,,,timeout\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("oversub,ring,rocl-x,,8,4,2,,,,timeout-skipped\n"), std::string::npos);
+}
+
+// A twin's timeouts carry its name, and it sees only its own earlier ones.
+TEST(Oversub, TwinsTimeOutUnderTheirOwnNames) {
+  auto offered = std::make_shared<std::vector<std::string>>();
+  std::vector<Config> configs = {
+      Config{"rocl-inproc", "", "", "", [offered](const RunRequest &r) {
+               for (const auto &t : *r.timed_out) {
+                 offered->push_back(t.system + " " + t.metric);
+               }
+               RunOutcome out;
+               out.ok = true;
+               out.timeouts.push_back({"ring", "rocl-inproc", 8, 4, r.round, 10, false});
+               return out;
+             }}};
+  const auto all = with_other_build(configs, std::make_shared<Programs>(), "base");
+  ASSERT_EQ(all.size(), 2u);
+  const std::vector<TimedOut> before = {{"ring", "rocl-inproc", 8, 4, 1, 10, false},
+                                        {"pingpong", "rocl-inproc@base", 8, 2, 1, 10, false}};
+  const CompareOptions o;
+  const Programs mine;
+  const RunOutcome out = all[1].run(RunRequest{o, mine, 2, "", "", &before});
+  EXPECT_EQ(*offered, (std::vector<std::string>{"rocl-inproc pingpong"}));
+  ASSERT_EQ(out.timeouts.size(), 1u);
+  EXPECT_EQ(out.timeouts[0].system, "rocl-inproc@base");
+  EXPECT_EQ(
+      with_other_build(configs, std::make_shared<Programs>(), "base", "no oversub")[1].unavailable,
+      "no oversub");
+}
+
+TEST(Oversub, GoalsSetARowBesideAnotherRow) {
+  std::vector<Goal> goals;
+  ASSERT_EQ(parse_goals("oversub ring rocl-inproc <= 0.5 pingpong-onecpu:futex,yield/pairs=2 "
+                        "pairs=2|4 median ring <= 2x futex\n",
+                        "g.txt", goals),
+            "");
+  ASSERT_EQ(goals.size(), 1u);
+  EXPECT_EQ(goals[0].anchor_metric, "pingpong-onecpu");
+  EXPECT_EQ(goals[0].anchor_list, (std::vector<std::string>{"futex", "yield"}));
+  ASSERT_EQ(goals[0].anchor_at.size(), 1u);
+  EXPECT_TRUE(goals[0].anchor_at[0].holds(0, 2));
+  EXPECT_FALSE(goals[0].anchor_at[0].holds(0, 1));
+
+  StageRun run;
+  run.stage = "oversub";
+  for (const char *name : {"limits", "rocl-inproc"}) {
+    run.configs.push_back(Config{name, "", "", "", nullptr, 0});
+  }
+  auto add = [&](const char *metric, const char *system, std::size_t size, int pairs, double us) {
+    run.summary.push_back({metric, system, size, pairs, us, us, us, 1, "us"});
+  };
+  add("pingpong-onecpu", "futex", 0, 2, 2.0);
+  add("pingpong-onecpu", "yield", 0, 2, 3.0);
+  add("pingpong-onecpu", "futex", 0, 4, 0.1);  // another point: not the anchor
+  add("ring", "rocl-inproc", 8, 1, 100);       // not judged (AT pairs=2|4)
+  add("ring", "rocl-inproc", 8, 2, 3.5);       // 3.5 x 0.5 <= 2: met
+  add("ring", "rocl-inproc", 8, 4, 5.0);       // 5 x 0.5 > 2: missed
+  Results results;
+  results.stages.push_back(run);
+  EXPECT_NE(goals_printed(results, goals)
+                .find("MISS  ring <= 2x futex (1 of 2 point(s); worst: 4/cpu rocl 5.00 vs futex "
+                      "pingpong-onecpu 2/cpu 2.00)"),
+            std::string::npos)
+      << goals_printed(results, goals);
+  // The file's oversub goals parse and name metrics of the stage.
+  int oversub = 0;
+  for (const auto &g : file_goals()) oversub += g.stage == "oversub" ? 1 : 0;
+  EXPECT_GE(oversub, 4);
+}
+
+TEST(Oversub, BadRowAnchorsAreNamed) {
+  EXPECT_EQ(goals_error("oversub ring x <= 1 walk:futex all median l\n"),
+            "g.txt:1: ANCHORS 'walk:futex': stage oversub has no metric 'walk' (pingpong, "
+            "pingpong-onecpu, ring, rate, pingpong-busy, ring-busy, barrier, bcast, reduce, "
+            "allreduce)");
+  EXPECT_EQ(goals_error("oversub ring x <= 1 rate:rocl-inproc all median l\n"),
+            "g.txt:1: ANCHORS 'rate:rocl-inproc': rate and ring are not better the same way (a "
+            "time beside a rate)");
+  EXPECT_EQ(goals_error("oversub ring x <= 1 pingpong:futex/pairs<2 all median l\n"),
+            "g.txt:1: ANCHORS 'pingpong:futex/pairs<2': AT 'pairs<2': a condition is size=V|V, "
+            "size>=V or pairs=V|V");
+  EXPECT_EQ(goals_error("oversub ring x <= 1 pingpong:/pairs=2 all median l\n"),
+            "g.txt:1: ANCHORS 'pingpong:/pairs=2' has an empty name");
 }
 
 }  // namespace

@@ -37,9 +37,12 @@ const std::vector<StageMetrics> &stage_metrics() {
       {"ports", {"ports"}},
       {"sustain",
        {"geomean", "compute-alone", "compute-with-pingpong", "rtt-alone", "rtt-with-compute"}},
+      {"oversub",
+       {"pingpong", "pingpong-onecpu", "ring", "rate", "pingpong-busy", "ring-busy", "barrier",
+        "bcast", "reduce", "allreduce"}},
       {"mpi",
        {"latency", "bw", "bibw", "mbw_mr", "mbw_mr_rate", "mt_latency", "mt_latency_comm",
-        "mt_rate", "mt_rate_comm", "barrier", "bcast", "allreduce"}},
+        "mt_rate", "mt_rate_comm", "barrier", "bcast", "reduce", "allreduce"}},
   };
   return all;
 }
@@ -72,7 +75,38 @@ std::string parse_stage_metric(const std::string &stage, const std::string &metr
   return "unknown stage '" + stage + "' (" + joined(stages) + ")";
 }
 
+std::string parse_condition(const std::string &text, PointCondition &c);
+
+// METRIC:a,b/COND/COND (see Goal::anchor_metric).
+std::string parse_row_anchors(const std::string &text, Goal &g) {
+  const std::size_t colon = text.find(':');
+  g.anchor_metric = text.substr(0, colon);
+  if (const std::string why = parse_stage_metric(g.stage, g.anchor_metric); !why.empty()) {
+    return "ANCHORS '" + text + "': " + why;
+  }
+  if (lower_is_better(g.anchor_metric) != lower_is_better(g.metric)) {
+    return "ANCHORS '" + text + "': " + g.anchor_metric + " and " + g.metric +
+           " are not better the same way (a time beside a rate)";
+  }
+  const auto parts = split_on(text.substr(colon + 1), '/');
+  g.anchor_list = split_on(parts.front(), ',');
+  for (const auto &name : g.anchor_list) {
+    if (name.empty()) return "ANCHORS '" + text + "' has an empty name";
+  }
+  for (std::size_t i = 1; i < parts.size(); ++i) {
+    PointCondition c;
+    if (const std::string why = parse_condition(parts[i], c); !why.empty()) {
+      return "ANCHORS '" + text + "': " + why;
+    }
+    g.anchor_at.push_back(std::move(c));
+  }
+  return "";
+}
+
 std::string parse_anchors(const std::string &text, Goal &g) {
+  if (text.find(':') != std::string::npos && !text.starts_with("class:")) {
+    return parse_row_anchors(text, g);
+  }
   if (text == "others") {
     g.anchor_others = true;
   } else if (text.starts_with("class:")) {
@@ -211,6 +245,7 @@ std::vector<std::string> subjects_of(const Goal &g, const std::vector<Summary> &
 
 std::vector<std::string> anchors_of(const Goal &g, const StageRun &run) {
   std::vector<std::string> list = g.anchor_list;
+  if (!g.anchor_metric.empty()) return list;
   if (!g.anchor_class.empty()) list = anchors_in(run, g.anchor_class);
   if (g.anchor_others) {
     for (const auto &c : run.configs) {
@@ -225,10 +260,28 @@ std::vector<std::string> anchors_of(const Goal &g, const StageRun &run) {
 // are sizes (mpi_bench's threaded ones by threads), else not at all.
 std::string point_text(const Goal &g, std::size_t size, int pairs) {
   if (g.stage == "p2p") return format_size(size) + " ";
+  if (g.stage == "oversub") return std::to_string(pairs) + "/cpu ";
   if (g.stage != "mpi") return "";
   if (g.metric.starts_with("mt_")) return std::to_string(pairs) + " threads ";
   if (g.metric.starts_with("mbw_mr")) return std::to_string(pairs) + "p " + format_size(size) + " ";
   return size == 0 ? "" : format_size(size) + " ";  // barrier: no size
+}
+
+// The figure of ANCHORS METRIC:... (see Goal::anchor_metric): the best of
+// its systems at the points its conditions select, or nullptr.
+const Summary *row_anchor(const Goal &g, const std::vector<Summary> &all, Figure f) {
+  const Summary *best = nullptr;
+  for (const auto &s : all) {
+    if (s.metric != g.anchor_metric ||
+        std::find(g.anchor_list.begin(), g.anchor_list.end(), s.system) == g.anchor_list.end() ||
+        !std::all_of(g.anchor_at.begin(), g.anchor_at.end(),
+                     [&](const PointCondition &c) { return c.holds(s.size, s.pairs); })) {
+      continue;
+    }
+    const double v = figure_of(s, f);
+    if (best == nullptr || (g.lower ? v < figure_of(*best, f) : v > figure_of(*best, f))) best = &s;
+  }
+  return best;
 }
 
 Verdict judge(const Goal &g, const StageRun &run, Figure f) {
@@ -252,7 +305,8 @@ Verdict judge(const Goal &g, const StageRun &run, Figure f) {
   double worst = -1;
   for (const auto &[size, pairs] : points) {
     const Summary *mine = best_of(all, g.metric, subjects, size, pairs, f);
-    const Summary *best = best_of(all, g.metric, anchors, size, pairs, f);
+    const Summary *best = g.anchor_metric.empty() ? best_of(all, g.metric, anchors, size, pairs, f)
+                                                  : row_anchor(g, all, f);
     if (mine == nullptr || best == nullptr) continue;
     ++v.points;
     const double m = figure_of(*mine, f), b = figure_of(*best, f);
@@ -260,8 +314,11 @@ Verdict judge(const Goal &g, const StageRun &run, Figure f) {
     if (gap <= 1) ++v.met;
     if (gap > worst) {
       worst = gap;
-      v.worst = point_text(g, size, pairs) + who + " " + format_figure(m) + " vs " + best->system +
-                " " + format_figure(b) + (with_unit && !best->unit.empty() ? " " + best->unit : "");
+      const std::string theirs = g.anchor_metric.empty() ? best->system
+                                                         : best->system + " " + best->metric + " " +
+                                                               std::to_string(best->pairs) + "/cpu";
+      v.worst = point_text(g, size, pairs) + who + " " + format_figure(m) + " vs " + theirs + " " +
+                format_figure(b) + (with_unit && !best->unit.empty() ? " " + best->unit : "");
     }
   }
   return v;

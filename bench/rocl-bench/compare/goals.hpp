@@ -31,9 +31,14 @@ struct Goal {
   double factor = 1;
   std::string anchor_class;              // ANCHORS class:NAME
   bool anchor_others = false;            // ANCHORS others
-  std::vector<std::string> anchor_list;  // ANCHORS a,b,c
-  std::vector<PointCondition> at;        // empty: all
-  bool best_round = false;               // FIGURES median,best
+  std::vector<std::string> anchor_list;  // ANCHORS a,b,c (or those of METRIC:a,b/...)
+  // ANCHORS METRIC:a,b/COND/COND: the best of those systems' figures of
+  // another metric of the stage, at the points the conditions select (all
+  // when none), one figure every point of SUBJECT is set against.
+  std::string anchor_metric;
+  std::vector<PointCondition> anchor_at;
+  std::vector<PointCondition> at;  // empty: all
+  bool best_round = false;         // FIGURES median,best
   std::string label;
 };
 

@@ -20,7 +20,8 @@ namespace rocl_bench::compare {
 const char kMpiUsage[] =
     "usage: rocl-bench mpi [OPTIONS] [-- MPI_BENCH_ARGS...]\n"
     "bench/mpi's suite (mpi_bench: OSU-style latency, bw, bibw, mbw_mr, mt_latency,\n"
-    "mt_rate, coll) under rocl's MPI (roclrun), Open MPI and MPICH, in interleaved\n"
+    "mt_rate, coll: barrier, bcast, reduce, allreduce) under rocl's MPI (roclrun),\n"
+    "Open MPI and MPICH, in interleaved\n"
     "rounds: one table per benchmark with the ratio of the subject to the best\n"
     "other MPI, the goals of stage mpi, a CSV and plots.\n"
     "\n"
@@ -134,8 +135,8 @@ std::vector<Config> mpi_configs(const MpiOptions &o, const Programs &p, const Jo
 // ---- the tables ------------------------------------------------------------------
 
 const char *const kOrder[] = {
-    "latency",         "bw",      "bibw",         "mbw_mr",  "mbw_mr_rate", "mt_latency",
-    "mt_latency_comm", "mt_rate", "mt_rate_comm", "barrier", "bcast",       "allreduce"};
+    "latency", "bw",           "bibw",    "mbw_mr", "mbw_mr_rate", "mt_latency", "mt_latency_comm",
+    "mt_rate", "mt_rate_comm", "barrier", "bcast",  "reduce",      "allreduce"};
 
 std::string title_of(const std::string &bench) {
   static const std::pair<const char *, const char *> titles[] = {
@@ -148,6 +149,7 @@ std::string title_of(const std::string &bench) {
       {"mt_rate", "multithreaded 8 B message rate, all pairs"},
       {"barrier", "MPI_Barrier"},
       {"bcast", "MPI_Bcast"},
+      {"reduce", "MPI_Reduce (double, SUM, to rank 0)"},
       {"allreduce", "MPI_Allreduce (double, SUM)"}};
   const std::string base = bench.ends_with("_comm") ? bench.substr(0, bench.size() - 5) : bench;
   for (const auto &[name, title] : titles) {

@@ -14,7 +14,7 @@ namespace rocl_bench::compare {
 
 struct MpiOptions {
   std::vector<std::string> mpis;     // rocl, openmpi, openmpi-ucx, mpich (configurations)
-  std::vector<std::string> benches;  // mpi_bench's names (coll = barrier, bcast, allreduce)
+  std::vector<std::string> benches;  // mpi_bench's names (coll = barrier, bcast, reduce, allreduce)
   int rounds = 3;
   bool quick = false;
   std::string mt_mode = "tag";

@@ -69,6 +69,11 @@ Programs locate_programs(const CompareOptions &o) {
   p.mpi_bench_openmpi = anchor(p.anchors, "mpi_bench.openmpi", "libopenmpi-dev");
   p.mpi_bench_mpich = anchor(p.anchors, "mpi_bench.mpich", "libmpich-dev");
   p.mpi_sustain_openmpi = anchor(p.anchors, "mpi_sustain.openmpi", "libopenmpi-dev");
+  p.oversub_limits = anchor(p.anchors, "oversub_limits", "");
+  if (!p.oversub_limits.found()) {
+    p.oversub_limits.missing =
+        "oversub_limits not in " + p.anchors + " (built with rocl-bench: ninja rocl-bench)";
+  }
   p.mpirun_openmpi = tool("mpirun.openmpi", "openmpi-bin");
   p.mpiexec_mpich = tool("mpiexec.mpich", "mpich");
   p.ucx_perftest = tool("ucx_perftest", "ucx-utils");

@@ -30,6 +30,7 @@ struct Programs {
   Program mpi_pingpong_rocl;  // the same program built against rocl's MPI
   Program mpi_bench_openmpi, mpi_bench_mpich, mpi_bench_rocl;
   Program mpi_sustain_openmpi;
+  Program oversub_limits;  // the futex and sched_yield hand-offs (stage oversub)
   Program mpirun_openmpi, mpiexec_mpich;
   Program ucx_perftest;
   Program gnuplot;

@@ -31,6 +31,11 @@ const Config *StageRun::config(const std::string &name) const {
 
 std::string StageRun::cell(const std::string &metric, const std::string &system, std::size_t size,
                            int pairs) const {
+  for (const auto &t : result.timeouts) {
+    if (t.metric == metric && t.system == system && t.size == size && t.pairs == pairs) {
+      return "timeout";
+    }
+  }
   if (const Summary *s = find(metric, system, size, pairs)) return format_figure(s->median);
   const Config *c = config(system);
   if (c != nullptr && !c->unavailable.empty()) return "n/a";
@@ -83,6 +88,16 @@ std::vector<std::string> rocl_systems_for(const StageRun &run, const std::string
     names.push_back(name);
   }
   return names;
+}
+
+void drop_timed_out(StageRun &run) {
+  std::erase_if(run.summary, [&](const Summary &s) {
+    return std::any_of(run.result.timeouts.begin(), run.result.timeouts.end(),
+                       [&](const TimedOut &t) {
+                         return t.metric == s.metric && t.system == s.system && t.size == s.size &&
+                                t.pairs == s.pairs;
+                       });
+  });
 }
 
 const StageRun *Results::find(const std::string &stage) const {

@@ -24,7 +24,8 @@ struct StageRun {
   // The summary of a point, or nullptr.
   const Summary *find(const std::string &metric, const std::string &system, std::size_t size,
                       int pairs = 1) const;
-  // A table cell: the figure, or "n/a" (cannot run here), "failed" or "-".
+  // A table cell: the figure, or "timeout" (timed out in some round), "n/a"
+  // (cannot run here), "failed" or "-".
   std::string cell(const std::string &metric, const std::string &system, std::size_t size,
                    int pairs = 1) const;
   const Config *config(const std::string &name) const;
@@ -55,6 +56,12 @@ std::vector<std::string> anchors_like(const StageRun &run, const std::string &me
 // systems in the latency table).
 std::vector<std::string> rocl_systems_for(const StageRun &run, const std::string &cls,
                                           const std::string &subject, const std::string &metric);
+
+// Leaves out of run.summary the points that timed out in some round: a
+// median of the rounds that finished would hide that one did not, so such
+// a point has no figure in the tables, the ratios and the goals (the rounds
+// that finished stay in the CSV).
+void drop_timed_out(StageRun &run);
 
 struct Results {
   std::vector<StageRun> stages;

@@ -5,7 +5,12 @@
 // anchor (system "rocl-shm/ompi-vader", "rocl-mpi-shm/ucx-shm", unit "ratio")
 // and the sustainability ratios (metric compute-ratio, rtt-ratio, geomean,
 // rtt-best-ratio, geomean-best) follow with round "all"; then the cpu
-// probes around each run (metric cpu-before and cpu-after, size 64, us).
+// probes around each run (metric cpu-before and cpu-after, size 64, us);
+// then the points that timed out (oversub), one row per round with the
+// figures empty and unit "timeout" (or "timeout-skipped": not run again).
+// The oversub stage's ratio rows: rocl-inproc and rocl-shm over futex's
+// ping-pong on one cpu (system "rocl-inproc/futex-onecpu"), rocl-mpi over
+// the better of ompi-vader and mpich.
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -17,7 +22,9 @@ namespace rocl_bench::compare {
 namespace {
 
 std::string class_of(const StageRun &run, const std::string &system) {
-  if (system == "memcpy" || system == "cacheline") return "limit";
+  if (system == "memcpy" || system == "cacheline" || system == "futex" || system == "yield") {
+    return "limit";
+  }
   const Config *c = run.config(system);
   return c != nullptr ? c->cls : "";
 }
@@ -55,6 +62,25 @@ void ratio_rows(std::FILE *f, const StageRun &run) {
       const double r = s.median / best->median;
       row(f, run.stage, s.metric, s.system + "/" + best->system, "", s.size, s.pairs, "all", r, r,
           r, "ratio");
+    }
+  }
+  if (run.stage == "oversub") {
+    const Summary *futex1 = find_summary(run.summary, "pingpong-onecpu", "futex", 0, 2);
+    for (const auto &s : run.summary) {
+      if ((s.system == "rocl-inproc" || s.system == "rocl-shm") && futex1 != nullptr &&
+          s.unit == "us") {
+        const double r = s.median / futex1->median;
+        row(f, run.stage, s.metric, s.system + "/futex-onecpu", "", s.size, s.pairs, "all", r, r, r,
+            "ratio");
+      }
+      if (s.system == "rocl-mpi") {
+        const Summary *best =
+            best_of(run.summary, s.metric, {"ompi-vader", "mpich"}, s.size, s.pairs);
+        if (best == nullptr) continue;
+        const double r = s.median / best->median;
+        row(f, run.stage, s.metric, s.system + "/" + best->system, "", s.size, s.pairs, "all", r, r,
+            r, "ratio");
+      }
     }
   }
   if (run.stage == "sustain") {
@@ -97,6 +123,13 @@ bool write_results_csv(const std::string &path, const Results &results) {
           p.before_us, "us");
       row(f, run.stage, "cpu-after", p.system, cls, 64, 1, round, p.after_us, p.after_us,
           p.after_us, "us");
+    }
+  }
+  for (const auto &run : results.stages) {
+    for (const auto &t : run.result.timeouts) {
+      std::fprintf(f, "%s,%s,%s,%s,%zu,%d,%d,,,,%s\n", run.stage.c_str(), t.metric.c_str(),
+                   t.system.c_str(), class_of(run, t.system).c_str(), t.size, t.pairs, t.round,
+                   t.skipped ? "timeout-skipped" : "timeout");
     }
   }
   return std::fclose(f) == 0;

@@ -60,17 +60,18 @@ void run_stage(const std::string &stage, const std::vector<Config> &configs,
         continue;
       }
       const std::string base = logs_dir + "/" + std::to_string(round) + "-" + stage + "-" + c.name;
-      RunRequest request{o, p, round, base + ".log", base};
+      RunRequest request{o, p, round, base + ".log", base, &result.timeouts};
       progress.begin(stage + " round " + std::to_string(round) + "/" + std::to_string(o.rounds) +
                      ": " + c.name);
       CpuProbe probe{c.name, round, probe_cpus(p.cpus), 0};
       RunOutcome outcome = c.run(request);
       probe.after_us = probe_cpus(p.cpus);
       if (probe.before_us > 0 && probe.after_us > 0) result.cpu_probes.push_back(probe);
-      if (outcome.ok && outcome.samples.size() < c.expected) {
+      const std::size_t figures = outcome.samples.size() + outcome.timeouts.size();
+      if (outcome.ok && figures < c.expected) {
         outcome.ok = false;
-        outcome.why = "gave " + std::to_string(outcome.samples.size()) + " of the " +
-                      std::to_string(c.expected) + " figures expected (see " + request.log + ")";
+        outcome.why = "gave " + std::to_string(figures) + " of the " + std::to_string(c.expected) +
+                      " figures expected (see " + request.log + ")";
       }
       if (outcome.ok) {
         std::size_t bad = 0;
@@ -84,8 +85,11 @@ void run_stage(const std::string &stage, const std::vector<Config> &configs,
         }
       }
       if (outcome.ok) {
-        progress.end(true, std::to_string(outcome.samples.size()) + " figures");
+        const std::size_t late = outcome.timeouts.size();
+        progress.end(true, std::to_string(outcome.samples.size()) + " figures" +
+                               (late == 0 ? "" : ", " + std::to_string(late) + " timed out"));
         for (auto &s : outcome.samples) result.samples.push_back(std::move(s));
+        for (auto &t : outcome.timeouts) result.timeouts.push_back(std::move(t));
       } else {
         progress.end(false, outcome.why + " (log: " + request.log + ")");
         result.failed[c.name] = outcome.why + " (log: " + request.log + ")";

@@ -20,18 +20,34 @@
 
 namespace rocl_bench::compare {
 
+// A point that a run could not measure within its time limit (stage
+// oversub, where a slow waiting policy may take longer than any limit). It
+// counts as a figure of its run, shows as "timeout", and is not run again
+// in later rounds, as a configuration that failed is not.
+struct TimedOut {
+  std::string metric, system;
+  std::size_t size = 0;
+  int pairs = 1;
+  int round = 1;
+  double limit_seconds = 0;
+  bool skipped = false;  // not run: it timed out in an earlier round
+};
+
 struct RunRequest {
   const CompareOptions &options;
   const Programs &programs;
   int round;
   std::string log;      // the program's output goes here
   std::string scratch;  // a path prefix for files the run writes (+ ".csv", ...)
+  // The points of this stage that timed out in earlier rounds (none: nullptr).
+  const std::vector<TimedOut> *timed_out = nullptr;
 };
 
 struct RunOutcome {
   bool ok = false;
   std::string why;  // when not ok: what failed, with the log's telling line
   std::vector<Sample> samples;
+  std::vector<TimedOut> timeouts;  // with ok: points not measured within their limit
 };
 
 struct Config {
@@ -64,12 +80,14 @@ struct CpuProbe {
 };
 
 // What a stage leaves: every run's samples, the configurations that failed
-// (name -> why; a configuration that fails is not run again), and the cpu
-// probes around its runs (none with fewer than two cpus).
+// (name -> why; a configuration that fails is not run again), the cpu
+// probes around its runs (none with fewer than two cpus), and the points
+// that timed out.
 struct StageResult {
   std::vector<Sample> samples;
   std::map<std::string, std::string> failed;
   std::vector<CpuProbe> cpu_probes;
+  std::vector<TimedOut> timeouts;
 };
 
 // Seconds a run of `points` measured points may take before it is stopped.

@@ -11,6 +11,8 @@
 //            in Open MPI (vader, ucx) and MPICH (mpi_bench mt_rate)
 //   ports    rocl-shm, rocl-tcp: message rate to 1..64 destination resources
 //   sustain  rocl-{shm,tcp}-{poll,thread} and Open MPI (vader, tcp)
+//   oversub  limits (futex, yield), rocl-inproc, rocl-shm, and rocl-mpi,
+//            ompi-vader, mpich (mpi_bench coll): see oversub.hpp
 #pragma once
 
 #include <string>
@@ -32,6 +34,7 @@ std::vector<Config> p2p_configs(const CompareOptions &o, const Programs &p);
 std::vector<Config> thread_configs(const CompareOptions &o, const Programs &p);
 std::vector<Config> port_configs(const CompareOptions &o, const Programs &p);
 std::vector<Config> sustain_configs(const CompareOptions &o, const Programs &p);
+std::vector<Config> oversub_configs(const CompareOptions &o, const Programs &p);
 
 // Systems that are not measured at all, with the reason (rocl-ucx).
 std::vector<std::pair<std::string, std::string>> not_measured();

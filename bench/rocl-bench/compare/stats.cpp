@@ -34,7 +34,8 @@ bool is_sane(const Sample &s) {
 
 bool lower_is_better(std::string_view metric) {
   return metric.find("latency") != std::string_view::npos || metric.starts_with("rtt") ||
-         metric == "barrier" || metric == "bcast" || metric == "allreduce";
+         metric == "barrier" || metric == "bcast" || metric == "reduce" || metric == "allreduce" ||
+         metric.starts_with("pingpong") || metric.starts_with("ring");
 }
 
 std::vector<Summary> summarize_rounds(const std::vector<Sample> &samples) {

@@ -51,8 +51,9 @@ std::optional<double> geometric_mean(const std::vector<double> &values);
 bool is_sane(double v);
 bool is_sane(const Sample &s);
 
-// Latency, round-trip and collective times (mpi_bench's mt_latency*,
-// barrier, bcast, allreduce): lower is better; the others higher.
+// Latency, round-trip, hop and collective times (mpi_bench's mt_latency*,
+// barrier, bcast, reduce, allreduce; oversub's pingpong* and ring*): lower
+// is better; the others higher.
 bool lower_is_better(std::string_view metric);
 
 // Groups samples by (metric, system, size, pairs), in the order each group

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <set>
 
+#include "oversub.hpp"
 #include "report.hpp"
 #include "results.hpp"
 #include "stages.hpp"
@@ -191,6 +192,12 @@ void print_notes(std::FILE *out, const Results &results) {
     for (const auto &[name, why] : run.result.failed) {
       lines.push_back(run.stage + " " + name + ": FAILED, " + why);
     }
+    for (const auto &t : run.result.timeouts) {
+      if (t.skipped) continue;
+      lines.push_back(run.stage + " " + t.system + " " + t.metric + " at point " +
+                      std::to_string(t.pairs) + ": timeout in round " + std::to_string(t.round) +
+                      " (limit " + format_figure(t.limit_seconds) + " s; not run in later rounds)");
+    }
   }
   if (lines.empty()) return;
   std::fprintf(out, "\nnot measured or failed:\n");
@@ -217,6 +224,7 @@ void print_tables(std::FILE *out, const Results &results, const CompareOptions &
                   "rocl-shm");
   }
   if (const StageRun *run = results.find("sustain")) print_sustain(out, *run);
+  if (const StageRun *run = results.find("oversub")) print_oversub(out, *run);
   print_notes(out, results);
 }
 
