@@ -10,48 +10,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <memory>
-#include <new>
 #include <set>
 #include <thread>
 #include <tuple>
 #include <vector>
 
 #include "test_header.hpp"
-
-// ---- allocation counting ---------------------------------------------------
-// Every operator new of this test program goes through here, so a test can
-// assert that a stretch of Communicator calls allocated nothing.
-namespace {
-std::atomic<std::uint64_t> g_allocations{0};
-
-void *counted_alloc(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void *p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-}  // namespace
-
-void *operator new(std::size_t n) {
-  return counted_alloc(n);
-}
-void *operator new[](std::size_t n) {
-  return counted_alloc(n);
-}
-void operator delete(void *p) noexcept {
-  std::free(p);
-}
-void operator delete[](void *p) noexcept {
-  std::free(p);
-}
-void operator delete(void *p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void *p, std::size_t) noexcept {
-  std::free(p);
-}
 
 namespace rocl::generic {
 namespace {
