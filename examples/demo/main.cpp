@@ -45,8 +45,8 @@ void introduce(const Shared &s, const Job &job, bool in_job) {
   if (cpus < workers) {
     std::printf(
         "This machine gives us %d cpus for %d worker threads: threads take turns, and a\n"
-        "waiting receiver spins %s us (ROCL_SPIN_US) before it sleeps.\n",
-        cpus, workers, option_in_force("ROCL_SPIN_US").c_str());
+        "waiting receiver gives its cpu to the others that share it (ROCL_WAIT=%s).\n",
+        cpus, workers, option_in_force("ROCL_WAIT").c_str());
   }
   double load = 0;
   if (std::FILE *f = std::fopen("/proc/loadavg", "r")) {

@@ -112,9 +112,9 @@ struct Story {
     std::printf(" in %.2f s, %s us per hop\n", s.ring_seconds, number(hop_us()).c_str());
     if (const int cpus = usable_cpus(); cpus < job.size() * s.threads) {
       std::printf(
-          "  (%d workers on %d cpus: the token often waits for a cpu that a spinning receiver\n"
-          "  holds, up to ROCL_SPIN_US = %s us; the ping-pongs below keep two threads busy)\n",
-          job.size() * s.threads, cpus, option_in_force("ROCL_SPIN_US").c_str());
+          "  (%d workers on %d cpus: each hop waits until the receiver's cpu comes to it;\n"
+          "  a waiter that shares its cpu yields it at once, ROCL_WAIT=%s)\n",
+          job.size() * s.threads, cpus, option_in_force("ROCL_WAIT").c_str());
     }
   }
   double hop_us() const { return s.ring_seconds / static_cast<double>(s.ring_hops) * 1e6; }

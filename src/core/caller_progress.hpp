@@ -11,7 +11,6 @@
 // (poll_begin / progress / poll_end).
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <span>
@@ -33,10 +32,9 @@ class CallerProgress {
   static constexpr std::size_t kMaxPolled = 8;
 
   // `sink`: whose progressed() runs after a round when `acks` has
-  // acknowledgements waiting. spin_us: ROCL_SPIN_US; sharers: processes on
-  // this process's cpus (ROCL_CPU_SHARERS).
-  CallerProgress(MessageSink &sink, const AckQueue &acks, std::uint32_t spin_us,
-                 std::uint32_t sharers);
+  // acknowledgements waiting. How long and how a caller spins is the
+  // waiting policy's (wait/wait_policy.hpp).
+  CallerProgress(MessageSink &sink, const AckQueue &acks);
   CallerProgress(const CallerProgress &) = delete;
   CallerProgress &operator=(const CallerProgress &) = delete;
 
@@ -52,13 +50,15 @@ class CallerProgress {
   // nullptr); returns the events handled. Never blocks.
   int progress_all(const ReceiveOp *op) noexcept;
 
-  // Spins until `done` is, driving the transports, for ROCL_SPIN_US (and at
-  // most timeout_ms; 0: one look and one round). Whether it is done. op:
-  // the receive that waits, told whether it was done at the first look.
+  // Spins until `done` is, driving the transports, as the waiting policy
+  // says (wait::SpinPhase; at most timeout_ms; 0: one look and one round).
+  // Whether it is done; if not, the caller sleeps (wait::before_sleep
+  // first). op: the receive that waits, told whether it was done at the
+  // first look.
   bool spin_until_done(const generic::Completion &done, int timeout_ms, ReceiveOp *op) noexcept;
   // The same for a receive spinning on its mailbox's hand-off word
   // (Mailbox::post_spinning) until it leaves `ticket`; with no transport
-  // to drive, a plain spin on the word.
+  // to drive, the policy's spin on the word alone.
   bool spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket, int timeout_ms,
                          ReceiveOp *op) noexcept;
   // The same until a lent send's block is finished, for `spin`.
@@ -69,30 +69,20 @@ class CallerProgress {
   template <class Done>
   bool spin_until(Done done, int timeout_ms, std::chrono::microseconds spin,
                   ReceiveOp *op) noexcept;
+  template <class Done>
+  bool spin_on(Done done, int timeout_ms, std::chrono::microseconds spin) noexcept;
   int progress_round(unsigned round, const ReceiveOp *op) noexcept;
   void after_round() noexcept {
     if (acks_.waiting()) sink_.progressed();
   }
-  void yield_crowded_cpu(std::chrono::microseconds *spin,
-                         std::chrono::steady_clock::time_point *end,
-                         std::chrono::steady_clock::time_point limit) const noexcept;
-
   MessageSink &sink_;
   const AckQueue &acks_;
-  const std::chrono::microseconds spin_;
-  const int sharers_;
-  const int cpus_;  // the cpus this process may run on (its affinity)
   std::vector<Transport *> polled_;
   // polled_[i] is polled in the rounds r with (r & poll_masks_[i]) == 0:
   // its stride rounded up to a power of two, so that a round tests a mask
   // (a division per transport per round would be a fair part of a spinning
   // receive's time).
   std::vector<unsigned> poll_masks_;
-  // Threads of this process spinning here: more spinners (times the
-  // processes sharing these cpus) than cpus and a spinner yields its cpu
-  // now and then (the thread its message waits for may be queued behind it,
-  // in this process or another).
-  alignas(64) std::atomic<int> spinners_{0};
 };
 
 }  // namespace rocl::impl

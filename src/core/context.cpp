@@ -18,6 +18,7 @@
 #include "directory/remote_directory.hpp"
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
+#include "wait/wait_policy.hpp"
 
 namespace rocl::impl {
 
@@ -96,8 +97,8 @@ int Context::release_global() {
   return ROCL_OK;
 }
 
-Context::Context(const Options &options)
-    : options_(options), progress_(*this, acks_, options_.spin_us, options_.cpu_sharers) {
+Context::Context(const Options &options) : options_(options), progress_(*this, acks_) {
+  wait::configure(options_.wait_mode, std::chrono::microseconds(options_.spin_us));
   PoolConfig pool_config;
   pool_config.cap_bytes = options_.pool_max;
   pool_config.thread_cache_bytes = options_.pool_thread_cache;
@@ -126,7 +127,8 @@ void Context::start_transports() {
   env.rendezvous_threshold = options_.rndv_threshold;
   env.options = &options_.values;
   env.linger_ms = options_.linger_ms;
-  env.spin_us = static_cast<std::uint32_t>(options_.spin_us);
+  env.spin_us = static_cast<std::uint32_t>(
+      std::min<std::int64_t>(wait::spin_budget().count(), options_.spin_us));
   std::vector<Transport *> polled;
   std::string list = options_.transports;
   if (list == "auto") {

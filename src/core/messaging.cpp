@@ -18,6 +18,7 @@
 #include "rocl/platform/cpu.hpp"
 #include "rocl/platform/small_copy.hpp"
 #include "status/status.hpp"
+#include "wait/wait_policy.hpp"
 
 namespace rocl::impl {
 
@@ -289,8 +290,10 @@ int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **m
   // Spin first, reading the transports' rings and sockets ourselves; only
   // then sleep (and let the transports' threads wake us).
   bool done = spun ? env.complete.is_done() : progress_.spin_until_done(env.complete, timeout, &op);
-  auto spin = progress_.empty() && !spun ? std::chrono::microseconds(options_.spin_us)
-                                         : std::chrono::microseconds(0);
+  // The policy's spin is over (wait_policy.hpp): sleep from now on.
+  constexpr auto spin = std::chrono::microseconds(0);
+  std::optional<wait::Asleep> asleep;
+  if (!done) asleep.emplace();
   // A receive from one origin also watches that the origin still exists:
   // when its process exits or dies the directory forgets it, and waiting on
   // would hang forever. Wildcard receives cannot tell whom they wait for.
@@ -319,7 +322,7 @@ int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **m
   }
   if (!done && r->mailbox().cancel_receive(&env)) return ROCL_ETIMEDOUT;
   // Matched or closed while we gave up: the signal is on its way.
-  env.complete.wait(-1, spin);
+  env.complete.wait(-1, wait::kSignalOnItsWay);
   if (env.status != ROCL_OK) return env.status;
   *msg = env.matched;
   return ROCL_OK;
@@ -504,9 +507,11 @@ bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
   constexpr unsigned kSpinTakeRounds = 256;
   constexpr unsigned kLooksPerSpinUs = 32;  // an empty look takes less than 1/32 us
   constexpr std::size_t kSpinTakeIntoBytes = 256;
-  // Part of the receive's spin (ROCL_SPIN_US; 0: callers sleep at once).
-  const auto rounds = static_cast<unsigned>(
-      std::min<std::uint64_t>(kSpinTakeRounds, std::uint64_t{options_.spin_us} * kLooksPerSpinUs));
+  // Part of the receive's spin (wait::spin_budget; 0: callers sleep at once).
+  const auto budget = static_cast<std::uint64_t>(
+      std::min<std::int64_t>(wait::spin_budget().count(), kSpinTakeRounds));
+  const auto rounds =
+      static_cast<unsigned>(std::min<std::uint64_t>(kSpinTakeRounds, budget * kLooksPerSpinUs));
   if (rounds == 0 || (into != nullptr && cap > kSpinTakeIntoBytes) ||
       pattern.source == ROCL_ANY_GID || resources_.contains(pattern.source)) {
     return false;
@@ -525,6 +530,9 @@ bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
   Message *msg = nullptr;
   bool queued = false;
   unsigned round = 0;
+  // Looks back to back, unless the thread shares its cpu with others of
+  // ours: then it yields between them (the sender may be one of those).
+  wait::SpinPhase phase(-1, wait::spin_budget(), rounds);
   for (; round < rounds; ++round) {
     bool left = false;
     for (std::size_t k = 0; k < n && msg == nullptr; ++k) {
@@ -532,7 +540,7 @@ bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
     }
     if (msg != nullptr) break;
     if ((queued = take_waiting(r, dgid, pattern, into, cap, status, rc))) break;
-    if (left) break;
+    if (left || !phase.next(round + 1)) break;
   }
   for (std::size_t k = 0; k < n; ++k) looked[k]->poll_end(/*will_sleep=*/false);
   // There at the first look (take_arrived's was skipped): the sender is
@@ -664,7 +672,9 @@ int Context::probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t doma
   // to 1 ms, which the transports' threads fill meanwhile.
   const CoreHeader pattern{ogid, tag, domain};
   const auto start = std::chrono::steady_clock::now();
-  const auto spin = std::chrono::microseconds(options_.spin_us);
+  wait::SpinPhase phase(-1);
+  bool spinning = timeout != 0;
+  std::optional<wait::Asleep> asleep;
   std::chrono::microseconds nap{1};
   int rc = ROCL_ETIMEDOUT;
   for (int round = 0;; ++round) {
@@ -687,7 +697,9 @@ int Context::probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t doma
       rc = fail(ROCL_ETIMEDOUT, "rocl_probe: no message on %#llx within %d ms", ull(dgid), timeout);
       break;
     }
-    if (progress_.progress_all(nullptr) == 0 && timeout != 0 && waited > spin) {
+    if (progress_.progress_all(nullptr) == 0 && timeout != 0 &&
+        !(spinning = spinning && phase.next(static_cast<unsigned>(round) + 1))) {
+      if (!asleep) asleep.emplace();
       std::this_thread::sleep_for(nap);
       nap = std::min(nap * 2, std::chrono::microseconds(1000));
     }

@@ -3,9 +3,12 @@
 // load_options gathers them all into Options::values.
 #include "core/options.hpp"
 
+#include <cstdio>
+#include <string>
 #include <string_view>
 
 #include "transport/transport.hpp"
+#include "wait/wait_policy.hpp"
 
 namespace rocl::impl {
 namespace {
@@ -19,15 +22,17 @@ const OptionRow kCoreOptions[] = {
      "Bytes of free buffers of one size class (up to 64 KiB blocks, at most 256 blocks) "
      "each thread keeps for itself, so that bfget/bfret take no shared lock.",
      OptionType::kSize},
+    {"ROCL_WAIT", "auto",
+     "How a waiting thread spends its cpu. auto: spin while it pays (alone on its cpu: "
+     "ROCL_SPIN_US with PAUSE; another rocl thread of the node runnable on its cpu: "
+     "sched_yield between looks, ten times as long), then sleep until woken. spin: spin until "
+     "done, never yield or sleep (dedicated cpus). block: sleep after 16 looks (cpus scarce, "
+     "latency "
+     "no matter). docs/architecture.md, \"Waiting\", tells the policy.",
+     OptionType::kString},
     {"ROCL_SPIN_US", "100",
-     "Microseconds a waiting receiver spins before it sleeps. Waking a sleeping thread "
-     "costs tens of microseconds; spinning costs a core. While more threads of a process spin "
-     "than it has cpus, a spinner yields its cpu now and then and spins ten times as long.",
-     OptionType::kUint},
-    {"ROCL_CPU_SHARERS", "1",
-     "How many processes of the job run on this process's cpus, itself included; roclrun "
-     "--bind-to core sets it to the ranks bound to the same cpu (unbound: 1). A spinning "
-     "receiver yields its cpu now and then when spinning threads x this exceed its cpus.",
+     "Microseconds a waiting thread alone on its cpu spins before it sleeps (ROCL_WAIT=auto). "
+     "Waking a sleeping thread costs tens of microseconds; spinning costs a core.",
      OptionType::kUint},
     {"ROCL_RNDV_THRESHOLD", "64M",
      "Messages of at least this many bytes between processes go by rendezvous: the payload "
@@ -99,7 +104,13 @@ Options options_from(const OptionValues &values) {
   o.pool_max = values.size("ROCL_POOL_MAX");
   o.pool_thread_cache = values.size("ROCL_POOL_THREAD_CACHE");
   o.spin_us = values.uint("ROCL_SPIN_US");
-  o.cpu_sharers = values.uint("ROCL_CPU_SHARERS");
+  const std::string wait_text = values.text("ROCL_WAIT");
+  if (auto mode = wait::parse_mode(wait_text)) {
+    o.wait_mode = *mode;
+  } else {
+    std::fprintf(stderr, "rocl: ROCL_WAIT=%s is not auto, spin or block; using auto\n",
+                 wait_text.c_str());
+  }
   o.peer_check_ms = values.uint("ROCL_PEER_CHECK_MS");
   o.rndv_threshold = values.size("ROCL_RNDV_THRESHOLD");
   o.rndv_copy_threshold = values.size("ROCL_RNDV_COPY_THRESHOLD");

@@ -11,22 +11,23 @@
 #include <string>
 
 #include "config/options.hpp"
+#include "wait/wait_policy.hpp"
 
 namespace rocl::impl {
 
 struct Options {
-  std::size_t pool_max = 0;             // ROCL_POOL_MAX
-  std::size_t pool_thread_cache = 0;    // ROCL_POOL_THREAD_CACHE
-  std::uint32_t spin_us = 0;            // ROCL_SPIN_US
-  std::uint32_t cpu_sharers = 1;        // ROCL_CPU_SHARERS
-  std::uint32_t peer_check_ms = 0;      // ROCL_PEER_CHECK_MS
-  std::size_t rndv_threshold = 0;       // ROCL_RNDV_THRESHOLD
-  std::size_t rndv_copy_threshold = 0;  // ROCL_RNDV_COPY_THRESHOLD
-  std::size_t lend_threshold = 0;       // ROCL_LEND_THRESHOLD
-  std::uint32_t linger_ms = 0;          // ROCL_LINGER_MS
-  std::string transports;               // ROCL_TRANSPORTS
-  std::string directory;                // ROCL_DIRECTORY
-  std::string secret_file;              // ROCL_SECRET_FILE
+  std::size_t pool_max = 0;                  // ROCL_POOL_MAX
+  std::size_t pool_thread_cache = 0;         // ROCL_POOL_THREAD_CACHE
+  std::uint32_t spin_us = 0;                 // ROCL_SPIN_US
+  wait::Mode wait_mode = wait::Mode::kAuto;  // ROCL_WAIT
+  std::uint32_t peer_check_ms = 0;           // ROCL_PEER_CHECK_MS
+  std::size_t rndv_threshold = 0;            // ROCL_RNDV_THRESHOLD
+  std::size_t rndv_copy_threshold = 0;       // ROCL_RNDV_COPY_THRESHOLD
+  std::size_t lend_threshold = 0;            // ROCL_LEND_THRESHOLD
+  std::uint32_t linger_ms = 0;               // ROCL_LINGER_MS
+  std::string transports;                    // ROCL_TRANSPORTS
+  std::string directory;                     // ROCL_DIRECTORY
+  std::string secret_file;                   // ROCL_SECRET_FILE
   // Every option's value, the transports' own included: each transport
   // reads its rows from here (TransportEnv::options).
   OptionValues values;

@@ -11,6 +11,7 @@
 #include "core/receive_op.hpp"
 #include "rocl/generic/recycled.hpp"
 #include "status/status.hpp"
+#include "wait/wait_policy.hpp"
 
 // The handle behind rocl_request_t. A receive holds no reference to its
 // resource (two locked read-modify-writes per message, which compare's
@@ -138,13 +139,15 @@ bool Requests::wait_sent(const BlockHeader *block, int timeout_ms) noexcept {
   using Clock = std::chrono::steady_clock;
   constexpr std::size_t kSlowestCopyBytesPerUs = 2000;  // 2 GB/s
   const auto *msg = static_cast<const Message *>(owner_area_of(block));
-  const auto spin = std::chrono::microseconds(context_.options_.spin_us) +
-                    std::chrono::microseconds(msg->length / kSlowestCopyBytesPerUs);
+  const auto budget = wait::spin_budget();
+  const auto copy = std::chrono::microseconds(msg->length / kSlowestCopyBytesPerUs);
+  const auto spin = budget == std::chrono::microseconds::max() ? budget : budget + copy;
   if (context_.progress_.spin_until_sent(block, timeout_ms, spin)) return true;
   if (timeout_ms == 0) return false;
   const auto deadline = timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(timeout_ms)
                                        : Clock::time_point::max();
   int sleep_us = 20;
+  const wait::Asleep asleep;
   for (;;) {
     context_.progress_.progress_all(nullptr);
     if (send_finished(block)) return true;
@@ -245,20 +248,19 @@ int Requests::wait_pending(rocl_request **req, rocl_status_t *status, int timeou
     return ROCL_OK;
   }
   rocl_request *r = *req;  // not done when wait() looked
-  const auto spin = context_.progress_.empty()
-                        ? std::chrono::microseconds(context_.options_.spin_us)
-                        : std::chrono::microseconds(0);
   if (r->kind == rocl_request::Kind::kReceive && r->message == nullptr) {
     // Announced by gid: what our own polls deliver to the resource while we
     // wait needs no reference (ReceiveOp); the mailbox's calls check under
     // its lock that it still is gid's (the request holds none).
     ReceiveOp op(&context_, r->gid, r->resource, /*takes_block=*/r->env.data == nullptr,
                  /*takes_arrived=*/false, /*own_receive=*/nullptr);
-    if (!context_.progress_.spin_until_done(r->env.complete, timeout, &op) &&
-        !r->env.complete.wait(timeout, spin)) {
-      if (timeout == 0) return ROCL_ETIMEDOUT;
-      return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms",
-                  timeout);
+    if (!context_.progress_.spin_until_done(r->env.complete, timeout, &op)) {
+      const wait::Asleep asleep;
+      if (!r->env.complete.wait(timeout, std::chrono::microseconds(0))) {
+        if (timeout == 0) return ROCL_ETIMEDOUT;
+        return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms",
+                    timeout);
+      }
     }
   } else if (!send_done(r) && !wait_sent(r->lent, timeout)) {
     if (timeout == 0) return ROCL_ETIMEDOUT;

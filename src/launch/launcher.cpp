@@ -53,18 +53,6 @@ bool core_for(int rank, cpu_set_t *out) {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// ROCL_CPU_SHARERS of a rank: the ranks pinned to its cpu (--bind-to core,
-// round robin over the allowed cpus). Unbound, 1: a rank may narrow its own
-// affinity (a benchmark pinning itself), and then "all ranks share my cpus"
-// would be false; it made a lone spinner yield to its own compute thread
-// (rocl-bench compare's sustainability stage shows the cost).
-int cpu_sharers(bool bound, int rank, int size) {
-  cpu_set_t allowed;
-  if (!bound || ::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return 1;
-  const int n = std::max(1, CPU_COUNT(&allowed));
-  return size / n + (rank % n < size % n ? 1 : 0);
-}
-
 // ---- signals -------------------------------------------------------------
 
 int g_wake_fd = -1;  // write end of the self-pipe, for the handlers
@@ -261,8 +249,8 @@ bool Job::any_open() const {
 
 // Environment of a rank: the launcher's minus any stale ROCL_ job variable.
 std::vector<std::string> rank_environment(int rank, const JobInfo &info) {
-  static const char *const kOwn[] = {"ROCL_RANK=",        "ROCL_SIZE=",      "ROCL_JOB_DIR=",
-                                     "ROCL_SECRET_FILE=", "ROCL_DIRECTORY=", "ROCL_CPU_SHARERS="};
+  static const char *const kOwn[] = {
+      "ROCL_RANK=", "ROCL_SIZE=", "ROCL_JOB_DIR=", "ROCL_SECRET_FILE=", "ROCL_DIRECTORY="};
   std::vector<std::string> env;
   for (char **e = environ; e && *e; ++e) {
     bool own = false;
@@ -282,8 +270,6 @@ std::vector<std::string> rank_environment(int rank, const JobInfo &info) {
 // close-on-exec pipe: EOF means exec worked).
 int Job::spawn(int rank, const JobInfo &info) {
   std::vector<std::string> env = rank_environment(rank, info);
-  env.push_back("ROCL_CPU_SHARERS=" +
-                std::to_string(cpu_sharers(opt_.bind_to_core, rank, info.size)));
   std::vector<char *> envp, argv;
   for (std::string &s : env) envp.push_back(s.data());
   envp.push_back(nullptr);

@@ -139,27 +139,6 @@ TEST_F(Roclrun, EveryLineCarriesItsRank) {
   EXPECT_EQ(lines, (std::vector<std::string>{"[0] hi 0", "[1] hi 1", "[2] hi 2"})) << out_;
 }
 
-// ROCL_CPU_SHARERS: 1 without binding (roclrun cannot know where a rank
-// runs); with --bind-to core the ranks bound to the same cpu.
-TEST_F(Roclrun, CpuSharersCountTheRanksOnARanksCpus) {
-  ASSERT_EQ(run({"-n", "3", "sh", "-c", "echo $ROCL_CPU_SHARERS"}), 0) << err_;
-  std::vector<std::string> lines = lines_of(out_);
-  std::sort(lines.begin(), lines.end());
-  EXPECT_EQ(lines, (std::vector<std::string>{"[0] 1", "[1] 1", "[2] 1"})) << out_;
-
-  cpu_set_t allowed;
-  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
-  const int cpus = CPU_COUNT(&allowed), ranks = 2 * cpus + 1;  // cpu 0 gets one rank more
-  ASSERT_EQ(
-      run({"--bind-to", "core", "-n", std::to_string(ranks), "sh", "-c", "echo $ROCL_CPU_SHARERS"}),
-      0)
-      << err_;
-  for (int r = 0; r < ranks; ++r) {
-    const std::string want = "[" + std::to_string(r) + "] " + (r % cpus == 0 ? "3" : "2");
-    EXPECT_NE(out_.find(want + "\n"), std::string::npos) << want << " in " << out_;
-  }
-}
-
 TEST_F(Roclrun, StderrIsPrefixedAndPartialLinesFlushed) {
   ASSERT_EQ(run({"-n", "2", "sh", "-c", "echo oops $ROCL_SIZE >&2; printf partial"}), 0);
   std::vector<std::string> err = lines_of(err_), out = lines_of(out_);

@@ -13,6 +13,7 @@
 #include "status/status.hpp"
 #include "transport/shm/shm_process.hpp"
 #include "transport/shm/shm_transport_impl.hpp"
+#include "wait/wait_policy.hpp"
 
 namespace rocl::impl {
 namespace shm::detail {
@@ -284,7 +285,10 @@ void ShmTransportImpl::run() {
         idle = 0;
         continue;
       }
-      if (++idle < spins) {
+      // Spin idle only while no other rocl thread is runnable on this cpu:
+      // the spin would take the cpu from the thread that is to send.
+      if (++idle == 1 && wait::cpu_is_shared()) idle = spins;
+      if (idle < spins) {
         cpu_relax();
         continue;
       }
