@@ -160,6 +160,51 @@ int allreduce_dense(MPI_Comm comm, const void *sendbuf, void *recvbuf, int count
   return MPI_SUCCESS;
 }
 
+// A binomial tree towards the root straight into recvbuf, for a dense type
+// and a predefined operation (which commutes bit for bit: see
+// allreduce_dense): a leaf sends from sendbuf, an inner rank combines its
+// children's data into a buffer this thread keeps (up to kKeep bytes), the
+// root into recvbuf. No packed copies and no allocation per call.
+int reduce_dense(MPI_Comm comm, const void *sendbuf, void *recvbuf, int count, MPI_Datatype t,
+                 MPI_Op op, int root) {
+  constexpr std::size_t kKeep = std::size_t{1} << 20;
+  thread_local std::vector<char> kept_acc, kept_other;
+  const std::size_t n = t->packed * std::size_t(count);
+  const int size = comm->size, rel = (comm->rank - root + size) % size;
+  const bool is_root = rel == 0;
+  char *const out = static_cast<char *>(recvbuf) + t->first();
+  const char *mine =
+      is_root && in_place(sendbuf) ? out : static_cast<const char *>(sendbuf) + t->first();
+  std::vector<char> once_acc, once_other;
+  std::vector<char> &acc_store = n <= kKeep ? kept_acc : once_acc;
+  std::vector<char> &other = n <= kKeep ? kept_other : once_other;
+  char *acc = nullptr;  // what this rank has combined so far (mine until a child's came)
+  for (int mask = 1; mask < size; mask <<= 1) {
+    if (rel & mask) {
+      const int parent = (rel - mask + root) % size;
+      return send_bytes(comm, parent, kReduce, kCollective, acc != nullptr ? acc : mine, n);
+    }
+    if (rel + mask >= size) continue;
+    if (acc == nullptr) {
+      if (is_root) {
+        acc = out;
+      } else {
+        if (acc_store.size() < n) acc_store.resize(n);
+        acc = acc_store.data();
+      }
+      if (acc != mine && n != 0) std::memcpy(acc, mine, n);
+    }
+    if (other.size() < n) other.resize(n);
+    if (int rc =
+            recv_bytes(comm, (rel + mask + root) % size, kReduce, kCollective, other.data(), n))
+      return rc;
+    if (int rc = reduce_local(comm, op, t, other.data(), acc, count, "MPI_Reduce")) return rc;
+  }
+  // The root; with no child (a communicator of one) its data is its own.
+  if (acc == nullptr && mine != out && n != 0) std::memcpy(out, mine, n);
+  return MPI_SUCCESS;
+}
+
 std::vector<int> uniform(int n, int value, bool displacements) {
   std::vector<int> v(n);
   for (int i = 0; i < n; ++i) v[i] = displacements ? i * value : value;
@@ -212,6 +257,9 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
   if (int rc = check_coll(comm, count, datatype, "MPI_Reduce")) return rc;
   if (int rc = check_root(comm, root, "MPI_Reduce")) return rc;
   if (int rc = check_op(comm, op, datatype, "MPI_Reduce")) return rc;
+  if (datatype->dense && op->builtin >= 0) {
+    return reduce_dense(comm, sendbuf, recvbuf, count, datatype, op, root);
+  }
   const bool mine_in_recvbuf = in_place(sendbuf) && comm->rank == root;
   std::vector<char> acc =
       contribution(mine_in_recvbuf ? MPI_IN_PLACE : sendbuf, recvbuf, count, datatype);
