@@ -1,6 +1,8 @@
 // caller_progress.cpp - a waiting thread drives the transports itself
 // (caller_progress.hpp).
+#include <time.h>
 #include <algorithm>
+
 #include <array>
 #include <chrono>
 
@@ -50,18 +52,74 @@ constexpr unsigned kBusyRounds = 2048;
 
 bool CallerProgress::spin_until_done(const generic::Completion &done, int timeout_ms,
                                      ReceiveOp *op) noexcept {
-  return spin_until([&done] { return done.is_done(); }, timeout_ms, wait::spin_budget(), op);
+  return spin_until([&done] { return done.is_done(); }, timeout_ms, wait::spin_budget(), op,
+                    /*sleeps_on_words=*/true);
 }
 
 bool CallerProgress::spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket, int timeout_ms,
                                        ReceiveOp *op) noexcept {
   return spin_until([&mailbox, ticket] { return !mailbox.waiting_on(ticket); }, timeout_ms,
-                    wait::spin_budget(), op);
+                    wait::spin_budget(), op, /*sleeps_on_words=*/true);
 }
 
 bool CallerProgress::spin_until_sent(const BlockHeader *block, int timeout_ms,
                                      std::chrono::microseconds spin) noexcept {
-  return spin_until([block] { return send_finished(block); }, timeout_ms, spin, nullptr);
+  return spin_until([block] { return send_finished(block); }, timeout_ms, spin, nullptr,
+                    /*sleeps_on_words=*/false);
+}
+
+Transport *CallerProgress::waking_transport() const noexcept {
+  for (Transport *t : polled_) {
+    if (t->caps().caller_wake.word != nullptr && !t->idle()) return t;
+  }
+  return nullptr;
+}
+
+// Whether a caller that stops spinning now sleeps on t's word
+// (TransportCaps::caller_wake) rather than handing back to t's thread: not
+// while t holds input it could not read (a paused slot, which its thread
+// retries).
+bool CallerProgress::sleeps_on(const Transport *t) const noexcept {
+  return t->caps().caller_wake.word != nullptr && t == waking_transport() &&
+         !t->holds_unread_input();
+}
+
+bool CallerProgress::sleep_until_done(generic::Completion &done, int timeout_ms,
+                                      ReceiveOp *op) noexcept {
+  Transport *t = waking_transport();
+  if (t == nullptr || !sleeps_on(t)) return done.wait(timeout_ms, std::chrono::nanoseconds(0));
+  if (done.is_done()) return true;
+  if (timeout_ms == 0) {
+    progress_all(op);
+    return done.is_done();
+  }
+  const TransportCaps::CallerWake &w = t->caps().caller_wake;
+  timespec until{};
+  const timespec *limit = nullptr;
+  if (timeout_ms > 0) {
+    ::clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += static_cast<long>(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_nsec -= 1000000000L;
+      ++until.tv_sec;
+    }
+    limit = &until;
+  }
+  for (;;) {
+    w.wanted->store(1, std::memory_order_seq_cst);
+    const std::uint32_t seen = w.word->load(std::memory_order_acquire);
+    progress_all(op);  // what was published before the flag went up
+    if (done.is_done() || done.sleep_or(w.word, seen, w.shared, limit)) return true;
+    progress_all(op);  // what woke us
+    if (done.is_done()) return true;
+    if (limit != nullptr) {
+      timespec now{};
+      ::clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec > until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec))
+        return false;
+    }
+  }
 }
 
 // Looks at done() between the policy's pauses or yields (wait_policy.hpp),
@@ -81,7 +139,7 @@ bool CallerProgress::spin_on(Done done, int timeout_ms, std::chrono::microsecond
 // done at the first look.
 template <class Done>
 bool CallerProgress::spin_until(Done done, int timeout_ms, std::chrono::microseconds spin,
-                                ReceiveOp *op) noexcept {
+                                ReceiveOp *op, bool sleeps_on_words) noexcept {
   if (done()) {
     if (op != nullptr) op->done_at_first_look = true;
     return true;
@@ -123,7 +181,11 @@ bool CallerProgress::spin_until(Done done, int timeout_ms, std::chrono::microsec
     // wake-up (rocl-bench latency --transport shm of 1 MiB shows it).
     if (handled == 0 ? !phase.next(i) : !phase.renew()) break;
   }
-  for (std::size_t k = 0; k < n_begun; ++k) begun[k]->poll_end(!ok);
+  // A caller about to sleep hands arrivals back to the transports' threads,
+  // unless it sleeps on a transport's word (sleep_until_done).
+  for (std::size_t k = 0; k < n_begun; ++k) {
+    begun[k]->poll_end(!ok && !(sleeps_on_words && sleeps_on(begun[k])));
+  }
   return ok || done();
 }
 

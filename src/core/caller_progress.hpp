@@ -61,14 +61,25 @@ class CallerProgress {
   // to drive, the policy's spin on the word alone.
   bool spin_for_hand_off(const Mailbox &mailbox, std::uint64_t ticket, int timeout_ms,
                          ReceiveOp *op) noexcept;
-  // The same until a lent send's block is finished, for `spin`.
+  // The same until a lent send's block is finished, for `spin`; a caller
+  // that then sleeps polls now and then itself (the transports' threads
+  // took over).
   bool spin_until_sent(const BlockHeader *block, int timeout_ms,
                        std::chrono::microseconds spin) noexcept;
 
+  // After spin_until_done or spin_for_hand_off failed: sleeps until `done`
+  // is signalled or timeout_ms passes (< 0: no limit; 0: one look and one
+  // round), whether done. Where a transport wakes sleeping callers
+  // (TransportCaps::caller_wake: shm) the caller sleeps on its word too and
+  // takes what arrives itself; otherwise the transports' threads deliver.
+  bool sleep_until_done(generic::Completion &done, int timeout_ms, ReceiveOp *op) noexcept;
+
  private:
   template <class Done>
-  bool spin_until(Done done, int timeout_ms, std::chrono::microseconds spin,
-                  ReceiveOp *op) noexcept;
+  bool spin_until(Done done, int timeout_ms, std::chrono::microseconds spin, ReceiveOp *op,
+                  bool sleeps_on_words) noexcept;
+  Transport *waking_transport() const noexcept;
+  bool sleeps_on(const Transport *t) const noexcept;
   template <class Done>
   bool spin_on(Done done, int timeout_ms, std::chrono::microseconds spin) noexcept;
   int progress_round(unsigned round, const ReceiveOp *op) noexcept;

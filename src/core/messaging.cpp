@@ -291,7 +291,6 @@ int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **m
   // then sleep (and let the transports' threads wake us).
   bool done = spun ? env.complete.is_done() : progress_.spin_until_done(env.complete, timeout, &op);
   // The policy's spin is over (wait_policy.hpp): sleep from now on.
-  constexpr auto spin = std::chrono::microseconds(0);
   std::optional<wait::Asleep> asleep;
   if (!done) asleep.emplace();
   // A receive from one origin also watches that the origin still exists:
@@ -307,12 +306,12 @@ int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **m
       slice = static_cast<int>(std::max<long long>(left.count(), 0));
     }
     if (watch && (slice < 0 || slice > check_ms)) slice = check_ms;
-    done = env.complete.wait(slice, spin);
+    done = progress_.sleep_until_done(env.complete, slice, &op);
     if (done || slice == timeout || timeout == 0) break;
     if (timeout > 0 && std::chrono::steady_clock::now() >= deadline) break;
     if (watch && origin_gone(env.header.source)) {
       // What it sent before it went may still be arriving: a last grace.
-      if (env.complete.wait(check_ms / 4 + 1, spin)) {
+      if (progress_.sleep_until_done(env.complete, check_ms / 4 + 1, &op)) {
         done = true;
         break;
       }

@@ -256,7 +256,7 @@ int Requests::wait_pending(rocl_request **req, rocl_status_t *status, int timeou
                  /*takes_arrived=*/false, /*own_receive=*/nullptr);
     if (!context_.progress_.spin_until_done(r->env.complete, timeout, &op)) {
       const wait::Asleep asleep;
-      if (!r->env.complete.wait(timeout, std::chrono::microseconds(0))) {
+      if (!context_.progress_.sleep_until_done(r->env.complete, timeout, &op)) {
         if (timeout == 0) return ROCL_ETIMEDOUT;
         return fail(ROCL_ETIMEDOUT, "rocl_wait: the operation did not complete within %d ms",
                     timeout);

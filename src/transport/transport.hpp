@@ -185,6 +185,23 @@ struct TransportCaps {
   // polled by reading memory (shm). Alone, it is polled every round.
   // Rounded up to a power of two.
   unsigned progress_stride = 1;
+  // Where a caller whose spin is over may sleep itself instead of handing
+  // arrivals to the transport's thread (poll_end(true)); null words:
+  // nowhere. The caller ends polling with poll_end(false) (the lease stays:
+  // the thread is not woken), raises *wanted (a seq_cst store), reads
+  // *word, polls once more (progress(): what was published before it
+  // raised the flag), then sleeps while *word keeps that value and its own
+  // completion is pending (futex_waitv), and polls again once woken. A
+  // peer that publishes for this end-point and finds *wanted raised lowers
+  // it (exchange: one wake per sleep), bumps *word and wakes all that
+  // sleep on it (Dekker with the flag). An arrival then wakes the caller
+  // itself, with no thread of the transport in between. shared: the words
+  // are in memory shared with the peers (a shared futex).
+  struct CallerWake {
+    std::atomic<std::uint32_t> *word = nullptr;
+    std::atomic<std::uint32_t> *wanted = nullptr;
+    bool shared = false;
+  } caller_wake;
 };
 
 // One line of a transport's log (no newline), from any thread. Default:

@@ -120,6 +120,28 @@ class Completion {
 
   static void wake_all(std::atomic<std::uint32_t> *word) noexcept { platform::futex_wake(word); }
 
+ public:
+  // One sleep until signal(), or until *other (a word another party bumps
+  // when it has something for the waiter, in shared memory if
+  // other_shared) differs from other_seen, or until `until` (an absolute
+  // CLOCK_MONOTONIC time; nullptr: none). May return spuriously. Whether
+  // done (acquire, as is_done()).
+  bool sleep_or(const std::atomic<std::uint32_t> *other, std::uint32_t other_seen,
+                bool other_shared, const timespec *until) noexcept {
+    std::uint32_t s = state_.load(std::memory_order_acquire);
+    if (s == kDone) return true;
+    if (s == kPending &&
+        !state_.compare_exchange_strong(s, kSleeper, std::memory_order_acquire,
+                                        std::memory_order_acquire) &&
+        s == kDone) {
+      return true;
+    }
+    platform::futex_wait_either(&state_, kSleeper, const_cast<std::atomic<std::uint32_t> *>(other),
+                                other_seen, other_shared, until);
+    return is_done();
+  }
+
+ private:
   // The futex syscall operates on the 32-bit word inside the atomic.
   static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
   static_assert(std::atomic<std::uint32_t>::is_always_lock_free);

@@ -82,8 +82,11 @@ void FrameWriter::seal_frame(Conn &c, std::byte *at, std::uint64_t bytes) {
 }
 
 void FrameWriter::wake_if_asleep(const Conn &c) {
-  if (c.hdr->sleeping.load(std::memory_order_relaxed) != 0 &&
-      c.hdr->pollers.load(std::memory_order_relaxed) == 0) {
+  if (c.hdr->wake_wanted.load(std::memory_order_relaxed) != 0 &&
+      c.hdr->wake_wanted.exchange(0, std::memory_order_relaxed) != 0) {
+    wake_inbox_sleepers(c.hdr);  // callers asleep on the word take the frame themselves
+  } else if (c.hdr->sleeping.load(std::memory_order_relaxed) != 0 &&
+             c.hdr->pollers.load(std::memory_order_relaxed) == 0) {
     wake_inbox_thread(c.hdr);
   }
 }

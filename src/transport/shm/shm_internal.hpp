@@ -57,18 +57,43 @@ namespace rocl::impl::shm::detail {
 using platform::cpu_relax;
 using platform::FutexScope;
 
-// The inbox's wake-up word is shared between processes.
+// The inbox's wake-up word is shared between processes. The progress
+// thread sleeps on it naming itself with kThreadBits, so that the wakes of
+// callers asleep there (wake_inbox_sleepers, kCallerBits) leave it asleep;
+// a wake of the thread (all bits) wakes those callers too, who look again.
+inline constexpr std::uint32_t kThreadBits = 1;
+inline constexpr std::uint32_t kCallerBits = 2;
 inline void wake_inbox(std::atomic<std::uint32_t> *word) {
-  platform::futex_wake(word, 1, FutexScope::kShared);
+  platform::futex_wake(word, INT_MAX, FutexScope::kShared);
 }
+// Sleeps while *word == seen, at most `timeout` (relative; nullptr: no
+// limit), as the inbox's thread.
 inline void sleep_on_inbox(std::atomic<std::uint32_t> *word, std::uint32_t seen,
                            const timespec *timeout) {
-  platform::futex_wait(word, seen, timeout, FutexScope::kShared);
+  timespec until{};
+  const timespec *limit = nullptr;
+  if (timeout != nullptr) {
+    ::clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += timeout->tv_sec;
+    until.tv_nsec += timeout->tv_nsec;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_nsec -= 1000000000L;
+      ++until.tv_sec;
+    }
+    limit = &until;
+  }
+  platform::futex_wait_bits(word, seen, kThreadBits, limit, FutexScope::kShared);
 }
 // Wakes the thread of the inbox whose header is h.
 inline void wake_inbox_thread(SegHeader *h) {
   h->wake_seq.fetch_add(1, std::memory_order_release);
   wake_inbox(&h->wake_seq);
+}
+// Wakes the callers asleep on the inbox's word (TransportCaps::caller_wake),
+// not its thread.
+inline void wake_inbox_sleepers(SegHeader *h) {
+  h->wake_seq.fetch_add(1, std::memory_order_release);
+  platform::futex_wake_bits(&h->wake_seq, INT_MAX, kCallerBits, FutexScope::kShared);
 }
 
 // ---- Frame sizes ------------------------------------------------------------

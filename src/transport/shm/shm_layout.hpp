@@ -19,7 +19,7 @@ inline constexpr std::uint64_t kHelloMagic = 0x6f6c6c65486d6853ull;  // "ShmHell
 // headers; 5: the Hello's memory probe
 // 6: copy offers (SlotCtl::offers); 7: the receiver's pool in the header
 // (SegHeader::pool_fd), offers name a place in it (CopyOffer::pool_offset)
-inline constexpr std::uint32_t kSegVersion = 8;  // 8: wrap frames (kind 6)
+inline constexpr std::uint32_t kSegVersion = 9;  // 9: wake_wanted
 // Frames start at multiples of 64 bytes, so that a small message (a short
 // header and up to 24 payload bytes after the seal) is one cache line: the
 // sender takes it once and the receiver reads it once.
@@ -51,6 +51,7 @@ struct SegHeader {
   alignas(64) std::atomic<std::uint32_t> wake_seq;  // futex word
   std::atomic<std::uint32_t> sleeping;              // receiver's thread announced it sleeps
   std::atomic<std::uint32_t> pollers;               // receiver's callers polling the rings
+  std::atomic<std::uint32_t> wake_wanted;           // receiver's callers asleep on wake_seq
   alignas(64) std::atomic<std::uint32_t> claims;    // slots claimed so far (senders add 1)
 };
 

@@ -89,6 +89,7 @@ int ShmTransportImpl::init() {
   caps.takes_arrived = true;
   caps.makes_stubs = true;
   caps.pulls_into_memory = true;
+  caps.caller_wake = {&segment_.header()->wake_seq, &segment_.header()->wake_wanted, true};
   set_caps(caps);
   address_ = "shm:" + std::to_string(::getpid()) + ":" + std::to_string(segment_.fd()) + ":" +
              std::to_string(segment_.bytes()) + ":" + host_tag();

@@ -66,6 +66,12 @@
 // raises the segment's `pollers` word; while it is non-zero the progress
 // thread sleeps and senders do not wake it, and the caller's progress()
 // reads the rings itself, so a message costs no thread wake-up at all.
+// A caller whose spin is over may sleep on the futex word itself instead of
+// handing back (TransportCaps::caller_wake): it raises `wake_wanted`, polls
+// once more and sleeps on the word and its completion (futex_waitv); a
+// sender that publishes and finds `wake_wanted` raised lowers it, bumps the
+// word and wakes those callers (FUTEX_WAKE_BITSET with kCallerBits: the
+// progress thread sleeps with kThreadBits and stays asleep).
 // The receive state is guarded by a try-lock, so one thread polls at a time.
 // `pollers` is written only when polling starts and ends, not per receive:
 // poll_end(false) of the last polling caller leaves it raised for 1-2
