@@ -9,9 +9,11 @@
 
 #include "transport/shm/shm_frame_writer.hpp"
 
+#include <optional>
 #include <thread>
 
 #include "status/status.hpp"
+#include "wait/wait_policy.hpp"
 
 namespace rocl::impl::shm::detail {
 
@@ -101,21 +103,23 @@ void FrameWriter::unlock_and_wake(Conn &c, std::unique_lock<ConnMutex> &lk) {
 
 // wait_space past the room the tail seen last leaves.
 int FrameWriter::wait_space_slow(Conn &c, std::uint64_t need) {
-  // Spin first, for ROCL_SPIN_US: a receiver that drains the ring frees a
-  // fragment's worth sooner than a sleep ends (on a VM a sleep lasts far
-  // longer than it asks for), so sleeping after a short spin would cost a
-  // stream much of its throughput whenever the ring fills (rocl-bench
-  // bandwidth --transport shm of large messages shows it). The spin starts
-  // over whenever the receiver's tail moves, so that a receiver slowed
-  // down (a slow phase of the VM) costs a stream its slowdown, not a sleep
-  // per ring's worth. Then sleep, backing off.
-  int spins = 0;
+  // Spin first, as the waiting policy says (ROCL_SPIN_US; yielding when the
+  // cpu is shared with other rocl threads, the receiver maybe among them):
+  // a receiver that drains the ring frees a fragment's worth sooner than a
+  // sleep ends (on a VM a sleep lasts far longer than it asks for), so
+  // sleeping after a short spin would cost a stream much of its throughput
+  // whenever the ring fills (rocl-bench bandwidth --transport shm of large
+  // messages shows it). The spin starts over whenever the receiver's tail
+  // moves, so that a receiver slowed down (a slow phase of the VM) costs a
+  // stream its slowdown, not a sleep per ring's worth. Then sleep, backing
+  // off.
   int sleep_us = 20;
-  const auto spin_for = std::chrono::microseconds(spin_us_);
-  auto spin_end = std::chrono::steady_clock::now() + spin_for;
+  wait::SpinPhase phase(-1, std::chrono::microseconds(spin_us_));
   bool spinning = spin_us_ != 0;
-  auto next_check = spin_end;
+  unsigned look = 0;
+  auto next_check = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
   std::uint64_t last_tail = c.seen_tail;
+  std::optional<wait::Asleep> asleep;
   for (;;) {
     const std::uint64_t tail = c.ctl->tail.load(std::memory_order_acquire);
     if (tail > c.head || c.head - tail > c.ring_bytes) {
@@ -125,18 +129,14 @@ int FrameWriter::wait_space_slow(Conn &c, std::uint64_t need) {
     if (c.ring_bytes - (c.head - tail) >= need) return ROCL_OK;
     if (tail != last_tail && spin_us_ != 0) {
       last_tail = tail;
-      spin_end = std::chrono::steady_clock::now() + spin_for;
-      spinning = true;
+      spinning = phase.renew();
+      asleep.reset();
       sleep_us = 20;
     }
     if (c.ctl->verdict.load(std::memory_order_relaxed) == kRefused) {
       return fail(ROCL_EPEER, "shm: peer process %d dropped slot %u", c.pid, c.slot);
     }
-    if (spinning) {
-      cpu_relax();
-      if ((++spins & 63) != 0 || std::chrono::steady_clock::now() < spin_end) continue;
-      spinning = false;
-    }
+    if (spinning && (spinning = phase.next(++look))) continue;
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_check) {
       if (!c.peer_alive()) {
@@ -144,6 +144,7 @@ int FrameWriter::wait_space_slow(Conn &c, std::uint64_t need) {
       }
       next_check = now + std::chrono::milliseconds(20);
     }
+    if (!asleep) asleep.emplace();
     std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
     sleep_us = std::min(sleep_us * 2, 1000);
   }
