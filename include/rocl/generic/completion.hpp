@@ -86,16 +86,7 @@ class Completion {
     }
 
     for (;;) {
-      std::uint32_t s = state_.load(std::memory_order_acquire);
-      if (s == kDone) return true;
-      // Announce a sleeper so that signal() knows it has to issue a wake. If
-      // the CAS fails the state is either done (return) or already 2 (sleep).
-      if (s == kPending &&
-          !state_.compare_exchange_strong(s, kSleeper, std::memory_order_acquire,
-                                          std::memory_order_acquire) &&
-          s == kDone) {
-        return true;
-      }
+      if (announce_sleeper()) return true;
       timespec ts{};
       timespec *timeout = nullptr;
       if (!forever) {
@@ -128,20 +119,25 @@ class Completion {
   // done (acquire, as is_done()).
   bool sleep_or(const std::atomic<std::uint32_t> *other, std::uint32_t other_seen,
                 bool other_shared, const timespec *until) noexcept {
-    std::uint32_t s = state_.load(std::memory_order_acquire);
-    if (s == kDone) return true;
-    if (s == kPending &&
-        !state_.compare_exchange_strong(s, kSleeper, std::memory_order_acquire,
-                                        std::memory_order_acquire) &&
-        s == kDone) {
-      return true;
-    }
+    if (announce_sleeper()) return true;
     platform::futex_wait_either(&state_, kSleeper, const_cast<std::atomic<std::uint32_t> *>(other),
                                 other_seen, other_shared, until);
     return is_done();
   }
 
  private:
+  // Announces a sleeper, so that signal() knows it has to issue a wake;
+  // true if done already (acquire). If the CAS fails the state is either
+  // done or already kSleeper.
+  bool announce_sleeper() noexcept {
+    std::uint32_t s = state_.load(std::memory_order_acquire);
+    if (s == kDone) return true;
+    return s == kPending &&
+           !state_.compare_exchange_strong(s, kSleeper, std::memory_order_acquire,
+                                           std::memory_order_acquire) &&
+           s == kDone;
+  }
+
   // The futex syscall operates on the 32-bit word inside the atomic.
   static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
   static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
