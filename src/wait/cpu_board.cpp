@@ -213,16 +213,21 @@ CpuBoard::CpuBoard(void *base, std::size_t bytes, int cpus, bool shared)
 }
 
 CpuBoard::~CpuBoard() {
-  if (slot_ >= 0) {
-    // What our threads still count goes with us.
-    for (int c = 0; c < cpus_; ++c) {
-      const int n = layout_->own_count(slot_, c).exchange(0, std::memory_order_relaxed);
-      if (n != 0) layout_->node_count(c).fetch_sub(n, std::memory_order_relaxed);
-    }
-    layout_->owner(slot_).store(0, std::memory_order_release);
-  }
+  leave();
   ::munmap(base_, bytes_);
   delete layout_;
+}
+
+void CpuBoard::leave() noexcept {
+  if (::getpid() != pid_) return;  // a forked child: the slot is its parent's
+  const int slot = slot_.exchange(-1, std::memory_order_relaxed);
+  if (slot < 0) return;  // later add()s (threads' seats given up after this) count nothing
+  // What our threads still count goes with us.
+  for (int c = 0; c < cpus_; ++c) {
+    const int n = layout_->own_count(slot, c).exchange(0, std::memory_order_relaxed);
+    if (n != 0) layout_->node_count(c).fetch_sub(n, std::memory_order_relaxed);
+  }
+  layout_->owner(slot).store(0, std::memory_order_release);
 }
 
 std::unique_ptr<CpuBoard> CpuBoard::open(const std::string &path, int cpus) {
@@ -248,7 +253,11 @@ CpuBoard &CpuBoard::node() noexcept {
   static CpuBoard *board = [] {
     const int cpus = node_cpus();
     try {
-      return open(node_board_name(), cpus).release();
+      CpuBoard *shared = open(node_board_name(), cpus).release();
+      // At exit the process's counts go (threads still running then never
+      // give up their seats), and its slot is free at once.
+      std::atexit([] { node().leave(); });
+      return shared;
     } catch (const std::exception &e) {
       std::fprintf(stderr,
                    "rocl: %s; waiting threads see only this process's threads on their cpus\n",
@@ -269,7 +278,8 @@ void CpuBoard::take_slot() noexcept {
   for (int s = 0; s < kProcessSlots; ++s) {
     std::uint64_t expected = 0;
     if (layout_->owner(s).compare_exchange_strong(expected, me, std::memory_order_acq_rel)) {
-      slot_ = s;
+      slot_.store(s, std::memory_order_relaxed);
+      pid_ = ::getpid();
       return;
     }
   }
@@ -279,7 +289,10 @@ int CpuBoard::reclaim_dead() noexcept {
   int found = 0;
   for (int s = 0; s < kProcessSlots; ++s) {
     std::uint64_t owner = layout_->owner(s).load(std::memory_order_acquire);
-    if (owner == 0 || owner == kReclaiming || s == slot_ || is_alive(owner)) continue;
+    if (owner == 0 || owner == kReclaiming || s == slot_.load(std::memory_order_relaxed) ||
+        is_alive(owner)) {
+      continue;
+    }
     if (!layout_->owner(s).compare_exchange_strong(owner, kReclaiming, std::memory_order_acq_rel)) {
       continue;  // another process reclaims it
     }
@@ -299,15 +312,17 @@ int CpuBoard::runnable(int cpu) const noexcept {
 }
 
 int CpuBoard::own(int cpu) const noexcept {
-  if (cpu < 0 || cpu >= cpus_ || slot_ < 0) return 0;
-  return layout_->own_count(slot_, cpu).load(std::memory_order_relaxed);
+  const int slot = slot_.load(std::memory_order_relaxed);
+  if (cpu < 0 || cpu >= cpus_ || slot < 0) return 0;
+  return layout_->own_count(slot, cpu).load(std::memory_order_relaxed);
 }
 
 void CpuBoard::add(int cpu, int delta) noexcept {
-  if (cpu < 0 || cpu >= cpus_ || slot_ < 0) return;
+  const int slot = slot_.load(std::memory_order_relaxed);
+  if (cpu < 0 || cpu >= cpus_ || slot < 0) return;
   // Own count first: a reclaimer that finds us dead between the two takes
   // away at most what is also on the node's line.
-  layout_->own_count(slot_, cpu).fetch_add(delta, std::memory_order_relaxed);
+  layout_->own_count(slot, cpu).fetch_add(delta, std::memory_order_relaxed);
   layout_->node_count(cpu).fetch_add(delta, std::memory_order_relaxed);
 }
 

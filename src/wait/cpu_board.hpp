@@ -16,7 +16,9 @@
 // that threads of different processes on one cpu see each other. Each
 // process has a slot on it holding its own counts per cpu; a process that
 // attaches takes away what dead processes left (a process killed while its
-// threads were counted). Should the file be unusable (no /dev/shm, a board
+// threads were counted), and a process leaves at exit. A board has 256
+// process slots: a process beyond them sees the others but is not counted.
+// Should the file be unusable (no /dev/shm, a board
 // of another layout), the process keeps a board of its own: it then sees
 // only its own threads.
 #pragma once
@@ -26,6 +28,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+
+#include <sys/types.h>
 
 namespace rocl::impl::wait {
 
@@ -62,6 +66,9 @@ class CpuBoard {
   // Takes away the counts of processes that died while counted; how many
   // such processes it found.
   int reclaim_dead() noexcept;
+  // Takes away this process's counts and frees its slot (at exit); later
+  // add()s count nothing.
+  void leave() noexcept;
 
  private:
   CpuBoard(void *base, std::size_t bytes, int cpus, bool shared);
@@ -72,7 +79,9 @@ class CpuBoard {
   int cpus_;
   bool shared_;
   BoardLayout *layout_;
-  int slot_ = -1;  // ours, or -1 if none was free
+  // Ours, or -1 if none was free (or we left); read by every thread.
+  std::atomic<int> slot_{-1};
+  pid_t pid_ = 0;  // the process that took the slot (a forked child is not it)
 };
 
 // The calling thread's seat on the node's board.

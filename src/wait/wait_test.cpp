@@ -140,6 +140,29 @@ TEST(CpuBoard, ADeadProcessCountsAreTakenAway) {
   ::shm_unlink(name.c_str());
 }
 
+// At exit a process takes its counts away and frees its slot; what its
+// threads give up later counts nothing.
+TEST(CpuBoard, LeavingTakesTheProcessCountsAway) {
+  const std::string name = board_name("leave");
+  auto other = CpuBoard::open(name, 2);
+  other->add(1, 1);
+  {
+    auto board = CpuBoard::open(name, 2);
+    board->add(0, 2);
+    board->add(1, 1);
+    EXPECT_EQ(board->runnable(1), 2);
+    board->leave();
+    EXPECT_EQ(board->runnable(0), 0);
+    EXPECT_EQ(board->runnable(1), 1) << "the other process's count stays";
+    EXPECT_EQ(board->own(0), 0);
+    board->add(0, -1);  // a thread's seat given up after leaving
+    EXPECT_EQ(board->runnable(0), 0);
+  }
+  EXPECT_EQ(other->runnable(1), 1);
+  other.reset();
+  ::shm_unlink(name.c_str());
+}
+
 TEST(CpuBoard, RefusesAFileOfAnotherLayout) {
   const std::string name = board_name("layout");
   { auto two = CpuBoard::open(name, 2); }
