@@ -11,6 +11,7 @@
 #include <bit>
 
 #include "core/receive_op.hpp"
+#include "rocl/platform/futex.hpp"
 #include "wait/wait_policy.hpp"
 
 namespace rocl::impl {
@@ -69,6 +70,7 @@ bool CallerProgress::spin_until_sent(const BlockHeader *block, int timeout_ms,
 }
 
 Transport *CallerProgress::waking_transport() const noexcept {
+  if (!platform::futex_waitv_available()) return nullptr;  // the threads deliver then
   for (Transport *t : polled_) {
     if (t->caps().caller_wake.word != nullptr && !t->idle()) return t;
   }

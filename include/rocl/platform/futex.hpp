@@ -52,11 +52,29 @@ inline void futex_wait_for(Word *word, typename Word::value_type expected,
   futex_wait(word, expected, &ts);
 }
 
+// Whether futex_waitv works here (Linux 5.16 on, and not refused by a
+// seccomp filter): tried once, on a word that differs (EAGAIN at once).
+inline bool futex_waitv_available() noexcept {
+#if defined(SYS_futex_waitv) && defined(FUTEX_32)
+  static const bool works = [] {
+    std::uint32_t word = 1;
+    struct futex_waitv w = {};
+    w.val = 0;
+    w.uaddr = reinterpret_cast<std::uintptr_t>(&word);
+    w.flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
+    return ::syscall(SYS_futex_waitv, &w, 1u, 0u, nullptr, CLOCK_MONOTONIC) >= 0 || errno == EAGAIN;
+  }();
+  return works;
+#else
+  return false;
+#endif
+}
+
 // Sleeps while *a == expected_a and *b == expected_b (a of this process,
 // b in shared memory if b_shared), until the absolute CLOCK_MONOTONIC
 // time `until` (nullptr: no limit); may return spuriously, as futex_wait.
-// Without futex_waitv (Linux before 5.16) it sleeps on `a` alone for at
-// most 1 ms, so that a change of `b` is seen within that.
+// Without futex_waitv (futex_waitv_available()) it sleeps on `a` alone for
+// at most 1 ms, so that a change of `b` is seen within that.
 template <FutexWord Word>
 inline void futex_wait_either(Word *a, typename Word::value_type expected_a, Word *b,
                               typename Word::value_type expected_b, bool b_shared,
@@ -69,7 +87,10 @@ inline void futex_wait_either(Word *a, typename Word::value_type expected_a, Wor
   w[1].val = static_cast<std::uint32_t>(expected_b);
   w[1].uaddr = reinterpret_cast<std::uintptr_t>(b);
   w[1].flags = FUTEX_32 | (b_shared ? 0 : FUTEX_PRIVATE_FLAG);
-  if (::syscall(SYS_futex_waitv, w, 2u, 0u, until, CLOCK_MONOTONIC) >= 0 || errno != ENOSYS) return;
+  if (futex_waitv_available()) {
+    ::syscall(SYS_futex_waitv, w, 2u, 0u, until, CLOCK_MONOTONIC);
+    return;
+  }
 #endif
   (void)b;
   (void)expected_b;
