@@ -89,7 +89,9 @@ bool CallerProgress::sleeps_on(const Transport *t) const noexcept {
 bool CallerProgress::sleep_until_done(generic::Completion &done, int timeout_ms,
                                       ReceiveOp *op) noexcept {
   Transport *t = waking_transport();
-  if (t == nullptr || !sleeps_on(t)) return done.wait(timeout_ms, std::chrono::nanoseconds(0));
+  if (t == nullptr || t->holds_unread_input()) {
+    return done.wait(timeout_ms, std::chrono::nanoseconds(0));
+  }
   if (done.is_done()) return true;
   if (timeout_ms == 0) {
     progress_all(op);

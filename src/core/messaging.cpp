@@ -507,8 +507,9 @@ bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
   constexpr unsigned kLooksPerSpinUs = 32;  // an empty look takes less than 1/32 us
   constexpr std::size_t kSpinTakeIntoBytes = 256;
   // Part of the receive's spin (wait::spin_budget; 0: callers sleep at once).
-  const auto budget = static_cast<std::uint64_t>(
-      std::min<std::int64_t>(wait::spin_budget().count(), kSpinTakeRounds));
+  const auto spin = wait::spin_budget();
+  const auto budget =
+      static_cast<std::uint64_t>(std::min<std::int64_t>(spin.count(), kSpinTakeRounds));
   const auto rounds =
       static_cast<unsigned>(std::min<std::uint64_t>(kSpinTakeRounds, budget * kLooksPerSpinUs));
   if (rounds == 0 || (into != nullptr && cap > kSpinTakeIntoBytes) ||
@@ -531,7 +532,7 @@ bool Context::spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
   unsigned round = 0;
   // Looks back to back, unless the thread shares its cpu with others of
   // ours: then it yields between them (the sender may be one of those).
-  wait::SpinPhase phase(-1, wait::spin_budget(), rounds);
+  wait::SpinPhase phase(-1, spin, rounds);
   for (; round < rounds; ++round) {
     bool left = false;
     for (std::size_t k = 0; k < n && msg == nullptr; ++k) {

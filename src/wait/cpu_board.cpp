@@ -19,6 +19,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "os/process.hpp"
+
 namespace rocl::impl::wait {
 
 namespace {
@@ -36,30 +38,6 @@ std::size_t round_up(std::size_t n) {
   return (n + kLine - 1) / kLine * kLine;
 }
 
-// The process's start time in clock ticks since boot (/proc/PID/stat
-// field 22), 0 if it does not exist or is a zombie: with the pid, it
-// names a process for good (a pid is reused, the pair is not).
-std::uint64_t start_ticks(pid_t pid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buf[1024];
-  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  const char *rp = std::strrchr(buf, ')');  // the command may hold spaces and parentheses
-  if (rp == nullptr || rp[1] == '\0' || rp[2] == 'Z' || rp[2] == 'X') return 0;
-  const char *p = rp + 2;  // field 3, the state
-  for (int field = 3; field < 22; ++field) {
-    p = std::strchr(p, ' ');
-    if (p == nullptr) return 0;
-    ++p;
-  }
-  return std::strtoull(p, nullptr, 10);
-}
-
 // Who owns a slot: pid in the low half, the start time's low bits above.
 std::uint64_t identity_of(pid_t pid, std::uint64_t start) {
   return (start << 32) ^ static_cast<std::uint32_t>(pid);
@@ -67,7 +45,7 @@ std::uint64_t identity_of(pid_t pid, std::uint64_t start) {
 
 bool is_alive(std::uint64_t owner) {
   const auto pid = static_cast<pid_t>(owner & 0xffffffffu);
-  const std::uint64_t start = start_ticks(pid);
+  const std::uint64_t start = os::process_start(pid);
   return start != 0 && identity_of(pid, start) == owner;
 }
 
@@ -190,10 +168,7 @@ void *map_board(const std::string &name, int cpus, std::size_t bytes, const char
 }
 
 std::string node_board_name() {
-  struct stat st {};
-  unsigned long long ns = 0;
-  if (::stat("/proc/self/ns/pid", &st) == 0) ns = st.st_ino;
-  return "/rocl-cpus-" + std::to_string(::geteuid()) + "-" + std::to_string(ns);
+  return "/rocl-cpus-" + std::to_string(::geteuid()) + "-" + std::to_string(os::pid_namespace());
 }
 
 }  // namespace
@@ -274,7 +249,7 @@ CpuBoard &CpuBoard::node() noexcept {
 
 void CpuBoard::take_slot() noexcept {
   if (shared_) reclaim_dead();
-  const std::uint64_t me = identity_of(::getpid(), shared_ ? start_ticks(::getpid()) : 0);
+  const std::uint64_t me = identity_of(::getpid(), shared_ ? os::process_start(::getpid()) : 0);
   for (int s = 0; s < kProcessSlots; ++s) {
     std::uint64_t expected = 0;
     if (layout_->owner(s).compare_exchange_strong(expected, me, std::memory_order_acq_rel)) {

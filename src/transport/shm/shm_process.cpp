@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "os/process.hpp"
+
 namespace rocl::impl::shm::detail {
 namespace {
 
@@ -34,29 +36,8 @@ std::string read_small_file(const char *path) {
 
 std::string host_tag() {
   std::string boot = read_small_file("/proc/sys/kernel/random/boot_id");
-  struct stat st {};
-  std::uint64_t ns = 0;
-  if (::stat("/proc/self/ns/pid", &st) == 0) ns = st.st_ino;
   if (boot.empty()) boot = "noboot";
-  return boot + ":" + std::to_string(ns);
-}
-
-std::uint64_t process_start(pid_t pid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  std::string s = read_small_file(path);
-  const auto rp = s.rfind(')');
-  if (rp == std::string::npos || rp + 2 >= s.size()) return 0;
-  const char state = s[rp + 2];
-  if (state == 'Z' || state == 'X' || state == 'x') return 0;
-  // Fields after ')' start at field 3 (state); starttime is field 22.
-  const char *p = s.c_str() + rp + 2;
-  for (int field = 3; field < 22 && *p; ++field) {
-    p = std::strchr(p, ' ');
-    if (p == nullptr) return 0;
-    ++p;
-  }
-  return std::strtoull(p, nullptr, 10);
+  return boot + ":" + std::to_string(os::pid_namespace());
 }
 
 bool pid_alive(pid_t pid) {

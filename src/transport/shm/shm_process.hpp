@@ -12,15 +12,16 @@
 #include <string>
 #include <string_view>
 
+#include "os/process.hpp"
+
 namespace rocl::impl::shm::detail {
 
 // "<boot id>:<pid ns inode>": equal for two processes iff they share kernel
 // boot and pid namespace, i.e. their pids mean the same processes.
 std::string host_tag();
 
-// Start time (clock ticks since boot) of process pid, 0 if it is dead, a
-// zombie or unknown.
-std::uint64_t process_start(pid_t pid);
+// A process's start time: os::process_start.
+using os::process_start;
 
 bool pid_alive(pid_t pid);
 
