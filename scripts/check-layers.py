@@ -32,16 +32,16 @@ LAYERS = [
     ("message", "src/message/", ["buffer", "generic"]),
     ("os", "src/os/", []),
     ("wait", "src/wait/", ["platform", "os"]),
-    ("transport", "src/transport/", ["message", "wire", "security", "config", "wait"]),
+    ("transport", "src/transport/", ["message", "wire", "security", "config", "wait", "os"]),
     ("transports", "src/transport/<name>/", ["transport"]),
     ("registry", "src/transport/registry.cpp", ["transports"]),
-    ("directory", "src/directory/", ["security", "platform", "generic"]),
+    ("directory", "src/directory/", ["security", "platform", "generic", "os"]),
     ("core", "src/core/", ["registry", "directory"]),
     ("api", "src/api/", ["core"]),
     ("cxx-api", "include/rocl/rocl.hpp", ["abi", "generic"]),
     ("launch", "src/launch/", ["directory"]),
     ("mpi", "layers/mpi/", ["abi", "cxx-api"]),
-    ("tools", "tools/", ["api", "launch", "cxx-api"]),
+    ("tools", "tools/", ["api", "launch", "cxx-api", "os"]),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

@@ -16,6 +16,7 @@
 
 #include "directory/attr_list.hpp"
 #include "directory/remote_directory.hpp"
+#include "os/host.hpp"
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
 #include "wait/wait_policy.hpp"
@@ -42,10 +43,9 @@ Directory &process_directory() {
 Directory *open_directory(const Options &options, std::unique_ptr<Directory> &owned,
                           std::optional<JobSecret> &job_secret) {
   if (options.directory.empty()) return &process_directory();
-  const std::string prefix = "unix:";
-  if (options.directory.rfind(prefix, 0) != 0) {
+  if (options.directory.rfind("unix:", 0) != 0 && options.directory.rfind("tcp:", 0) != 0) {
     throw std::invalid_argument("ROCL_DIRECTORY='" + options.directory +
-                                "' is not of the form unix:PATH");
+                                "' is not of the form unix:PATH or tcp:HOST:PORT");
   }
   if (options.secret_file.empty()) {
     throw std::invalid_argument(
@@ -106,16 +106,19 @@ Context::Context(const Options &options) : options_(options), progress_(*this, a
   directory_ = open_directory(options_, owned_directory_, secret_);
   start_transports();
 
+  // The context as ToCL's entities see it: its host (name and id), its
+  // process, and where each of its transports listens.
   AttrList attrs(4096);
-  static const char kType[] = "context";
-  if (attrs.add("type", kType, sizeof kType - 1) != ROCL_OK) throw std::runtime_error(last_error());
-  for (auto &t : transports_) {
-    std::string name = "addr." + std::string(t->name());
-    std::string addr = t->address();
-    if (attrs.add(name.c_str(), addr.data(), static_cast<int>(addr.size())) != ROCL_OK) {
+  auto add = [&attrs](const std::string &name, std::string_view value) {
+    if (attrs.add(name.c_str(), value.data(), static_cast<int>(value.size())) != ROCL_OK) {
       throw std::runtime_error(last_error());
     }
-  }
+  };
+  add("type", "context");
+  add("host", options_.host_name.empty() ? os::host_name() : options_.host_name);
+  add("host.id", os::host_id());
+  add("pid", std::to_string(::getpid()));
+  for (auto &t : transports_) add("addr." + std::string(t->name()), t->address());
   std::int64_t gid = directory_->register_resource(attrs, ROCL_NULL_GID);
   if (gid < 0) throw std::runtime_error(last_error());
   gid_ = static_cast<rocl_gid_t>(gid);

@@ -79,11 +79,18 @@ const OptionRow kCoreOptions[] = {
      "process can find it), every built transport in a job.",
      OptionType::kString},
     {"ROCL_DIRECTORY", "",
-     "Where the node directory server listens (unix:PATH); roclrun sets it. Empty: a "
+     "Where the host's directory server listens: unix:PATH, or tcp:HOST:PORT for a server "
+     "reached over the network (without the removal epoch: a route cached to a deleted "
+     "resource is found stale when a send over it fails); roclrun sets it. Empty: a "
      "directory private to this process.",
      OptionType::kString},
     {"ROCL_SECRET_FILE", "",
      "The job secret (a 0600 file) proved to the directory and to peers; roclrun sets it.",
+     OptionType::kString},
+    {"ROCL_HOST_NAME", "",
+     "The name this process's host has in the directory (its context's \"host\" attribute, "
+     "what rocl-dir list groups by). Empty: the system's host name. roclrun --hosts sets the "
+     "name the host was given by.",
      OptionType::kString},
 };
 
@@ -119,6 +126,7 @@ Options options_from(const OptionValues &values) {
   o.transports = values.text("ROCL_TRANSPORTS");
   o.directory = values.text("ROCL_DIRECTORY");
   o.secret_file = values.text("ROCL_SECRET_FILE");
+  o.host_name = values.text("ROCL_HOST_NAME");
   o.values = values;
   return o;
 }

@@ -28,6 +28,7 @@ struct Options {
   std::string transports;                    // ROCL_TRANSPORTS
   std::string directory;                     // ROCL_DIRECTORY
   std::string secret_file;                   // ROCL_SECRET_FILE
+  std::string host_name;                     // ROCL_HOST_NAME
   // Every option's value, the transports' own included: each transport
   // reads its rows from here (TransportEnv::options).
   OptionValues values;

@@ -15,29 +15,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "os/host.hpp"
 #include "os/process.hpp"
 
 namespace rocl::impl::shm::detail {
-namespace {
-
-std::string read_small_file(const char *path) {
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  char buf[512];
-  ssize_t n = ::read(fd, buf, sizeof buf);
-  ::close(fd);
-  if (n <= 0) return {};
-  std::string s(buf, static_cast<std::size_t>(n));
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-}  // namespace
 
 std::string host_tag() {
-  std::string boot = read_small_file("/proc/sys/kernel/random/boot_id");
-  if (boot.empty()) boot = "noboot";
-  return boot + ":" + std::to_string(os::pid_namespace());
+  return os::host_tag();
 }
 
 bool pid_alive(pid_t pid) {

@@ -16,8 +16,9 @@
 
 namespace rocl::impl::shm::detail {
 
-// "<boot id>:<pid ns inode>": equal for two processes iff they share kernel
-// boot and pid namespace, i.e. their pids mean the same processes.
+// os::host_tag(): equal for two processes iff they share kernel boot, pid
+// namespace (their pids mean the same processes) and network namespace (a
+// test host of its own is another host, though it could map our memory).
 std::string host_tag();
 
 // A process's start time: os::process_start.

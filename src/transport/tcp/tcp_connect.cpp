@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "os/host.hpp"
 #include "status/status.hpp"
 #include "transport/tcp/tcp_conn_table.hpp"
 #include "transport/tcp/tcp_handshake.hpp"
@@ -89,7 +90,9 @@ int Connector::listen() {
   const std::string &bind_address = shared_.options.bind_address;
   in_addr ip{};
   if (!resolve_bind(bind_address, &ip)) {
-    return fail(ROCL_EINVAL, "tcp: bind address '%s' is neither an IPv4 address nor an interface",
+    return fail(ROCL_EINVAL,
+                "tcp: ROCL_TCP_BIND='%s' is neither an IPv4 address, an interface with one, "
+                "'auto' nor 'loopback'",
                 bind_address.c_str());
   }
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -106,6 +109,9 @@ int Connector::listen() {
   socklen_t alen = sizeof a;
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr *>(&a), &alen);
   address_ = "tcp:" + sockaddr_name(a);
+  // A loopback address means "this host" only: the host id keeps a peer
+  // on another host from dialling its own loopback (reaches_impl).
+  if ((ntohl(a.sin_addr.s_addr) >> 24) == 127) address_ += "@" + os::host_id();
   return poller_.open(listen_fd_, &listen_fd_);
 }
 

@@ -57,9 +57,8 @@ class TcpTransportImpl final : public TcpTransport {
 
  private:
   std::string address_impl() const override { return connector_.address(); }
-  bool reaches_impl(std::string_view address) const noexcept override {
-    return address.substr(0, 4) == "tcp:";
-  }
+  // Any tcp address, but a loopback one only of this host (its host id).
+  bool reaches_impl(std::string_view address) const noexcept override;
   int send_impl(rocl_gid_t peer, std::string_view peer_address, rocl_gid_t destination,
                 Message *msg) noexcept override;
   int progress_impl(const Waiter *waiter) noexcept override { return driver_.progress(waiter); }

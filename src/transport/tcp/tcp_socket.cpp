@@ -2,7 +2,6 @@
 #include "transport/tcp/tcp_socket.hpp"
 
 #include <errno.h>
-#include <ifaddrs.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -10,6 +9,8 @@
 #include <cstdint>
 #include <cstring>
 #include <thread>
+
+#include "os/net.hpp"
 
 namespace rocl::impl::tcp::detail {
 
@@ -24,6 +25,7 @@ std::string sockaddr_name(const sockaddr_in &a) {
 bool parse_address(std::string_view addr, sockaddr_in *out) {
   if (addr.substr(0, 4) != "tcp:") return false;
   addr.remove_prefix(4);
+  addr = addr.substr(0, addr.find('@'));  // a loopback address's host id
   const auto colon = addr.rfind(':');
   if (colon == std::string_view::npos || colon + 1 >= addr.size()) return false;
   const std::string host(addr.substr(0, colon));
@@ -41,23 +43,7 @@ bool parse_address(std::string_view addr, sockaddr_in *out) {
 }
 
 bool resolve_bind(const std::string &what, in_addr *out) {
-  if (what.empty()) {
-    out->s_addr = htonl(INADDR_LOOPBACK);
-    return true;
-  }
-  if (::inet_pton(AF_INET, what.c_str(), out) == 1) return true;
-  ifaddrs *list = nullptr;
-  if (::getifaddrs(&list) != 0) return false;
-  bool found = false;
-  for (ifaddrs *i = list; i != nullptr; i = i->ifa_next) {
-    if (i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET && what == i->ifa_name) {
-      *out = reinterpret_cast<sockaddr_in *>(i->ifa_addr)->sin_addr;
-      found = true;
-      break;
-    }
-  }
-  ::freeifaddrs(list);
-  return found;
+  return what != "any" && os::resolve_ipv4(what, out);
 }
 
 bool io_full(int fd, void *buf, std::size_t len, bool writing, Clock::time_point deadline) {

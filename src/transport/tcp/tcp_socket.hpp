@@ -18,11 +18,14 @@ namespace rocl::impl::tcp::detail {
 // "1.2.3.4:5".
 std::string sockaddr_name(const sockaddr_in &a);
 
-// "tcp:1.2.3.4:5" -> sockaddr. False if malformed.
+// "tcp:1.2.3.4:5" or "tcp:127.0.0.1:5@<host id>" -> sockaddr. False if
+// malformed.
 bool parse_address(std::string_view addr, sockaddr_in *out);
 
-// An IPv4 literal, or the first IPv4 address of the interface so named
-// ("": loopback).
+// What to listen on (ROCL_TCP_BIND): an IPv4 literal; the first IPv4
+// address of the interface so named; "auto": the first IPv4 address of an
+// interface that is up and not loopback (loopback if there is none);
+// "" or "loopback": 127.0.0.1. False if nothing matches.
 bool resolve_bind(const std::string &what, in_addr *out);
 
 // Blocking-with-deadline full read/write on a non-blocking socket. False:

@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "os/host.hpp"
 #include "status/status.hpp"
 #include "transport/tcp/tcp_internal.hpp"
 #include "transport/tcp/tcp_linger.hpp"
@@ -122,6 +123,12 @@ tcp::Stats TcpTransportImpl::stats() const noexcept {
   return s;
 }
 
+bool TcpTransportImpl::reaches_impl(std::string_view address) const noexcept {
+  if (address.substr(0, 4) != "tcp:") return false;
+  const auto at = address.find('@');
+  return at == std::string_view::npos || address.substr(at + 1) == os::host_id();
+}
+
 int TcpTransportImpl::send_impl(rocl_gid_t peer, std::string_view peer_address,
                                 rocl_gid_t destination, Message *msg) noexcept {
   if (msg == nullptr) return fail(ROCL_EINVAL, "tcp: send of a null message");
@@ -224,6 +231,13 @@ constexpr OptionRow kOptions[] = {
      "net.ipv4.tcp_allowed_congestion_control lists (reno always); if every name is refused, "
      "connections keep the system's, said once on stderr.",
      OptionType::kString},
+    {"ROCL_TCP_BIND", "loopback",
+     "Where tcp listens: an IPv4 address, a network interface (its first IPv4 address), "
+     "'auto' (the first interface that is up and not loopback, loopback if there is none) or "
+     "'loopback' (127.0.0.1: processes of this host only). A job on several hosts needs a "
+     "network address: roclrun --hosts sets 'auto' unless this is set. A loopback address "
+     "carries the host's id, so that no other host takes it for its own loopback.",
+     OptionType::kString},
 };
 }  // namespace
 
@@ -235,6 +249,7 @@ Options options_from(const OptionValues &values) {
   Options o;
   o.rendezvous_threshold = values.size("ROCL_TCP_RNDV_THRESHOLD");
   o.congestion = split_list(values.text("ROCL_TCP_CONGESTION"));
+  o.bind_address = values.text("ROCL_TCP_BIND");
   return o;
 }
 }  // namespace tcp

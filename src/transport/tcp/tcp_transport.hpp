@@ -256,7 +256,7 @@ struct Options {
   // (ROCL_TCP_CONGESTION, for the TCP_CONGESTION socket option) the kernel
   // accepts. None: the system's.
   std::vector<std::string> congestion{};
-  // The IPv4 address to listen on ("": loopback).
+  // What to listen on (ROCL_TCP_BIND; resolve_bind in tcp_socket.hpp).
   std::string bind_address{};
 };
 

@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "buffer/buffer_pool.hpp"
+#include "os/host.hpp"
+#include "os/net.hpp"
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
 #include "testing/fd_test_util.hpp"
@@ -65,6 +67,11 @@ struct LogSink {
     return false;
   }
 };
+
+// "1.2.3.4:5" of "tcp:1.2.3.4:5[@<host id>]": how the log names a peer.
+std::string ip_port(const std::string &address) {
+  return address.substr(4, address.find('@') - 4);
+}
 
 struct Node {
   // rndv: the rendezvous threshold (0: never). linger: TransportEnv::linger_ms.
@@ -118,6 +125,44 @@ TEST(TcpTransport, IsInTheRegistrationTableAndListensOnLoopback) {
   EXPECT_TRUE(t->reaches("tcp:10.0.0.1:5"));
   EXPECT_FALSE(t->reaches("pid:1/2"));
   EXPECT_EQ(t->progress(nullptr), 0);
+}
+
+// A loopback address means this host: it carries the host id, and another
+// host's loopback address is not reached (it would dial our own loopback).
+TEST(TcpTransport, ALoopbackAddressReachesOnlyItsOwnHost) {
+  RecordingSink sink;
+  auto t = find_transport("tcp")->make(TransportEnv{&sink, 1});
+  ASSERT_NE(t, nullptr);
+  const std::string mine = t->address();
+  EXPECT_EQ(mine.substr(mine.find('@') + 1), os::host_id()) << mine;
+  EXPECT_TRUE(t->reaches(mine));
+  EXPECT_TRUE(t->reaches("tcp:127.0.0.1:5@" + os::host_id()));
+  EXPECT_FALSE(t->reaches("tcp:127.0.0.1:5@0123456789abcdef"));
+  EXPECT_TRUE(t->reaches("tcp:10.201.0.2:5"));
+}
+
+// ROCL_TCP_BIND: an interface, an address, auto; a name that means nothing
+// fails with a sentence naming the option.
+TEST(TcpTransport, ListensWhereTheBindOptionSays) {
+  const JobSecret secret = JobSecret::generate();
+  tcp::Options on_lo;
+  on_lo.bind_address = "lo";
+  Node a(1, &secret, on_lo);
+  ASSERT_TRUE(a.t);
+  EXPECT_EQ(a.t->address().rfind("tcp:127.0.0.1:", 0), 0u) << a.t->address();
+  tcp::Options automatic;
+  automatic.bind_address = "auto";
+  Node b(2, &secret, automatic);
+  ASSERT_TRUE(b.t);
+  in_addr expect{};
+  ASSERT_TRUE(os::resolve_ipv4("auto", &expect));
+  EXPECT_EQ(b.t->address().rfind("tcp:" + os::ipv4_text(expect) + ":", 0), 0u) << b.t->address();
+  tcp::Options nowhere;
+  nowhere.bind_address = "no-such-if0";
+  Node c(3, &secret, nowhere);
+  EXPECT_FALSE(c.t);
+  EXPECT_NE(std::string(last_error()).find("ROCL_TCP_BIND='no-such-if0'"), std::string::npos)
+      << last_error();
 }
 
 TEST(TcpTransport, SizesBothWaysWithChecksums) {
@@ -390,7 +435,7 @@ TEST(TcpTransport, PeerWithAnotherSecretIsRefusedOnBothSides) {
   Message *m = a.make(10, 1);
   EXPECT_EQ(a.t->send(2, b.t->address(), 5, m), ROCL_EPEER);
   EXPECT_NE(std::string(last_error()).find("refused"), std::string::npos) << last_error();
-  const std::string port = b.t->address().substr(4);
+  const std::string port = ip_port(b.t->address());
   EXPECT_TRUE(a.log.has("tcp: peer " + port + " refused: job secret proof did not verify"));
   EXPECT_TRUE(b.log.has("refused: job secret proof did not verify"));
   EXPECT_GE(a.t->stats().refused, 1u);
@@ -1780,7 +1825,7 @@ TEST(TcpLinger, WithLingerZeroTheMessagesAreDroppedAndSaidSo) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "linger 0 must not wait";
   const std::string sentence = "tcp: dropped 2 messages (" +
                                std::to_string(kExitParked + kExitEager) + " bytes) for peer " +
-                               b.t->address().substr(4) + " (context 0x0000000000000002)";
+                               ip_port(b.t->address()) + " (context 0x0000000000000002)";
   EXPECT_TRUE(a->log.has(sentence, 0ms)) << sentence;
   EXPECT_TRUE(a->log.has("ROCL_LINGER_MS=0 ms (1 waiting for a receive at the peer)", 0ms));
   Message *stub = take_stub(b.sink);
@@ -1806,7 +1851,7 @@ TEST(TcpLinger, TheWaitIsBoundedWhenTheReceiverNeverTakesTheMessage) {
   EXPECT_GE(took, 300ms);
   EXPECT_LT(took, 3s);
   EXPECT_TRUE(a->log.has(
-      "tcp: dropped 1 message (1048576 bytes) for peer " + b.t->address().substr(4), 0ms));
+      "tcp: dropped 1 message (1048576 bytes) for peer " + ip_port(b.t->address()), 0ms));
   EXPECT_TRUE(a->log.has("ROCL_LINGER_MS=300 ms (1 waiting for a receive at the peer)", 0ms));
   Message *stub = take_stub(b.sink);
   ASSERT_NE(stub, nullptr);
