@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target for the wire validator
-# (tests/fuzz/wire_fuzz.cpp) with clang++-14 outside the CMake project, and
-# runs it for a while over a seed corpus the binary writes itself.
-#   scripts/fuzz.sh [seconds]      (default 20)
-# Output in build-fuzz/: the binary, corpus/ (seeds plus what the fuzzer
-# found interesting) and crash-*/leak-*/timeout-* files if it failed.
-# Exits non-zero when the build fails or the fuzzer finds a crash.
+# Builds the libFuzzer targets with clang++-14 outside the CMake project:
+#   wire_fuzz  the wire validator (tests/fuzz/wire_fuzz.cpp)
+#   peer_fuzz  the directory servers' peer packets (tests/fuzz/peer_fuzz.cpp)
+# and runs each for a while over a seed corpus the binary writes itself.
+#   scripts/fuzz.sh [seconds]      (default 20, for each target)
+# Output in build-fuzz/: the binaries, corpus/<target>/ (seeds plus what the
+# fuzzer found interesting) and <target>-crash-*/leak-*/timeout-* files if
+# it failed.
+# Exits non-zero when a build fails or a fuzzer finds a crash (after both
+# have run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,19 +24,33 @@ if ! command -v "$cxx" >/dev/null; then
 fi
 
 out=build-fuzz
-mkdir -p "$out/corpus"
+mkdir -p "$out"
+flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+  -I include -I src)
 sources=()
 for f in src/wire/*.cpp; do
   case "$f" in *_test.cpp) ;; *) sources+=("$f") ;; esac
 done
-"$cxx" -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -I include -I src \
-  tests/fuzz/wire_fuzz.cpp "${sources[@]}" src/status/status.cpp \
+"$cxx" "${flags[@]}" tests/fuzz/wire_fuzz.cpp "${sources[@]}" src/status/status.cpp \
   -o "$out/wire_fuzz"
+"$cxx" "${flags[@]}" tests/fuzz/peer_fuzz.cpp src/directory/peer_protocol.cpp \
+  src/directory/attr_list.cpp src/security/job_secret.cpp src/status/status.cpp -lcrypto \
+  -o "$out/peer_fuzz"
 
-ROCL_FUZZ_WRITE_SEEDS="$out/corpus" "$out/wire_fuzz"
-
-# libFuzzer exits non-zero (and writes crash-<sha1>) when an input crashes,
-# trips a sanitizer or an invariant of the target.
-"$out/wire_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
-  -print_final_stats=1 -artifact_prefix="$out/" "$out/corpus"
+status=0
+for target in wire peer; do
+  corpus="$out/corpus/$target"
+  mkdir -p "$corpus"
+  ROCL_FUZZ_WRITE_SEEDS="$corpus" "$out/${target}_fuzz"
+  echo "fuzz: ${target}_fuzz for $seconds s"
+  # libFuzzer exits non-zero (and writes <target>-crash-<sha1>) when an input
+  # crashes, trips a sanitizer or an invariant of the target.
+  rc=0
+  "$out/${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+    -print_final_stats=1 -artifact_prefix="$out/${target}-" "$corpus" || rc=$?
+  if [ "$rc" != 0 ]; then
+    echo "fuzz: ${target}_fuzz failed (exit $rc)" >&2
+    [ "$status" != 0 ] || status=$rc
+  fi
+done
+exit "$status"

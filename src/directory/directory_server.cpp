@@ -1,7 +1,10 @@
 // directory_server.cpp - the node directory server (see directory_server.hpp).
 #include "directory/directory_server.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -11,8 +14,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <new>
 #include <set>
@@ -21,6 +27,8 @@
 #include <vector>
 
 #include "directory/dir_protocol.hpp"
+#include "directory/peer_servers.hpp"
+#include "os/net.hpp"
 #include "status/status.hpp"
 
 namespace rocl::impl {
@@ -55,9 +63,21 @@ ssize_t send_with_fd(int sock, const std::byte *buf, std::size_t len, int fd) {
   return ::sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+// A multi-answer query: its pattern, and with other servers in the job the
+// answers they gave that the client has not had yet (RoCL 3.4), by server.
+struct Cursor {
+  AttrList pattern{1};
+  bool global = false;
+  std::map<std::uint16_t, std::deque<PeerServers::Answer>> held;
+  std::set<std::uint16_t> more_at;  // servers that have more after what is held
+};
+
 struct Conn {
   int fd = -1;
-  long pid = -1;
+  // How the log names the client: "<pid>" (Unix socket) or "<ip>:<port>".
+  std::string who;
+  // Over tcp: no descriptor can pass, so no removal epoch page.
+  bool tcp = false;
   bool proven = false;
   JobSecret::Challenge challenge{};
   std::vector<std::byte> in;
@@ -65,9 +85,13 @@ struct Conn {
   std::size_t out_off = 0;
   std::uint32_t events = 0;
   std::set<rocl_gid_t> contexts;  // registered through this connection
-  // Multi-answer queries in progress: cursor id -> pattern. A cursor is
+  // Multi-answer queries in progress: cursor id -> state. A cursor is
   // kept only while its last batch said more follow (dir_protocol.hpp).
-  std::map<std::uint64_t, AttrList> cursors;
+  std::map<std::uint64_t, Cursor> cursors;
+  // A request waits for other servers (peer_servers.hpp): the next ones
+  // stay in `in` until its reply is queued.
+  bool parked = false;
+  std::uint64_t serial = 0;  // tells a reused fd's connection from this one
   std::uint64_t next_cursor = 1;
   // Offset in out of the message that carries the epoch page's descriptor
   // (the reply to PROVE), until it went out; kNoFd otherwise.
@@ -92,6 +116,8 @@ struct DirectoryServer::Loop {
   int epfd = -1;
   std::unordered_map<int, std::unique_ptr<Conn>> conns;
   DirectoryServer *srv = nullptr;
+  std::uint64_t next_serial = 1;
+  bool handling = false;  // inside handle(): a reply made now needs no process()
 
   void log(const std::string &line) const {
     if (srv->log_) {
@@ -186,9 +212,8 @@ struct DirectoryServer::Loop {
     }
     if (removed > 0) {
       count_removal();
-      log("directory: client " + std::to_string(c.pid) + " disconnected; removed " +
-          std::to_string(removed) + " resources of its " + std::to_string(c.contexts.size()) +
-          " contexts");
+      log("directory: client " + c.who + " disconnected; removed " + std::to_string(removed) +
+          " resources of its " + std::to_string(c.contexts.size()) + " contexts");
     }
     conns.erase(c.fd);  // destroys c
   }
@@ -208,18 +233,21 @@ struct DirectoryServer::Loop {
   }
 
   void drop(Conn &c, const std::string &what) {
-    log("directory: client " + std::to_string(c.pid) + " sent " + what);
+    log("directory: client " + c.who + " sent " + what);
     finish(c, ROCL_EPEER, "directory dropped the connection: the client sent " + what);
   }
 
   void refuse(Conn &c, const std::string &why) {
-    log("directory: client " + std::to_string(c.pid) + " refused: " + why);
+    log("directory: client " + c.who + " refused: " + why);
     finish(c, ROCL_EPEER, dirproto::kRefusedSentence);
   }
 
-  void accept_all(int listen_fd) {
+  void accept_all(int listen_fd, bool tcp) {
     for (;;) {
-      const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      sockaddr_in from{};
+      socklen_t from_len = sizeof from;
+      const int fd = ::accept4(listen_fd, tcp ? reinterpret_cast<sockaddr *>(&from) : nullptr,
+                               tcp ? &from_len : nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) {
           continue;
@@ -229,22 +257,32 @@ struct DirectoryServer::Loop {
         }
         return;
       }
-      ucred cred{};
-      socklen_t len = sizeof cred;
-      long pid = -1;
-      if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-        pid = cred.pid;
+      std::string who;
+      if (tcp) {
+        char ip[INET_ADDRSTRLEN] = {};
+        ::inet_ntop(AF_INET, &from.sin_addr, ip, sizeof ip);
+        who = std::string(ip) + ":" + std::to_string(ntohs(from.sin_port));
+        const int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      } else {
+        ucred cred{};
+        socklen_t len = sizeof cred;
+        who = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0
+                  ? std::to_string(cred.pid)
+                  : std::string("(pid unknown)");
       }
       if (conns.size() >= kMaxConnections) {
-        log("directory: client " + std::to_string(pid) +
-            " refused: " + std::to_string(kMaxConnections) + " connections are open already");
+        log("directory: client " + who + " refused: " + std::to_string(kMaxConnections) +
+            " connections are open already");
         ::close(fd);
         continue;
       }
       auto owned = std::make_unique<Conn>();
       Conn &c = *owned;
       c.fd = fd;
-      c.pid = pid;
+      c.serial = next_serial++;
+      c.who = std::move(who);
+      c.tcp = tcp;
       c.challenge = JobSecret::random_challenge();
       epoll_event e{};
       e.events = EPOLLIN;
@@ -279,6 +317,148 @@ struct DirectoryServer::Loop {
     return true;
   }
 
+  using Answers = std::vector<PeerServers::Answer>;
+
+  // The callback of a request to other servers for connection c, which
+  // parks until then (its later requests wait in `in`). fn(c, status,
+  // answers, why) runs only if c is still open; then c goes on.
+  template <class Fn>
+  PeerServers::Done resume_later(Conn &c, Fn fn) {
+    c.parked = true;
+    return [this, fd = c.fd, serial = c.serial, fn = std::move(fn)](
+               int status, Answers answers, const std::string &why) mutable {
+      auto it = conns.find(fd);
+      if (it == conns.end() || it->second->serial != serial) return;  // closed meanwhile
+      Conn &c = *it->second;
+      c.parked = false;
+      clear_error();
+      fn(c, status, std::move(answers), why);
+      if (!handling && !c.parked) process(c);  // later requests, and the flush
+    };
+  }
+
+  // The reply to a QUERY another server answered (gid: the gid asked, or 0
+  // for a search).
+  void reply_answer(Conn &c, int status, const Answers &answers, const std::string &why,
+                    AttrList &attrs, rocl_gid_t gid) {
+    if (status < 0) {
+      fail(status, "rocl_query: %s", why.c_str());
+      reply_error(c, status);
+      return;
+    }
+    if (answers.empty()) {
+      if (gid != ROCL_NULL_GID) {
+        fail(ROCL_ENOTFOUND, "rocl_query: %s is not registered (its server %u says so)",
+             describe_gid(gid).c_str(), gid_server(gid));
+      } else {
+        fail(ROCL_ENOTFOUND,
+             "rocl_query: no resource of the job matches (this server and the %zu others asked)",
+             srv->peers_->live().size());
+      }
+      reply_error(c, ROCL_ENOTFOUND);
+      return;
+    }
+    const PeerServers::Answer &a = answers.front();
+    if (attrs.fill_from(a.list) != ROCL_OK) {
+      reply_error(c, ROCL_ENOSPC);
+      return;
+    }
+    reply(c, ROCL_OK, a.gid, 0, attrs.bytes());
+  }
+
+  // Keeps what other servers answered for a global cursor.
+  static void hold(Cursor &cur, Answers &answers) {
+    for (PeerServers::Answer &a : answers) {
+      const std::uint16_t s = a.server;
+      if (a.more) cur.more_at.insert(s);
+      cur.held[s].push_back(std::move(a));
+    }
+  }
+
+  // The next batch of global cursor `id` after gid `after`: servers in
+  // increasing id (so gids increase), this one's matches from its DB, the
+  // others' from what they answered. When a server's answers are used up
+  // and it has more, a batch that has some ends there (the client asks
+  // again); an empty one asks that server for its next answer first.
+  void global_batch(Conn &c, std::uint64_t id, rocl_gid_t after, std::uint32_t most,
+                    bool answers_next) {
+    Cursor &cur = c.cursors.at(id);
+    std::set<std::uint16_t> servers = cur.more_at;
+    servers.insert(srv->server_id_);
+    for (const auto &[s, q] : cur.held) servers.insert(s);
+    const std::uint16_t from = after == ROCL_NULL_GID ? 0 : gid_server(after);
+    dirproto::BatchWriter w(most);
+    bool more = false;
+    std::uint16_t ask = 0;
+    rocl_gid_t ask_after = ROCL_NULL_GID;
+    for (std::uint16_t s : servers) {
+      if (s < from) continue;
+      const rocl_gid_t after_s = std::max<rocl_gid_t>(after, make_gid(s, 0));
+      if (s == srv->server_id_) {
+        more = srv->dir_->scan(cur.pattern, after_s, [&](rocl_gid_t gid, const AttrList &list) {
+          return w.add(gid, list.bytes());
+        });
+        if (more) break;
+        continue;
+      }
+      auto &q = cur.held[s];
+      rocl_gid_t last = after_s;
+      while (!q.empty() && q.front().gid <= after) q.pop_front();
+      while (!q.empty() && w.add(q.front().gid, q.front().list.bytes())) {
+        last = q.front().gid;
+        q.pop_front();
+      }
+      if (!q.empty()) {
+        more = true;
+        break;
+      }
+      if (cur.more_at.count(s) != 0) {
+        if (w.count() > 0) {
+          more = true;
+          break;
+        }
+        ask = s;
+        ask_after = last;
+        break;
+      }
+      cur.held.erase(s);
+    }
+    if (ask != 0) {
+      srv->peers_->next(
+          ask, cur.pattern, ask_after,
+          resume_later(c, [this, id, ask, after, most, answers_next](
+                              Conn &c, int st, Answers answers, const std::string &why) {
+            auto it = c.cursors.find(id);
+            if (it == c.cursors.end()) return;
+            if (st < 0) {
+              c.cursors.erase(it);
+              fail(st, "rocl_query_next: %s", why.c_str());
+              reply_error(c, st);
+              return;
+            }
+            it->second.more_at.erase(ask);
+            hold(it->second, answers);
+            global_batch(c, id, after, most, answers_next);
+          }));
+      return;
+    }
+    std::vector<std::byte> body = w.finish(more);
+    if (!more) c.cursors.erase(id);
+    // QUERY_NEXT's reply names its cursor; QUERY_START's only one kept.
+    reply(c, ROCL_OK, 0, answers_next || more ? id : 0, body);
+  }
+
+  // Another server left (or restarted): what it answered is gone.
+  void forget_server(std::uint16_t server) {
+    for (auto &[fd, c] : conns) {
+      for (auto &[id, cur] : c->cursors) {
+        cur.held.erase(server);
+        cur.more_at.erase(server);
+      }
+    }
+    count_removal();
+  }
+
   // Handles one checked-header message. false if the connection was closed.
   bool handle(Conn &c, const dirproto::Message &m) {
     const Op op = static_cast<Op>(m.header.op);
@@ -303,7 +483,7 @@ struct DirectoryServer::Loop {
           dirproto::kServerProveLabel,
           std::span(reinterpret_cast<const std::uint8_t *>(m.body.data()) + proof.size(),
                     dirproto::kChallengeBytes));
-      if (srv->epoch_) {
+      if (srv->epoch_ && !c.tcp) {
         // flush() attaches the page's descriptor to this reply's first byte.
         reply(c, ROCL_OK, 0, dirproto::kEpochPageAttached, std::as_bytes(std::span(mine)));
         c.fd_at = c.out.size() - dirproto::kHeaderBytes - mine.size();
@@ -328,6 +508,11 @@ struct DirectoryServer::Loop {
         return false;
       case Op::kRegister: {
         const rocl_gid_t context = m.header.gid;
+        if (srv->peers_ && srv->peers_->conflict()) {
+          fail(ROCL_EBUSY, "rocl_register: %s", srv->peers_->conflict_sentence().c_str());
+          reply_error(c, ROCL_EBUSY);
+          break;
+        }
         if (context != ROCL_NULL_GID && c.contexts.count(context) == 0) {
           fail(ROCL_EBADGID,
                "rocl_register: context 0x%016llx was not registered through this "
@@ -359,11 +544,54 @@ struct DirectoryServer::Loop {
       }
       case Op::kQuery: {
         rocl_gid_t gid = m.header.gid;
+        PeerServers *peers = srv->peers_.get();
+        if (peers != nullptr && gid != ROCL_NULL_GID && gid_server(gid) != srv->server_id_) {
+          peers->lookup(gid, resume_later(c, [this, attrs, gid](Conn &c, int st, Answers a,
+                                                                const std::string &why) mutable {
+                          reply_answer(c, st, a, why, attrs, gid);
+                        }));
+          break;
+        }
         const int r = dir.query(&gid, attrs);
+        if (r == ROCL_ENOTFOUND && m.header.gid == ROCL_NULL_GID && peers != nullptr) {
+          // RoCL 3.3: a query that misses here goes to every server.
+          peers->search(attrs, resume_later(c, [this, attrs](Conn &c, int st, Answers a,
+                                                             const std::string &why) mutable {
+                          reply_answer(c, st, a, why, attrs, ROCL_NULL_GID);
+                        }));
+          break;
+        }
         r < 0 ? reply_error(c, r) : reply(c, ROCL_OK, gid, 0, attrs.bytes());
         break;
       }
       case Op::kQueryStart: {
+        if (srv->peers_ && !srv->peers_->live().empty()) {
+          if (c.cursors.size() >= kMaxCursors) {
+            fail(ROCL_EBUSY, "rocl_query_start: %zu queries are in progress on this connection",
+                 c.cursors.size());
+            reply_error(c, ROCL_EBUSY);
+            break;
+          }
+          Cursor cur;
+          cur.pattern = attrs;
+          cur.global = true;
+          const rocl_gid_t after = m.header.gid;
+          srv->peers_->start_multi(attrs, after,
+                                   resume_later(c, [this, cur = std::move(cur), after, most](
+                                                       Conn &c, int st, Answers answers,
+                                                       const std::string &why) mutable {
+                                     if (st < 0) {
+                                       fail(st, "rocl_query_start: %s", why.c_str());
+                                       reply_error(c, st);
+                                       return;
+                                     }
+                                     hold(cur, answers);
+                                     const std::uint64_t id = c.next_cursor++;
+                                     c.cursors.emplace(id, std::move(cur));
+                                     global_batch(c, id, after, most, false);
+                                   }));
+          break;
+        }
         bool more = false;
         std::vector<std::byte> body;
         if (!batch(attrs, m.header.gid, most, &more, &body)) {
@@ -379,7 +607,9 @@ struct DirectoryServer::Loop {
             break;
           }
           id = c.next_cursor++;
-          c.cursors.emplace(id, std::move(attrs));
+          Cursor cur;
+          cur.pattern = std::move(attrs);
+          c.cursors.emplace(id, std::move(cur));
         }
         reply(c, ROCL_OK, 0, id, body);
         break;
@@ -392,9 +622,13 @@ struct DirectoryServer::Loop {
           reply_error(c, ROCL_EINVAL);
           break;
         }
+        if (it->second.global) {
+          global_batch(c, it->first, m.header.gid, most, true);
+          break;
+        }
         bool more = false;
         std::vector<std::byte> body;
-        if (!batch(it->second, m.header.gid, most, &more, &body)) {
+        if (!batch(it->second.pattern, m.header.gid, most, &more, &body)) {
           reply_error(c, ROCL_EINTERNAL);
           break;
         }
@@ -439,7 +673,7 @@ struct DirectoryServer::Loop {
   bool process(Conn &c) {
     std::size_t off = 0;
     bool alive = true;
-    while (c.pending() < kMaxOutput) {
+    while (c.pending() < kMaxOutput && !c.parked) {
       dirproto::Message m;
       std::size_t used = 0;
       std::string what;
@@ -452,8 +686,11 @@ struct DirectoryServer::Loop {
         return false;
       }
       try {
+        handling = true;
         alive = handle(c, m);
+        handling = false;
       } catch (const std::bad_alloc &) {
+        handling = false;
         drop(c, "a request the server had no memory for");
         return false;
       }
@@ -592,6 +829,22 @@ int DirectoryServer::start() {
     return fail(ROCL_EPEER, "directory server on %s: listen/epoll setup failed: %s", path_.c_str(),
                 std::strerror(err));
   }
+  if (!tcp_address_.empty()) {
+    const int tfd = open_tcp_listener();
+    if (tfd < 0) {
+      const std::string why = last_error();
+      ::close(fd);
+      ::close(loop->epfd);
+      ::close(wake);
+      ::unlink(path_.c_str());
+      return fail(ROCL_EPEER, "%s", why.c_str());
+    }
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.fd = tfd;
+    epoll_ctl(loop->epfd, EPOLL_CTL_ADD, tfd, &e);
+    tcp_fd_ = tfd;
+  }
   if (!dir_) {
     dir_ = std::make_unique<LocalDirectory>(server_id_);
   }
@@ -609,6 +862,27 @@ int DirectoryServer::start() {
           "epoch page writable");
     }
   }
+  if (peer_config_) {
+    if (peer_config_->directory_tcp_port == 0) peer_config_->directory_tcp_port = tcp_port_;
+    auto peers = std::make_unique<PeerServers>(secret_, server_id_, *peer_config_, *dir_, log_);
+    if (peers->open() != ROCL_OK) {
+      const std::string why = last_error();
+      ::close(fd);
+      if (tcp_fd_ >= 0) ::close(tcp_fd_);
+      tcp_fd_ = -1;
+      ::close(loop->epfd);
+      ::close(wake);
+      ::unlink(path_.c_str());
+      return fail(ROCL_EPEER, "%s", why.c_str());
+    }
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.fd = peers->fd();
+    epoll_ctl(loop->epfd, EPOLL_CTL_ADD, peers->fd(), &e);
+    Loop *l = loop.get();
+    peers->on_dropped([l](std::uint16_t server) { l->forget_server(server); });
+    peers_ = std::move(peers);
+  }
   listen_fd_ = fd;
   wake_fd_ = wake;
   loop_ = std::move(loop);
@@ -617,11 +891,70 @@ int DirectoryServer::start() {
   return ROCL_OK;
 }
 
+void DirectoryServer::set_peers(PeerConfig config) {
+  peer_config_ = std::move(config);
+}
+
+int DirectoryServer::listen_tcp(std::string address) {
+  if (started_) {
+    return fail(ROCL_EBUSY, "directory server on %s: listen_tcp after start", path_.c_str());
+  }
+  tcp_address_ = std::move(address);
+  return ROCL_OK;
+}
+
+int DirectoryServer::open_tcp_listener() {
+  const auto colon = tcp_address_.rfind(':');
+  const std::string host = colon == std::string::npos ? "any" : tcp_address_.substr(0, colon);
+  const std::string port_text =
+      colon == std::string::npos ? tcp_address_ : tcp_address_.substr(colon + 1);
+  char *end = nullptr;
+  const long port = std::strtol(port_text.c_str(), &end, 10);
+  in_addr ip{};
+  if (port_text.empty() || *end != '\0' || port < 0 || port > 65535 ||
+      !os::resolve_ipv4(host.empty() ? "any" : host, &ip)) {
+    return fail(ROCL_EINVAL,
+                "directory server: tcp listen address '%s' is not [ADDRESS|INTERFACE|auto:]PORT",
+                tcp_address_.c_str());
+  }
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail(ROCL_EPEER, "directory server: socket(): %s", std::strerror(errno));
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr = ip;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  socklen_t alen = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 || ::listen(fd, 128) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &alen) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return fail(err == EADDRINUSE ? ROCL_EBUSY : ROCL_EPEER,
+                "directory server: tcp listen on %s:%ld: %s", os::ipv4_text(ip).c_str(), port,
+                std::strerror(err));
+  }
+  tcp_port_ = ntohs(a.sin_port);
+  tcp_ip_ = os::ipv4_text(a.sin_addr);
+  return fd;
+}
+
 void DirectoryServer::run() {
   Loop &L = *loop_;
   epoll_event events[64];
   for (;;) {
-    const int n = ::epoll_wait(L.epfd, events, 64, -1);
+    int timeout = -1;
+    if (peers_) {
+      const auto left = peers_->next_deadline() - PeerServers::Clock::now();
+      timeout = static_cast<int>(std::clamp<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1, 0, 1000));
+    }
+    const int n = ::epoll_wait(L.epfd, events, 64, timeout);
+    if (peers_) {
+      peers_->on_tick();
+      live_peers_.store(peers_->live().size(), std::memory_order_relaxed);
+      ignored_peer_packets_.store(peers_->ignored(), std::memory_order_relaxed);
+    }
     if (n < 0) {
       if (errno == EINTR) {
         continue;
@@ -634,8 +967,14 @@ void DirectoryServer::run() {
       if (fd == wake_fd_) {
         return;
       }
-      if (fd == listen_fd_) {
-        L.accept_all(listen_fd_);
+      if (peers_ && fd == peers_->fd()) {
+        peers_->on_readable();
+        live_peers_.store(peers_->live().size(), std::memory_order_relaxed);
+        ignored_peer_packets_.store(peers_->ignored(), std::memory_order_relaxed);
+        continue;
+      }
+      if (fd == listen_fd_ || fd == tcp_fd_) {
+        L.accept_all(fd, fd == tcp_fd_);
         continue;
       }
       auto it = L.conns.find(fd);
@@ -669,10 +1008,12 @@ void DirectoryServer::stop() {
   while (!loop_->conns.empty()) {
     loop_->close_conn(*loop_->conns.begin()->second);
   }
+  peers_.reset();  // says goodbye
   ::close(loop_->epfd);
   ::close(wake_fd_);
   ::close(listen_fd_);
-  wake_fd_ = listen_fd_ = -1;
+  if (tcp_fd_ >= 0) ::close(tcp_fd_);
+  wake_fd_ = listen_fd_ = tcp_fd_ = -1;
   loop_.reset();
   struct stat st;
   if (::lstat(path_.c_str(), &st) == 0 && st.st_ino == socket_ino_) {

@@ -1,6 +1,7 @@
 // directory_server.hpp - the node directory server (RoCL paper, section 3.2):
-// one per node, serving the processes of a job over a Unix stream socket
-// (protocol: dir_protocol.hpp) from an in-memory LocalDirectory.
+// one per node, serving the processes of a job over a Unix stream socket,
+// and optionally any host's over tcp (protocol: dir_protocol.hpp), from an
+// in-memory LocalDirectory.
 //
 //  - Every connection must first prove the job secret (challenge-response);
 //    a refusal is logged and the connection closed.
@@ -25,10 +26,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "directory/local_directory.hpp"
+#include "directory/peer_servers.hpp"
 #include "directory/removal_epoch.hpp"
 #include "security/job_secret.hpp"
 
@@ -46,6 +49,29 @@ class DirectoryServer {
   // Where log lines go (one sentence each, no newline); default: stderr with
   // a "rocld: " prefix. Set before start(); called on the server thread.
   void set_log(LogFn log);
+
+  // Also serve clients over tcp (ROCL_DIRECTORY=tcp:HOST:PORT), from
+  // start() on: address is [HOST:]PORT, HOST an IPv4 address, an
+  // interface, "auto" or "any" (default any), PORT 0 for one the kernel
+  // picks (tcp_port() tells it). Such clients get no removal epoch page (no
+  // descriptor passes over tcp). Call before start(); ROCL_EBUSY after.
+  int listen_tcp(std::string address);
+  // Join the job's other directory servers (peer_servers.hpp) from start()
+  // on: resources registered anywhere in the job are found here (lookups
+  // by gid go to the gid's server; a query that misses here is broadcast;
+  // multi-answer queries gather every server's matches). Without it this
+  // server knows only its own clients' resources. Call before start().
+  void set_peers(PeerConfig config);
+  // Thread safe, for tests and tools: how many other servers are live now,
+  // and how many of their datagrams were ignored (peer_servers.hpp).
+  std::size_t live_peers() const noexcept { return live_peers_.load(std::memory_order_relaxed); }
+  std::uint64_t ignored_peer_packets() const noexcept {
+    return ignored_peer_packets_.load(std::memory_order_relaxed);
+  }
+
+  // The tcp port and address served, once started with listen_tcp (0, "").
+  std::uint16_t tcp_port() const noexcept { return tcp_port_; }
+  const std::string &tcp_ip() const noexcept { return tcp_ip_; }
 
   // Binds the socket (a stale socket file is unlinked only if no server
   // answers on it; anything else at the path is left alone), listens and
@@ -71,6 +97,7 @@ class DirectoryServer {
  private:
   struct Loop;  // directory_server.cpp
   void run();
+  int open_tcp_listener();  // the tcp listening socket, or -1 + fail()
 
   std::string path_;
   JobSecret secret_;
@@ -83,6 +110,14 @@ class DirectoryServer {
   std::thread thread_;
   int listen_fd_ = -1;
   int wake_fd_ = -1;
+  std::string tcp_address_;  // listen_tcp's, "" for none
+  int tcp_fd_ = -1;
+  std::uint16_t tcp_port_ = 0;
+  std::string tcp_ip_;
+  std::optional<PeerConfig> peer_config_;
+  std::unique_ptr<PeerServers> peers_;
+  std::atomic<std::size_t> live_peers_{0};
+  std::atomic<std::uint64_t> ignored_peer_packets_{0};
   unsigned long long socket_ino_ = 0;
   bool started_ = false;
   std::array<std::atomic<std::uint64_t>, 16> requests_{};  // by op

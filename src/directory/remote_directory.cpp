@@ -2,6 +2,9 @@
 // remote_directory.hpp and dir_protocol.hpp).
 #include "directory/remote_directory.hpp"
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -457,37 +460,91 @@ std::unique_ptr<EpochPage> take_epoch_page(Connection &conn, std::uint64_t flags
 
 }  // namespace
 
-std::unique_ptr<Directory> connect_directory(const std::string &address, const JobSecret &secret,
-                                             const std::function<void(const std::string &)> &note) {
-  // ROCL_DIRECTORY is written unix:PATH; a bare path is accepted too.
-  const std::string socket_path = address.rfind("unix:", 0) == 0 ? address.substr(5) : address;
-  const char *path = socket_path.c_str();
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  if (socket_path.empty() || socket_path.size() >= sizeof sa.sun_path) {
-    fail(ROCL_EINVAL, "connect_directory: socket path '%s' is empty or longer than %zu bytes", path,
-         sizeof sa.sun_path - 1);
-    return nullptr;
+namespace {
+
+// "host:port" of a tcp directory address, resolved (IPv4). ROCL_OK, or
+// ROCL_EINVAL with a sentence.
+int resolve_tcp(const std::string &hostport, sockaddr_in *out) {
+  const auto colon = hostport.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == hostport.size()) {
+    return fail(ROCL_EINVAL, "connect_directory: '%s' is not tcp:HOST:PORT", hostport.c_str());
   }
-  std::memcpy(sa.sun_path, socket_path.data(), socket_path.size());
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const std::string host = hostport.substr(0, colon), port = hostport.substr(colon + 1);
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo *found = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+  if (rc != 0 || found == nullptr) {
+    return fail(ROCL_EINVAL, "connect_directory: cannot resolve '%s': %s", hostport.c_str(),
+                rc != 0 ? ::gai_strerror(rc) : "no address");
+  }
+  std::memcpy(out, found->ai_addr, sizeof *out);
+  ::freeaddrinfo(found);
+  return ROCL_OK;
+}
+
+// A connected socket to the server at `address` (unix:PATH, a bare path, or
+// tcp:HOST:PORT), with the reply timeout set; -1 + fail() otherwise.
+// *where: how sentences name the server; *tcp: whether it is a tcp one.
+int dial_directory(const std::string &address, std::string *where, bool *tcp) {
+  *tcp = address.rfind("tcp:", 0) == 0;
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (*tcp) {
+    *where = address.substr(4);
+    sockaddr_in in{};
+    if (resolve_tcp(*where, &in) != ROCL_OK) return -1;
+    std::memcpy(&ss, &in, sizeof in);
+    len = sizeof in;
+  } else {
+    *where = address.rfind("unix:", 0) == 0 ? address.substr(5) : address;
+    sockaddr_un un{};
+    un.sun_family = AF_UNIX;
+    if (where->empty() || where->size() >= sizeof un.sun_path) {
+      fail(ROCL_EINVAL, "connect_directory: socket path '%s' is empty or longer than %zu bytes",
+           where->c_str(), sizeof un.sun_path - 1);
+      return -1;
+    }
+    std::memcpy(un.sun_path, where->data(), where->size());
+    std::memcpy(&ss, &un, sizeof un);
+    len = sizeof un;
+  }
+  const int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    fail(ROCL_EPEER, "connect_directory(%s): socket(): %s", path, std::strerror(errno));
-    return nullptr;
+    fail(ROCL_EPEER, "connect_directory(%s): socket(): %s", where->c_str(), std::strerror(errno));
+    return -1;
   }
-  auto conn = std::make_shared<Connection>(fd, socket_path);  // owns fd from here
   timeval tv{kReplyTimeoutSeconds, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (*tcp) {
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
   int rc;
   do {
-    rc = ::connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof sa);
+    rc = ::connect(fd, reinterpret_cast<sockaddr *>(&ss), len);
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) {
-    fail(ROCL_EPEER, "connect_directory: no directory server answers on %s: %s", path,
+    fail(ROCL_EPEER, "connect_directory: no directory server answers on %s: %s", where->c_str(),
          std::strerror(errno));
-    return nullptr;
+    ::close(fd);
+    return -1;
   }
+  return fd;
+}
+
+}  // namespace
+
+std::unique_ptr<Directory> connect_directory(const std::string &address, const JobSecret &secret,
+                                             const std::function<void(const std::string &)> &note) {
+  std::string socket_path;
+  bool tcp = false;
+  const int fd = dial_directory(address, &socket_path, &tcp);
+  if (fd < 0) return nullptr;
+  const char *path = socket_path.c_str();
+  auto conn = std::make_shared<Connection>(fd, socket_path);  // owns fd from here
   // HELLO: the server's challenge.
   dirproto::Header h;
   std::vector<std::byte> body;
@@ -530,7 +587,8 @@ std::unique_ptr<Directory> connect_directory(const std::string &address, const J
   }
   std::string no_epoch;
   std::unique_ptr<EpochPage> epoch = take_epoch_page(*conn, h.aux, &no_epoch);
-  if (!epoch) {
+  // Over tcp no descriptor can pass: no epoch is what the contract says.
+  if (!epoch && !tcp) {
     const std::string sentence = "directory server at " + socket_path + ": no removal epoch (" +
                                  no_epoch +
                                  "); a route this process cached to a resource deleted since "

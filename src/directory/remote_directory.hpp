@@ -19,19 +19,21 @@
 
 namespace rocl::impl {
 
-// Connects to the server at socket_path and proves secret (the server proves
-// it back). nullptr + fail() with a sentence naming the path on error:
-// ROCL_EINVAL (path too long), ROCL_EPEER (no server, refused, broken
-// handshake, the server could not prove the secret, another protocol
-// version).
+// Connects to the server at `address` and proves secret (the server proves
+// it back). address: unix:PATH (or a bare PATH), the host's own server; or
+// tcp:HOST:PORT, a server on any host (HOST a name or an IPv4 address).
+// nullptr + fail() with a sentence naming the server on error: ROCL_EINVAL
+// (path too long, a name that does not resolve), ROCL_EPEER (no server,
+// refused, broken handshake, the server could not prove the secret,
+// another protocol version).
 //
 // The Directory's removal_epoch() is the server's counter, mapped read-only
 // from the page it passes with the handshake (dir_protocol.hpp). Without it
 // (an old kernel's server, a lost descriptor) the connection works as
 // before and one sentence says so: to note, or to stderr ("rocl: ...")
-// when note is empty.
+// when note is empty. Over tcp no page can pass and nothing is said.
 std::unique_ptr<Directory> connect_directory(
-    const std::string &socket_path, const JobSecret &secret,
+    const std::string &address, const JobSecret &secret,
     const std::function<void(const std::string &)> &note = {});
 
 }  // namespace rocl::impl

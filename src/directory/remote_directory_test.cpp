@@ -805,3 +805,94 @@ TEST_F(ServerFixture, MalformedBatchesAreErrorsNamingTheField) {
 
 }  // namespace
 }  // namespace rocl::impl
+
+namespace rocl::impl {
+namespace {
+
+// A server that also listens on tcp: clients over tcp and over the Unix
+// socket see one directory; a tcp client gets no removal epoch; a wrong
+// secret is refused over tcp too; a tcp client's contexts leave with its
+// connection; a name that does not resolve is named.
+class TcpServerFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/rocl-dirtest-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/dir.sock";
+    server_ = std::make_unique<DirectoryServer>(path_, secret_, 4);
+    server_->set_log([this](const std::string &line) {
+      std::lock_guard lock(log_mu_);
+      log_ += line + "\n";
+    });
+    ASSERT_EQ(server_->listen_tcp("127.0.0.1:0"), ROCL_OK);
+    ASSERT_EQ(server_->start(), ROCL_OK) << last_error();
+    ASSERT_NE(server_->tcp_port(), 0);
+    tcp_ = "tcp:127.0.0.1:" + std::to_string(server_->tcp_port());
+  }
+  void TearDown() override {
+    server_.reset();
+    rmdir(dir_.c_str());
+  }
+  std::string log() {
+    std::lock_guard lock(log_mu_);
+    return log_;
+  }
+  JobSecret secret_ = JobSecret::generate();
+  std::string dir_, path_, tcp_;
+  std::unique_ptr<DirectoryServer> server_;
+  std::mutex log_mu_;
+  std::string log_;
+};
+
+TEST_F(TcpServerFixture, TcpAndUnixClientsShareOneDirectory) {
+  std::string said;
+  auto over_tcp = connect_directory(tcp_, secret_, [&](const std::string &s) { said += s; });
+  auto local = connect_directory(path_, secret_);
+  ASSERT_TRUE(over_tcp && local) << last_error();
+  EXPECT_EQ(over_tcp->removal_epoch(), nullptr);
+  EXPECT_TRUE(said.empty()) << said;  // no epoch over tcp is the contract, not news
+  EXPECT_NE(local->removal_epoch(), nullptr);
+  const std::int64_t ctx = over_tcp->register_resource(named("context", "t"), ROCL_NULL_GID);
+  ASSERT_GT(ctx, 0) << last_error();
+  EXPECT_EQ(gid_server(static_cast<rocl_gid_t>(ctx)), 4);
+  const std::int64_t w = over_tcp->register_resource(named("worker", "tw"), ctx);
+  ASSERT_GT(w, 0);
+  AttrList q(256);
+  ASSERT_EQ(q.add("name", std::string_view("tw")), ROCL_OK);
+  q.add_unspecified("type", 32);
+  rocl_gid_t gid = ROCL_NULL_GID;
+  ASSERT_EQ(local->query(&gid, q), ROCL_OK) << last_error();
+  EXPECT_EQ(gid, static_cast<rocl_gid_t>(w));
+  EXPECT_EQ(value_of(q, "type"), "worker");
+  over_tcp.reset();  // its context and worker leave with the connection
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (server_->resources() != 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(server_->resources(), 0u);
+  EXPECT_NE(log().find("client 127.0.0.1:"), std::string::npos) << log();
+}
+
+TEST_F(TcpServerFixture, AWrongSecretIsRefusedOverTcp) {
+  EXPECT_EQ(connect_directory(tcp_, JobSecret::generate()), nullptr);
+  EXPECT_NE(std::string(last_error()).find("127.0.0.1:" + std::to_string(server_->tcp_port())),
+            std::string::npos)
+      << last_error();
+}
+
+TEST_F(TcpServerFixture, BadTcpAddressesAreNamed) {
+  EXPECT_EQ(connect_directory("tcp:no-such-host.invalid:7", secret_), nullptr);
+  EXPECT_NE(std::string(last_error()).find("cannot resolve 'no-such-host.invalid:7'"),
+            std::string::npos)
+      << last_error();
+  EXPECT_EQ(connect_directory("tcp:127.0.0.1", secret_), nullptr);
+  EXPECT_NE(std::string(last_error()).find("not tcp:HOST:PORT"), std::string::npos) << last_error();
+  DirectoryServer other(dir_ + "/other.sock", secret_, 5);
+  EXPECT_EQ(other.listen_tcp("nowhere0:1"), ROCL_OK);
+  EXPECT_NE(other.start(), ROCL_OK);
+  EXPECT_NE(std::string(last_error()).find("'nowhere0:1'"), std::string::npos) << last_error();
+}
+
+}  // namespace
+}  // namespace rocl::impl

@@ -1,6 +1,7 @@
 // rocld - the node directory server in the foreground until SIGINT/SIGTERM.
 //
-//   rocld [--socket PATH] [--secret-file PATH] [--server-id N]
+//   rocld [--socket PATH] [--secret-file PATH] [--server-id N] [--listen [HOST:]PORT]
+//         [--peer-port PORT [--peer ADDRESS[:PORT]]... [--bind NAME]]
 //
 // Defaults: the socket from ROCL_DIRECTORY, else /tmp/rocl-<uid>/dir.sock
 // (the folder is made 0700 if missing); the secret from ROCL_SECRET_FILE.
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "directory/directory_server.hpp"
+#include "os/net.hpp"
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
 
@@ -25,10 +27,20 @@ int usage(const char *why) {
   std::fprintf(stderr,
                "rocld: %s\n"
                "usage: rocld [--socket PATH] [--secret-file PATH] [--server-id N]\n"
+               "             [--listen [HOST:]PORT]\n"
+               "             [--peer-port PORT [--peer ADDRESS[:PORT]]... [--bind NAME]]\n"
                "  --socket PATH       default $ROCL_DIRECTORY, else /tmp/rocl-<uid>/dir.sock\n"
                "  --secret-file PATH  the job secret (64 hex digits, mode 0600);\n"
                "                      default $ROCL_SECRET_FILE\n"
-               "  --server-id N       the gid range to issue, 1..32767 (default 1)\n",
+               "  --server-id N       the gid range to issue, 1..32767 (default 1; with\n"
+               "                      --peer-port, the low 15 bits of the host network's\n"
+               "                      IPv4 address, unique within a /17 or smaller subnet)\n"
+               "  --peer-port PORT    join the job's other directory servers over UDP on this\n"
+               "                      port (the same on every host): global queries\n"
+               "  --peer ADDR[:PORT]  also reach this server by unicast (repeatable)\n"
+               "  --bind NAME         the host network: address, interface or auto (default)\n"
+               "  --listen [HOST:]PORT  also serve over tcp (ROCL_DIRECTORY=tcp:HOST:PORT);\n"
+               "                      HOST an address, an interface, auto or any (default)\n",
                why);
   return 2;
 }
@@ -63,7 +75,10 @@ bool ensure_folder(const std::string &path) {
 int main(int argc, char **argv) {
   std::string socket_path;
   std::string secret_file;
-  long server_id = 1;
+  long server_id = 0;
+  std::string listen;
+  rocl::impl::PeerConfig peers;
+  bool federate = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -77,6 +92,18 @@ int main(int argc, char **argv) {
       socket_path = argv[++i];
     } else if (a == "--secret-file") {
       secret_file = argv[++i];
+    } else if (a == "--listen") {
+      listen = argv[++i];
+    } else if (a == "--peer-port") {
+      char *end = nullptr;
+      const long port = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || port < 1 || port > 65535) return usage("--peer-port must be 1..65535");
+      peers.port = static_cast<std::uint16_t>(port);
+      federate = true;
+    } else if (a == "--peer") {
+      peers.peers.push_back(argv[++i]);
+    } else if (a == "--bind") {
+      peers.bind = argv[++i];
     } else if (a == "--server-id") {
       char *end = nullptr;
       server_id = std::strtol(argv[++i], &end, 10);
@@ -116,13 +143,40 @@ int main(int argc, char **argv) {
   sigaddset(&stop_set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
 
+  if (!federate && !peers.peers.empty()) return usage("--peer needs --peer-port");
+  if (server_id == 0) {
+    server_id = 1;
+    in_addr host{};
+    if (federate) {
+      if (!rocl::impl::os::resolve_ipv4(peers.bind, &host) ||
+          host.s_addr == htonl(INADDR_LOOPBACK)) {
+        std::fprintf(stderr,
+                     "rocld: --bind %s gives no host network address to take a server id from; "
+                     "give --server-id\n",
+                     peers.bind.c_str());
+        return 1;
+      }
+      server_id = static_cast<long>(ntohl(host.s_addr) & rocl::impl::kMaxServerId);
+      if (server_id == 0) {
+        std::fprintf(stderr, "rocld: the host address %s ends in 15 zero bits; give --server-id\n",
+                     rocl::impl::os::ipv4_text(host).c_str());
+        return 1;
+      }
+    }
+  }
   rocl::impl::DirectoryServer server(socket_path, secret, static_cast<std::uint16_t>(server_id));
+  if (!listen.empty()) server.listen_tcp(listen);
+  if (federate) server.set_peers(peers);
   if (server.start() != ROCL_OK) {
     std::fprintf(stderr, "rocld: %s\n", rocl::impl::last_error());
     return 1;
   }
-  std::fprintf(stderr, "rocld: serving the directory on %s (server id %ld, pid %ld)\n",
-               socket_path.c_str(), server_id, static_cast<long>(getpid()));
+  std::string tcp;
+  if (server.tcp_port() != 0) {
+    tcp = " and tcp:" + server.tcp_ip() + ":" + std::to_string(server.tcp_port());
+  }
+  std::fprintf(stderr, "rocld: serving the directory on %s%s (server id %ld, pid %ld)\n",
+               socket_path.c_str(), tcp.c_str(), server_id, static_cast<long>(getpid()));
   int sig = 0;
   sigwait(&stop_set, &sig);
   std::fprintf(stderr, "rocld: %s: stopping (%zu resources registered)\n", strsignal(sig),

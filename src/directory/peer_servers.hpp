@@ -1,0 +1,187 @@
+// peer_servers.hpp - the other directory servers of a job, as one server
+// sees them (RoCL sections 3.3 and 3.4): who is alive, and the questions
+// this server asks them and answers for them, over UDP (peer_protocol.hpp).
+//
+//  - Presence: every server sends ANNOUNCE at start and every
+//    `announce_every` to the host network's broadcast address and to each
+//    configured peer address, and BYE when it stops. A server unheard for
+//    `silent_periods` announce periods is dropped from the live list (and
+//    the owner is told: its resources are gone for this server's clients).
+//  - Lookup by gid (a send to a resource of another host): a unicast QUERY
+//    to the server whose id the gid carries, retried on loss; its ANSWER
+//    is the resource's whole attribute list, or kNone.
+//  - Search by pattern (a single-answer query that missed locally): a
+//    broadcast QUERY; only servers that have a match answer (RoCL 3.3), and
+//    the first answer is the result; with none within `search_window` the
+//    query is not found.
+//  - Multi-answer queries (RoCL 3.4): a broadcast QUERY with kMulti, which
+//    every live server answers (its first match, or kNone, so that the
+//    asker need not wait out a window); then a unicast NEXT to one server
+//    whenever the answer it gave is used up. The asker keeps the state
+//    (directory_server.cpp); the answering side keeps none: a NEXT carries
+//    the pattern and the gid after which to look.
+//  - Requests from other servers are answered from the LocalDirectory at
+//    once, on the server thread.
+//  - Every packet is signed with the job secret; a packet that fails to
+//    open, that the replay guard refuses, or that comes from our own id
+//    with another incarnation is ignored and counted (`ignored()`); the
+//    first of each kind is logged. Two servers with one id: the younger one
+//    (later start, or the higher address at the same start) says so on its
+//    log and refuses registrations from then on (conflict()), so that no
+//    gid is ever issued twice by a job that noticed.
+//
+// Not thread safe: the server's loop thread owns it and calls on_readable
+// when fd() is readable and on_tick at the latest by next_deadline().
+// Callbacks (Done) run on that thread, inside on_readable/on_tick or the
+// call that made them (an immediate failure).
+#pragma once
+
+#include <netinet/in.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "directory/attr_list.hpp"
+#include "directory/local_directory.hpp"
+#include "directory/peer_protocol.hpp"
+#include "security/job_secret.hpp"
+
+namespace rocl::impl {
+
+struct PeerConfig {
+  // The UDP port every server of the job uses (0: this server has no peers).
+  std::uint16_t port = 0;
+  // Where to bind and whose broadcast address to use: an address, an
+  // interface, "auto" or "loopback" (os::resolve_ipv4).
+  std::string bind = "auto";
+  // Further servers to tell and ask by unicast ("ADDRESS[:PORT]", the port
+  // defaulting to `port`): hosts the broadcast does not reach, or servers
+  // on one host's loopback (tests).
+  std::vector<std::string> peers;
+  // The directory's tcp port, announced (0: none).
+  std::uint16_t directory_tcp_port = 0;
+  std::chrono::milliseconds announce_every{1000};
+  int silent_periods = 3;
+  std::chrono::milliseconds search_window{20};
+  std::chrono::milliseconds unicast_timeout{50};
+  int unicast_tries = 4;
+};
+
+class PeerServers {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using LogFn = std::function<void(const std::string &)>;
+
+  struct Answer {
+    rocl_gid_t gid = ROCL_NULL_GID;
+    std::uint16_t server = 0;
+    AttrList list{1};   // the resource's whole list
+    bool more = false;  // that server has more matches after this one
+  };
+  // status ROCL_OK with the answers (none: not found), or a negative code
+  // with the sentence in `why`.
+  using Done = std::function<void(int status, std::vector<Answer> answers, const std::string &why)>;
+
+  PeerServers(const JobSecret &secret, std::uint16_t server_id, PeerConfig config,
+              const LocalDirectory &directory, LogFn log);
+  ~PeerServers();  // sends BYE
+  PeerServers(const PeerServers &) = delete;
+  PeerServers &operator=(const PeerServers &) = delete;
+
+  // Binds the UDP socket and announces. ROCL_OK, or a negative code +
+  // fail() (a bind that fails, an unknown bind name, a bad peer address).
+  int open();
+  int fd() const noexcept { return fd_; }
+  std::uint16_t port() const noexcept { return port_; }
+
+  // Reads and handles every datagram waiting.
+  void on_readable();
+  // Announces when due, drops silent servers, times requests out.
+  void on_tick();
+  // When on_tick is next due.
+  Clock::time_point next_deadline() const;
+
+  // The requests (above). `after`: answers have a larger gid.
+  void lookup(rocl_gid_t gid, Done done);
+  void search(const AttrList &pattern, Done done);
+  void start_multi(const AttrList &pattern, rocl_gid_t after, Done done);
+  void next(std::uint16_t server, const AttrList &pattern, rocl_gid_t after, Done done);
+
+  // Ids of the live servers (ourselves excluded), increasing.
+  std::vector<std::uint16_t> live() const;
+  bool is_live(std::uint16_t server) const { return table_.count(server) != 0; }
+  // Another server has our id and we are the younger (see above).
+  bool conflict() const noexcept { return conflict_; }
+  const std::string &conflict_sentence() const noexcept { return conflict_why_; }
+  // Called with the id of a server dropped for silence or BYE.
+  void on_dropped(std::function<void(std::uint16_t)> fn) { dropped_ = std::move(fn); }
+  // Datagrams ignored (not the job's, malformed, replayed, our own id from
+  // another incarnation).
+  std::uint64_t ignored() const noexcept { return ignored_; }
+
+ private:
+  struct Peer {
+    sockaddr_in address{};
+    std::uint64_t incarnation = 0;
+    std::uint64_t start_ms = 0;
+    std::uint16_t tcp_port = 0;
+    Clock::time_point heard{};
+  };
+  enum class Kind { kLookup, kSearch, kMulti, kNext };
+  struct Pending {
+    Kind kind = Kind::kLookup;
+    Done done;
+    Clock::time_point deadline{};
+    int tries_left = 0;
+    std::uint16_t target = 0;            // unicast: the server asked
+    peerproto::Packet request;           // sealed again to resend it
+    std::vector<std::uint16_t> awaited;  // multi: servers yet to answer
+    std::vector<Answer> answers;
+  };
+
+  peerproto::Packet presence(peerproto::Op op) const;  // ANNOUNCE or BYE
+  void announce(peerproto::Op op);                     // to everyone
+  void announce_to(const sockaddr_in &to);
+  void send_to(const sockaddr_in &to, const std::vector<std::byte> &datagram);
+  void broadcast(const std::vector<std::byte> &datagram);
+  bool seal(peerproto::Packet &p, std::vector<std::byte> *out);
+  std::uint64_t ask(Kind kind, peerproto::Packet &p, std::uint16_t target, Done done);
+  void resend(Pending &q);
+  void handle(const peerproto::Packet &p, const sockaddr_in &from);
+  void heard(const peerproto::Packet &p, const sockaddr_in &from);
+  void answer_query(const peerproto::Packet &p, const sockaddr_in &from);
+  void take_answer(const peerproto::Packet &p);
+  void finish(std::uint64_t id, int status, const std::string &why);
+  void drop(std::uint16_t server, const std::string &why);
+  void ignore(const std::string &what);
+
+  JobSecret secret_;
+  std::uint16_t id_;
+  PeerConfig config_;
+  const LocalDirectory &directory_;
+  LogFn log_;
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  sockaddr_in broadcast_{};  // sin_port 0: none
+  std::vector<sockaddr_in> unicast_peers_;
+  std::uint64_t incarnation_ = 0;
+  std::uint64_t start_ms_ = 0;
+  std::uint64_t seq_ = 0;
+  std::uint64_t next_query_ = 1;
+  Clock::time_point next_announce_{};
+  std::map<std::uint16_t, Peer> table_;
+  std::map<std::uint64_t, Pending> pending_;
+  peerproto::ReplayGuard guard_;
+  std::uint64_t ignored_ = 0;
+  bool ignored_said_ = false;
+  bool conflict_ = false;
+  std::string conflict_why_;
+  std::function<void(std::uint16_t)> dropped_;
+};
+
+}  // namespace rocl::impl

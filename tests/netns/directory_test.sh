@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# ctest netns_directory: the directory and tcp across the test hosts of the
+# fixture netns_hosts (prefix $ROCL_NETNS_PREFIX). One rocld per host, each
+# joined to the others by UDP broadcast on net 1 (--peer-port) with the
+# server id its address gives (1..4); then
+#   - exchange (tests/multiproc/exchange.c) between h1 and h4 and between h2
+#     and h3: each rank registers at its own host's server, finds the other
+#     by a query that misses locally and goes global, and they exchange
+#     0 B..8 MiB and 2000 ordered messages over tcp (shm does not reach
+#     another host, though it is the same machine);
+#   - rocl-dir list at h2 (a multi-answer query) shows every context of
+#     every host exactly once, each with its host name and a tcp address on
+#     net 1;
+#   - a rocld killed (-9) is dropped by the others once silent (3 s).
+#   directory_test.sh ROCLD EXCHANGE ROCL_DIR
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+hosts=$here/hosts.sh
+me=netns_directory
+[ $# -eq 3 ] || {
+  echo "usage: $0 ROCLD EXCHANGE ROCL_DIR" >&2
+  exit 2
+}
+rocld=$1 exchange=$2 rocl_dir=$3
+prefix=${ROCL_NETNS_PREFIX:-rocl}
+fail() {
+  echo "$me: FAILED: $*" >&2
+  exit 1
+}
+if [ "$(id -u)" -ne 0 ]; then
+  echo "$me: skipped: network namespaces need root" >&2
+  exit 77
+fi
+for i in 1 2 3 4; do
+  ip netns list 2>/dev/null | grep -E "^$prefix-h$i( |$)" >/dev/null ||
+    fail "host $prefix-h$i is missing: the fixture runs 'hosts.sh up 4 --nets 2' first"
+done
+
+work=$(mktemp -d /tmp/rocl-netns-dir.XXXXXX)
+chmod 700 "$work"
+pids=()
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/secret"
+chmod 600 "$work/secret"
+
+run_on() { # HOST CMD... : in the background, output to $work/HOST.<name>
+  local h=$1
+  shift
+  "$hosts" exec "$h" --prefix "$prefix" -- "$@"
+}
+
+for h in 1 2 3 4; do
+  run_on "h$h" "$rocld" --socket "$work/h$h.sock" --secret-file "$work/secret" \
+    --peer-port 7946 >"$work/rocld$h.log" 2>&1 &
+  pids+=($!)
+done
+for h in 1 2 3 4; do
+  for _ in $(seq 100); do
+    [ -S "$work/h$h.sock" ] && break
+    sleep 0.05
+  done
+  [ -S "$work/h$h.sock" ] || fail "rocld of h$h did not start: $(cat "$work/rocld$h.log")"
+done
+
+export ROCL_SECRET_FILE=$work/secret ROCL_TCP_BIND=auto ROCL_TRANSPORTS=inproc,shm,tcp
+export ROCL_SIZE=2
+exchange_on() { # RANK HOST
+  ROCL_RANK=$1 ROCL_DIRECTORY=unix:$work/$2.sock ROCL_HOST_NAME=$2 \
+    timeout 120 "$hosts" exec "$2" --prefix "$prefix" -- "$exchange" >"$work/x$1$2.log" 2>&1
+}
+# Two pairs, each across hosts, one after the other: both pairs' ranks are
+# 0 and 1 of type "exchange", so at once they could find each other's.
+exchange_on 0 h1 &
+a=$!
+exchange_on 1 h4 &
+b=$!
+wait $a || fail "exchange rank 0 on h1: $(cat "$work/x0h1.log")"
+wait $b || fail "exchange rank 1 on h4: $(cat "$work/x1h4.log")"
+grep -q "2000 ordered messages" "$work/x0h1.log" || fail "h1: $(cat "$work/x0h1.log")"
+exchange_on 0 h2 &
+a=$!
+exchange_on 1 h3 &
+b=$!
+wait $a || fail "exchange rank 0 on h2: $(cat "$work/x0h2.log")"
+wait $b || fail "exchange rank 1 on h3: $(cat "$work/x1h3.log")"
+
+# A context per host stays registered while rocl-dir lists them: exchange
+# with ranks 1..4, which wait (10 s) for partners that never come.
+for h in 1 2 3 4; do
+  ROCL_RANK=$h ROCL_DIRECTORY=unix:$work/h$h.sock ROCL_HOST_NAME=h$h \
+    run_on "h$h" "$exchange" >"$work/idle$h.log" 2>&1 &
+  pids+=($!)
+done
+listing=""
+for _ in $(seq 100); do
+  listing=$(ROCL_DIRECTORY=unix:$work/h2.sock run_on h2 "$rocl_dir" list --ask host --ask addr.tcp)
+  [ "$(grep -c 'type=context' <<<"$listing")" -eq 4 ] && break
+  sleep 0.05
+done
+echo "$listing"
+[ "$(grep -c 'type=context' <<<"$listing")" -eq 4 ] || fail "h2 does not list 4 contexts"
+for h in 1 2 3 4; do
+  grep -q "host=h$h addr.tcp=tcp:10.201.0.$h:" <<<"$listing" || fail "no context of h$h on net 1"
+done
+[ "$(grep -c '^gid' <<<"$listing")" -eq "$(grep '^gid' <<<"$listing" | sort -u | wc -l)" ] ||
+  fail "a resource listed twice"
+
+# rocld of h4 killed: the others drop it within 3 s of silence.
+kill -KILL "${pids[3]}"
+for _ in $(seq 100); do
+  grep -q "server 4 was silent" "$work/rocld1.log" && break
+  sleep 0.1
+done
+grep -q "server 4 was silent" "$work/rocld1.log" || fail "h1 did not drop h4: $(cat "$work/rocld1.log")"
+echo "$me: ok"
