@@ -43,6 +43,7 @@ pids=()
 cleanup() {
   local pid
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  pkill -KILL -f -- "$work/" 2>/dev/null || true  # the daemons and programs themselves
   wait 2>/dev/null || true
   rm -rf "$work"
 }
@@ -113,7 +114,8 @@ done
   fail "a resource listed twice"
 
 # rocld of h4 killed: the others drop it within 3 s of silence.
-kill -KILL "${pids[3]}"
+# (pids[] are the hosts.sh wrappers: the daemon is found by its socket.)
+pkill -KILL -f -- "--socket $work/h4.sock" || fail "no rocld of h4 to kill"
 for _ in $(seq 100); do
   grep -q "server 4 was silent" "$work/rocld1.log" && break
   sleep 0.1
