@@ -82,14 +82,13 @@ static void *client(void *arg) {
   rocl_gid_t gid2 = (rocl_gid_t)registered;
 
   /* 3. discover resource {<type, server>}; its identifier is gid3. The
-   *    server thread may not have registered yet: ask again until it has. */
+   *    server thread may not have registered yet: wait (5 s at most) until
+   *    it has, then ask. */
   attrs = type_is("client", "server");
+  rc = rocl_query_wait(attrs, 1, 5000);
+  if (rc < 0) die("client", "rocl_query_wait", rc);
   rocl_gid_t gid3 = ROCL_NULL_GID;
-  const struct timespec pause = {0, 1000000}; /* 1 ms */
-  for (int tries = 0; (rc = rocl_query(&gid3, attrs)) == ROCL_ENOTFOUND && tries < 5000; ++tries) {
-    gid3 = ROCL_NULL_GID;
-    nanosleep(&pause, NULL);
-  }
+  rc = rocl_query(&gid3, attrs);
   if (rc != ROCL_OK) die("client", "rocl_query", rc);
   rocl_kill_attrl(attrs);
   printf("client: found the server: resource %#llx\n", (unsigned long long)gid3);
@@ -107,6 +106,7 @@ static void *client(void *arg) {
 
   /* 7. return buffer msg2 to the library. A send may use the buffer until
    *    it is SENT (in-process it already is); wait for that first. */
+  const struct timespec pause = {0, 1000000}; /* 1 ms */
   while ((rc = rocl_bfstat(msg2)) == ROCL_BF_PENDING) nanosleep(&pause, NULL);
   if (rc < 0) die("client", "rocl_bfstat", rc);
   rc = rocl_bfret(msg2);

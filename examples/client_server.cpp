@@ -41,13 +41,9 @@ void client() {
   rocl::Resource r2({{"type", "client"}});
 
   // 3. discover resource {<type, server>}: its gid is gid3. The server thread
-  //    may not have registered yet: ask again until it has.
-  std::optional<rocl::Found> server;
-  for (int tries = 0; !(server = rocl::query({{"type", "server"}})) && tries < 5000; ++tries) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (!server) throw rocl::Error(ROCL_ENOTFOUND, "client: no resource with type=server");
-  const rocl::gid_t gid3 = server->gid;
+  //    may not have registered yet: wait (5 s at most) until it has.
+  const rocl::gid_t gid3 =
+      rocl::query_wait({{"type", "server"}}, 1, std::chrono::seconds(5)).front().gid;
   std::printf("client: found the server: resource %#llx\n", static_cast<unsigned long long>(gid3));
 
   // 4. obtain a buffer with a specific size

@@ -19,7 +19,7 @@ constexpr int kTagArrive = 10;  // rank R -> rank 0: at the barrier
 constexpr int kTagGo = 11;      // rank 0 -> rank R: everybody is
 constexpr int kTagGather = 12;  // rank R -> rank 0: its text
 constexpr int kTagFinish = 13;  // rank 0 -> rank R: you may exit
-constexpr double kFindSeconds = 10;
+constexpr int kFindSeconds = 10;
 
 rocl::Attributes main_attributes(int rank) {
   return rocl::Attributes{{"type", "demo-main"},
@@ -45,17 +45,14 @@ Job::Job(int rank, int size)
                            .ask("context", sizeof(rocl::gid_t));
   const auto start = Clock::now();
   std::vector<rocl::Found> found;
-  for (;;) {
-    found = rocl::query_all(pattern);
-    if (static_cast<int>(found.size()) >= size_) break;
-    if (seconds_since(start) > kFindSeconds) {
-      fail(who_, "found " + std::to_string(found.size()) + " of the job's " +
-                     std::to_string(size_) + " processes in the directory within 10 s" +
-                     (std::getenv("ROCL_DIRECTORY") == nullptr
-                          ? " (ROCL_DIRECTORY is not set: start the demo with roclrun)"
-                          : ""));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  try {
+    found = rocl::query_wait(pattern, size_, std::chrono::seconds(kFindSeconds));
+  } catch (const rocl::Error &e) {
+    fail(who_, std::string(e.what()) + " (the job's " + std::to_string(size_) +
+                   " processes in the directory)" +
+                   (std::getenv("ROCL_DIRECTORY") == nullptr
+                        ? " (ROCL_DIRECTORY is not set: start the demo with roclrun)"
+                        : ""));
   }
   discovery_seconds_ = seconds_since(start);
   processes_.resize(static_cast<std::size_t>(size_));

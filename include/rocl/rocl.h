@@ -164,6 +164,15 @@ rocl_handler_t *rocl_query_start(rocl_attrl_t *attrs);
 int64_t rocl_query_next(rocl_handler_t *handler, rocl_attrl_t *attrs);
 int rocl_query_stop(rocl_handler_t *handler);
 
+/* Waits until at least `count` (>= 1) resources of the job match the
+ * specified attributes of pattern (as rocl_query_start takes them), for at
+ * most timeout_ms milliseconds (negative: no limit): the way to wait for
+ * peers that start in any order, on any host. Returns how many matched
+ * (>= count; it counts no further), or ROCL_ETIMEDOUT (the sentence says
+ * how many matched), ROCL_EINVAL, ROCL_ENOINIT, ROCL_EPEER. Then
+ * rocl_query / rocl_query_start give the resources. */
+int rocl_query_wait(rocl_attrl_t *pattern, int count, int timeout_ms);
+
 /* ---- buffers (table 1, ToCL 4.1) ------------------------------------------ */
 
 /* A registered buffer of at least len bytes (len may be 0) from the pool.

@@ -361,4 +361,16 @@ inline std::vector<Found> query_all(const Attributes &pattern) {
   return out;
 }
 
+// Waits until at least `count` resources match pattern (rocl_query_wait:
+// peers that start in any order, on any host), then returns every match,
+// in increasing gid order. Throws rocl::Error (ROCL_ETIMEDOUT saying how
+// many matched) if fewer than count match within timeout (negative: no
+// limit).
+inline std::vector<Found> query_wait(const Attributes &pattern, int count,
+                                     std::chrono::milliseconds timeout) {
+  auto list = pattern.to_c();
+  detail::check(rocl_query_wait(list.get(), count, detail::to_ms(timeout)));
+  return query_all(pattern);
+}
+
 }  // namespace rocl

@@ -1,10 +1,12 @@
 // rocl_api.cpp - the C API (rocl.h): argument checks and error text, then
 // the context does the work.
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
 #include "core/context.hpp"
 #include "directory/attr_list.hpp"
+#include "directory/query_wait.hpp"
 #include "status/status.hpp"
 
 using rocl::impl::Context;
@@ -91,6 +93,13 @@ int64_t rocl_query_next(rocl_handler_t *handler, rocl_attrl_t *attrs) {
     return fail(ROCL_EINVAL, "rocl_query_next: handler or attrs is NULL");
   }
   return handler->cursor->next(*attrs);
+}
+
+int rocl_query_wait(rocl_attrl_t *pattern, int count, int timeout_ms) {
+  Context *ctx = context_for("rocl_query_wait");
+  if (ctx == nullptr) return ROCL_ENOINIT;
+  if (pattern == nullptr) return fail(ROCL_EINVAL, "rocl_query_wait: pattern is NULL");
+  return wait_for_matches(ctx->directory(), *pattern, count, std::chrono::milliseconds(timeout_ms));
 }
 
 int rocl_query_stop(rocl_handler_t *handler) {

@@ -26,6 +26,7 @@
 #include <optional>
 #include <utility>
 
+#include "launch/hosts.hpp"
 #include "launch/output_prefixer.hpp"
 #include "status/status.hpp"
 
@@ -200,9 +201,23 @@ struct Stream {
   std::optional<OutputPrefixer> prefixer;
 };
 
+// What to start: a rank, or a helper of the job (a host's directory
+// server on a job of several hosts), which runs until the ranks are done.
+struct ProcSpec {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+  std::string label;        // "3", "h2:3", "h2:dir": the output prefix
+  bool helper = false;      // not a rank: stopped by closing its stdin
+  bool stdin_pipe = false;  // stdin is a pipe from the launcher (hosts)
+  std::string stdin_first;  // written to it first (a helper's secret line)
+};
+
 struct Rank {
   pid_t pid = -1;  // also its process group
   bool running = false;
+  bool helper = false;
+  std::string label;
+  int stdin_fd = -1;  // write end of its stdin pipe, -1 if none or closed
   Stream out, err;
 };
 
@@ -210,10 +225,13 @@ class Job {
  public:
   Job(const LaunchOptions &opt, SignalScope &sigs) : opt_(opt), sigs_(sigs) {}
 
-  int run(const JobInfo &info);
+  // Starts specs in order (helpers first) and runs the job to its end.
+  int run(const std::vector<ProcSpec> &specs);
 
  private:
-  int spawn(int rank, const JobInfo &info);
+  int spawn(std::size_t slot, const ProcSpec &spec);
+  bool any_rank_running() const;
+  void release_helpers();
   void pump_output(const std::vector<pollfd> &fds, const std::vector<Stream *> &slots);
   void kill_groups(int sig);
   void read_stream(Stream &s);
@@ -241,6 +259,22 @@ bool Job::any_running() const {
   return false;
 }
 
+bool Job::any_rank_running() const {
+  for (const Rank &r : ranks_)
+    if (r.running && !r.helper) return true;
+  return false;
+}
+
+// The ranks are done: helpers see their stdin close and stop.
+void Job::release_helpers() {
+  for (Rank &r : ranks_) {
+    if (r.stdin_fd >= 0) {
+      ::close(r.stdin_fd);
+      r.stdin_fd = -1;
+    }
+  }
+}
+
 bool Job::any_open() const {
   for (const Rank &r : ranks_)
     if (r.out.fd >= 0 || r.err.fd >= 0) return true;
@@ -265,44 +299,138 @@ std::vector<std::string> rank_environment(int rank, const JobInfo &info) {
   return env;
 }
 
-// Forks and execs one rank. ROCL_OK, or the exit code to end with (127/126)
-// when the program cannot run (the child reports exec's errno through a
-// close-on-exec pipe: EOF means exec worked).
-int Job::spawn(int rank, const JobInfo &info) {
-  std::vector<std::string> env = rank_environment(rank, info);
+// The launcher's environment without the job variables of a job it may
+// itself run in.
+std::vector<std::string> plain_environment() {
+  static const char *const kOwn[] = {"ROCL_RANK=",        "ROCL_SIZE=",      "ROCL_JOB_DIR=",
+                                     "ROCL_SECRET_FILE=", "ROCL_DIRECTORY=", "ROCL_HOST_NAME="};
+  std::vector<std::string> env;
+  for (char **e = environ; e && *e; ++e) {
+    bool own = false;
+    for (const char *k : kOwn) own = own || std::strncmp(*e, k, std::strlen(k)) == 0;
+    if (!own) env.emplace_back(*e);
+  }
+  return env;
+}
+
+// The processes of a job on several hosts (opt.hosts, through opt.shell):
+// per host the job's directory server (roclrun's agent, server id = the
+// host's index + 1, so no two hosts of the job issue the same gid), then
+// every rank, each started by an agent on its host. Agents stop what they
+// started when their stdin closes (the launcher ended, or the connection
+// to the host broke). A directory agent gets the job secret as the first
+// line of its stdin: never on a command line.
+std::vector<ProcSpec> host_specs(const LaunchOptions &opt, const JobInfo &info,
+                                 const std::string &job) {
+  std::string secret_hex;
+  {
+    std::FILE *f = std::fopen(info.secret_file.c_str(), "r");
+    char buf[80] = {};
+    if (f != nullptr) {
+      if (std::fgets(buf, sizeof buf, f) != nullptr) secret_hex = buf;
+      std::fclose(f);
+    }
+  }
+  while (!secret_hex.empty() && (secret_hex.back() == '\n' || secret_hex.back() == ' ')) {
+    secret_hex.pop_back();
+  }
+  std::uint16_t port = opt.peer_port;
+  if (port == 0) {
+    std::uint32_t h = 2166136261u;
+    for (char c : job) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+    port = static_cast<std::uint16_t>(40000 + h % 20000);
+  }
+  std::vector<std::string> forwarded;  // ROCL_* options, for hosts ssh reaches
+  for (const std::string &e : plain_environment()) {
+    if (e.rfind("ROCL_", 0) == 0) forwarded.push_back(e);
+  }
+  const std::vector<std::string> env = plain_environment();
+  std::vector<ProcSpec> specs;
+  for (std::size_t h = 0; h < opt.hosts.size(); ++h) {
+    const std::string &host = opt.hosts[h].name;
+    ProcSpec dir;
+    dir.argv = opt.shell->wrap(
+        host, {opt.agent, "--agent", "directory", "--job", job, "--host", host, "--server-id",
+               std::to_string(h + 1), "--peer-port", std::to_string(port)});
+    dir.env = env;
+    dir.label = host + ":dir";
+    dir.helper = true;
+    dir.stdin_pipe = true;
+    dir.stdin_first = secret_hex + "\n";
+    specs.push_back(std::move(dir));
+  }
+  const std::vector<int> where = place_ranks(opt.hosts, opt.nprocs);
+  for (int r = 0; r < opt.nprocs; ++r) {
+    const std::string &host =
+        opt.hosts[static_cast<std::size_t>(where[static_cast<std::size_t>(r)])].name;
+    std::vector<std::string> agent = {opt.agent,
+                                      "--agent",
+                                      "rank",
+                                      "--job",
+                                      job,
+                                      "--host",
+                                      host,
+                                      "--rank",
+                                      std::to_string(r),
+                                      "--size",
+                                      std::to_string(opt.nprocs)};
+    for (const std::string &e : forwarded) {
+      agent.push_back("--env");
+      agent.push_back(e);
+    }
+    agent.push_back("--");
+    agent.insert(agent.end(), opt.argv.begin(), opt.argv.end());
+    ProcSpec rank;
+    rank.argv = opt.shell->wrap(host, agent);
+    rank.env = env;
+    rank.label = host + ":" + std::to_string(r);
+    rank.stdin_pipe = true;
+    specs.push_back(std::move(rank));
+  }
+  return specs;
+}
+
+// Forks and execs one process (slot: its index in ranks_). ROCL_OK, or the
+// exit code to end with (127/126) when the program cannot run (the child
+// reports exec's errno through a close-on-exec pipe: EOF means exec worked).
+int Job::spawn(std::size_t slot, const ProcSpec &spec) {
+  std::vector<std::string> env = spec.env;
   std::vector<char *> envp, argv;
   for (std::string &s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::vector<std::string> args = opt_.argv;
+  std::vector<std::string> args = spec.argv;
   for (std::string &s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
 
-  int status_pipe[2], out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  int status_pipe[2], out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, in_pipe[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int fd : {status_pipe[0], status_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0],
+                   err_pipe[1], in_pipe[0], in_pipe[1]})
+      if (fd >= 0) ::close(fd);
+  };
   if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
     say(opt_.err_fd, "pipe: %s", std::strerror(errno));
     return 1;
   }
-  if (opt_.prefix_output &&
-      (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)) {
+  if ((opt_.prefix_output &&
+       (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)) ||
+      (spec.stdin_pipe && ::pipe2(in_pipe, O_CLOEXEC) != 0)) {
     say(opt_.err_fd, "pipe: %s (too many ranks for the open-file limit?)", std::strerror(errno));
-    for (int fd : {status_pipe[0], status_pipe[1], out_pipe[0], out_pipe[1]})
-      if (fd >= 0) ::close(fd);
+    close_all();
     return 1;
   }
   // stdin: rank 0 gets the launcher's unless it is a terminal (a rank in a
   // background process group reading the terminal would be stopped).
-  const bool give_stdin = rank == 0 && !::isatty(0);
+  const bool give_stdin = slot == 0 && !spec.stdin_pipe && !spec.helper && !::isatty(0);
   // --bind-to core: rank i on the i-th cpu we may use (round robin),
   // chosen here because the child may only make async-signal-safe calls.
   cpu_set_t bind;
-  const bool binding = opt_.bind_to_core && core_for(rank, &bind);
+  const bool binding = opt_.bind_to_core && core_for(static_cast<int>(slot), &bind);
 
   const pid_t pid = ::fork();
   if (pid < 0) {
     say(opt_.err_fd, "fork: %s", std::strerror(errno));
-    for (int fd :
-         {status_pipe[0], status_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
-      if (fd >= 0) ::close(fd);
+    close_all();
     return 1;
   }
   if (pid == 0) {  // child: async-signal-safe calls only
@@ -316,7 +444,9 @@ int Job::spawn(int rank, const JobInfo &info) {
       ::dup2(out_pipe[1], 1);
       ::dup2(err_pipe[1], 2);
     }
-    if (!give_stdin) {
+    if (spec.stdin_pipe) {
+      ::dup2(in_pipe[0], 0);
+    } else if (!give_stdin) {
       const int devnull = ::open("/dev/null", O_RDONLY);
       if (devnull >= 0 && devnull != 0) {
         ::dup2(devnull, 0);
@@ -332,13 +462,21 @@ int Job::spawn(int rank, const JobInfo &info) {
   }
   ::setpgid(pid, pid);  // also here: no race with a stop_all() right after
   ::close(status_pipe[1]);
-  Rank &r = ranks_[static_cast<std::size_t>(rank)];
+  Rank &r = ranks_[slot];
   r.pid = pid;
   r.running = true;
+  r.helper = spec.helper;
+  r.label = spec.label;
+  if (spec.stdin_pipe) {
+    ::close(in_pipe[0]);
+    r.stdin_fd = in_pipe[1];
+    // A line far below the pipe's capacity: never blocks.
+    if (!spec.stdin_first.empty()) write_all(r.stdin_fd, spec.stdin_first);
+  }
   if (opt_.prefix_output) {
     ::close(out_pipe[1]);
     ::close(err_pipe[1]);
-    const std::string prefix = "[" + std::to_string(rank) + "] ";
+    const std::string prefix = "[" + spec.label + "] ";
     r.out = {out_pipe[0], opt_.out_fd, OutputPrefixer(prefix)};
     r.err = {err_pipe[0], opt_.err_fd, OutputPrefixer(prefix)};
   }
@@ -349,7 +487,7 @@ int Job::spawn(int rank, const JobInfo &info) {
   } while (n < 0 && errno == EINTR);
   ::close(status_pipe[0]);
   if (n == static_cast<ssize_t>(sizeof err)) {
-    say(opt_.err_fd, "cannot run '%s': %s", opt_.argv[0].c_str(), std::strerror(err));
+    say(opt_.err_fd, "cannot run '%s': %s", spec.argv[0].c_str(), std::strerror(err));
     return err == ENOENT || err == ENOTDIR ? 127 : 126;
   }
   return ROCL_OK;
@@ -414,8 +552,12 @@ void Job::reap() {
     if (p == 0 || (p < 0 && errno == EINTR)) continue;
     r.running = false;
     if (p < 0) continue;  // not ours any more (ECHILD): nothing to report
-    if (status != 0 && !stopping_) {
-      say(opt_.err_fd, "rank %zu (pid %d) %s%s", i, static_cast<int>(r.pid),
+    if (r.helper && !stopping_ && any_rank_running()) {
+      say(opt_.err_fd, "%s (pid %d) %s before the ranks were done; stopping them", r.label.c_str(),
+          static_cast<int>(r.pid), describe_status(status).c_str());
+      begin_stop(status != 0 ? exit_code_of(status) : 1);
+    } else if (!r.helper && status != 0 && !stopping_) {
+      say(opt_.err_fd, "rank %s (pid %d) %s%s", r.label.c_str(), static_cast<int>(r.pid),
           describe_status(status).c_str(), any_running() ? "; stopping the others" : "");
       begin_stop(exit_code_of(status));
     }
@@ -440,12 +582,12 @@ void Job::handle_signals() {
   }
 }
 
-int Job::run(const JobInfo &info) {
-  ranks_.resize(static_cast<std::size_t>(info.size));
-  for (int i = 0; i < info.size && !stopping_; ++i) {
-    const int rc = spawn(i, info);
+int Job::run(const std::vector<ProcSpec> &specs) {
+  ranks_.resize(specs.size());
+  for (std::size_t i = 0; i < specs.size() && !stopping_; ++i) {
+    const int rc = spawn(i, specs[i]);
     if (rc != ROCL_OK) {
-      ranks_.resize(static_cast<std::size_t>(i) + (ranks_[static_cast<std::size_t>(i)].pid > 0));
+      ranks_.resize(i + (ranks_[i].pid > 0));
       begin_stop(rc);
       break;
     }
@@ -456,7 +598,8 @@ int Job::run(const JobInfo &info) {
   const bool timed = opt_.timeout_s > 0;
   const auto timeout_at = start + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(opt_.timeout_s));
-  std::optional<Clock::time_point> drain_until;  // set once every rank ended
+  std::optional<Clock::time_point> drain_until;    // set once every rank ended
+  std::optional<Clock::time_point> helpers_until;  // set once the ranks are done
   bool stragglers_killed = false;
 
   std::vector<pollfd> fds;
@@ -470,6 +613,14 @@ int Job::run(const JobInfo &info) {
     }
     if (stopping_ && !killed_ && now >= kill_at_) {
       stop_all(SIGKILL);
+      killed_ = true;
+    }
+    if (!helpers_until && !any_rank_running()) {
+      release_helpers();
+      helpers_until = now + milliseconds(opt_.grace_ms);
+    }
+    if (helpers_until && !killed_ && now >= *helpers_until && any_running()) {
+      stop_all(SIGKILL);  // a helper that did not stop when its stdin closed
       killed_ = true;
     }
     if (!any_running()) {
@@ -492,6 +643,7 @@ int Job::run(const JobInfo &info) {
     };
     if (timed && !stopping_) consider(timeout_at);
     if (stopping_ && !killed_) consider(kill_at_);
+    if (helpers_until && !killed_) consider(*helpers_until);
     if (drain_until) consider(*drain_until);
     int wait_ms = -1;
     if (next) {
@@ -523,6 +675,7 @@ int Job::run(const JobInfo &info) {
     close_stream(r.out);
     close_stream(r.err);
   }
+  release_helpers();
   // A stopped job goes as a whole, including what its ranks started.
   if (stopping_) kill_groups(SIGKILL);
   return exit_code_;
@@ -653,8 +806,20 @@ int Launcher::run() {
     }
   } services_guard{opt_.services};
 
+  std::vector<ProcSpec> specs;
+  if (opt_.hosts.empty()) {
+    for (int i = 0; i < info.size; ++i) {
+      ProcSpec spec;
+      spec.argv = opt_.argv;
+      spec.env = rank_environment(i, info);
+      spec.label = std::to_string(i);
+      specs.push_back(std::move(spec));
+    }
+  } else {
+    specs = host_specs(opt_, info, job_dir.substr(job_dir.rfind('/') + 1));
+  }
   Job job(opt_, sigs);
-  return job.run(info);
+  return job.run(specs);
 }
 
 }  // namespace rocl::impl

@@ -16,9 +16,11 @@
 // folders of launchers that died without cleaning up are removed at start.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "launch/hosts.hpp"
 #include "security/job_secret.hpp"
 
 namespace rocl::impl {
@@ -53,6 +55,16 @@ struct LaunchOptions {
   double timeout_s = 0;           // > 0: stop everything after it, exit 124
   std::string tmp_root = "/tmp";  // where rocl-<uid>/ lives
   JobServices *services = nullptr;
+  // A job on several hosts (hosts.hpp); empty: every rank on this machine.
+  // Each host runs the job's own directory server and its ranks through
+  // roclrun's agent (`agent`: the roclrun binary as the hosts run it),
+  // reached through `shell`; the servers find each other on UDP port
+  // peer_port (0: one picked from the job's name). Output lines are
+  // prefixed [host:rank].
+  std::vector<HostSlots> hosts;
+  const RemoteShell *shell = nullptr;
+  std::string agent;
+  std::uint16_t peer_port = 0;
   int out_fd = 1;  // where prefixed stdout lines go
   int err_fd = 2;  // prefixed stderr lines and the launcher's own messages
 

@@ -52,17 +52,15 @@ static rocl_gid_t register_rank(const char *type, int rank) {
 static rocl_gid_t find_rank(const char *type, int rank) {
   char rank_text[16];
   snprintf(rank_text, sizeof rank_text, "%d", rank);
-  for (int i = 0; i < 1000; ++i) {
-    rocl_attrl_t *q = rocl_new_attrl(0);
-    rocl_add_attr(q, "type", type, (int)strlen(type));
-    rocl_add_attr(q, "rank", rank_text, (int)strlen(rank_text));
-    rocl_gid_t gid = ROCL_NULL_GID;
-    int rc = rocl_query(&gid, q);
-    rocl_kill_attrl(q);
-    if (rc == ROCL_OK) return gid;
-    usleep(10000);
-  }
-  fprintf(stderr, "%s: rank %d never registered\n", type, rank);
+  rocl_attrl_t *q = rocl_new_attrl(0);
+  rocl_add_attr(q, "type", type, (int)strlen(type));
+  rocl_add_attr(q, "rank", rank_text, (int)strlen(rank_text));
+  rocl_gid_t gid = ROCL_NULL_GID;
+  int rc = rocl_query_wait(q, 1, 10000);
+  if (rc >= 0) rc = rocl_query(&gid, q);
+  rocl_kill_attrl(q);
+  if (rc == ROCL_OK) return gid;
+  fprintf(stderr, "%s: rank %d never registered: %s\n", type, rank, rocl_last_error());
   exit(1);
 }
 

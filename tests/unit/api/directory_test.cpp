@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "rocl/rocl.h"
+#include "rocl/rocl.hpp"
 #include "test_util.hpp"
 
 using namespace apitest;
@@ -496,6 +498,45 @@ TEST_F(Directory, ConcurrentRegistrationGivesUniqueGids) {
     ASSERT_EQ(rocl_query(&gid, q.get()), ROCL_OK);
     EXPECT_EQ(q.value("type"), "conc");
   }
+}
+
+// rocl_query_wait: returns once enough match (resources registered by
+// another thread meanwhile), counts no further than asked, times out naming
+// how many matched, and refuses a count below 1.
+TEST_F(Directory, QueryWaitReturnsOnceEnoughMatch) {
+  AttrlHolder pattern;
+  ASSERT_EQ(pattern.add("type", "late"), ROCL_OK);
+  std::thread registrar([] {
+    for (int i = 0; i < 3; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      EXPECT_GT(register_resource({{"type", "late"}}), 0);
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(rocl_query_wait(pattern.get(), 3, 10000), 3) << rocl_last_error();
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(55));
+  registrar.join();
+  EXPECT_EQ(rocl_query_wait(pattern.get(), 2, 0), 2) << "counts no further than asked";
+  EXPECT_EQ(rocl_query_wait(pattern.get(), 4, 30), ROCL_ETIMEDOUT);
+  EXPECT_NE(
+      std::string(rocl_last_error()).find("3 of the 4 resources waited for match after 30 ms"),
+      std::string::npos)
+      << rocl_last_error();
+  EXPECT_EQ(rocl_query_wait(pattern.get(), 0, 10), ROCL_EINVAL);
+  EXPECT_EQ(rocl_query_wait(nullptr, 1, 10), ROCL_EINVAL);
+}
+
+TEST_F(Directory, QueryWaitInCxxGivesTheMatches) {
+  ASSERT_GT(register_resource({{"type", "cxx-wait"}, {"name", "a"}}), 0);
+  ASSERT_GT(register_resource({{"type", "cxx-wait"}, {"name", "b"}}), 0);
+  const auto found = rocl::query_wait(rocl::Attributes{{"type", "cxx-wait"}}.ask("name", 8), 2,
+                                      std::chrono::seconds(1));
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].attributes.get("name").value_or(""), "a");
+  EXPECT_EQ(found[1].attributes.get("name").value_or(""), "b");
+  EXPECT_THROW(
+      rocl::query_wait(rocl::Attributes{{"type", "cxx-wait"}}, 3, std::chrono::milliseconds(10)),
+      rocl::Error);
 }
 
 }  // namespace

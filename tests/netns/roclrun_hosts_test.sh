@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# ctest netns_roclrun_hosts: roclrun --hosts with the netns launcher on the
+# test hosts of the fixture netns_hosts (prefix $ROCL_NETNS_PREFIX):
+#   - exchange between two hosts (h1, h4): 0 B..8 MiB and 2000 ordered
+#     messages over tcp, output prefixed [host:rank], exit 0;
+#   - the demo on 4 hosts (-n 4, --quick), exit 0;
+#   - a rank that fails stops the job with its status, on every host;
+#   - SIGTERM to roclrun (the path of Ctrl-C's SIGINT, which a background
+#     job of a script ignores) stops every rank on every host (nothing left
+#     in the namespaces, no job folder left), and the job secret was on no
+#     command line while the job ran.
+#   roclrun_hosts_test.sh ROCLRUN EXCHANGE DEMO
+set -euo pipefail
+
+me=netns_roclrun_hosts
+[ $# -eq 3 ] || {
+  echo "usage: $0 ROCLRUN EXCHANGE DEMO" >&2
+  exit 2
+}
+roclrun=$1 exchange=$2 demo=$3
+prefix=${ROCL_NETNS_PREFIX:-rocl}
+export ROCL_NETNS_PREFIX=$prefix
+fail() {
+  echo "$me: FAILED: $*" >&2
+  exit 1
+}
+if [ "$(id -u)" -ne 0 ]; then
+  echo "$me: skipped: network namespaces need root" >&2
+  exit 77
+fi
+for i in 1 2 3 4; do
+  ip netns list 2>/dev/null | grep -E "^$prefix-h$i( |$)" >/dev/null ||
+    fail "host $prefix-h$i is missing: the fixture runs 'hosts.sh up 4 --nets 2' first"
+done
+work=$(mktemp -d /tmp/rocl-netns-run.XXXXXX)
+cleanup() {
+  pkill -KILL -f -- "--agent .* --job job-" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+run() { "$roclrun" --launcher netns --timeout 100 "$@"; }
+nothing_left() { # no process of ours in any test host
+  local h
+  for h in 1 2 3 4; do
+    [ -z "$(ip netns pids "$prefix-h$h")" ] || return 1
+  done
+}
+what_is_left() {
+  local h
+  for h in 1 2 3 4; do ip netns pids "$prefix-h$h" | xargs -r ps -o pid=,args= -p; done
+}
+
+# Two hosts, tcp between them.
+run --hosts h1,h4 -n 2 "$exchange" >"$work/x.out" 2>&1 || fail "exchange: $(cat "$work/x.out")"
+grep -q '^\[h1:0\] rank 0: exchanged 7 sizes' "$work/x.out" || fail "no [h1:0] line: $(cat "$work/x.out")"
+grep -q '^\[h4:1\] rank 1: exchanged 7 sizes' "$work/x.out" || fail "no [h4:1] line: $(cat "$work/x.out")"
+grep -q '^\[h1:dir\] .*server 2 at 10.201.0.4:.* joined' "$work/x.out" ||
+  fail "h1's directory did not see h4's: $(cat "$work/x.out")"
+
+# The demo on 4 hosts.
+run --hosts h1,h2,h3,h4 -n 4 "$demo" --quick >"$work/demo.out" 2>&1 ||
+  fail "demo: $(tail -20 "$work/demo.out")"
+
+# A failing rank ends the job with its status, everywhere.
+set +e
+# shellcheck disable=SC2016 # $ROCL_RANK is the rank's, not ours
+run --hosts h2,h3 -n 4 sh -c 'if [ "$ROCL_RANK" = 3 ]; then exit 7; fi; sleep 30' \
+  >"$work/f.out" 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 7 ] || fail "a rank's exit 7 gave $rc: $(cat "$work/f.out")"
+for _ in $(seq 50); do nothing_left && break; sleep 0.1; done
+nothing_left || fail "processes left in the hosts after a failed job: $(what_is_left)"
+
+# SIGTERM stops everything; the secret is on no command line.
+"$roclrun" --launcher netns --hosts h1,h2,h3,h4 -n 4 sleep 30 >"$work/i.out" 2>&1 &
+job=$! # roclrun itself (run() in the background would be a subshell)
+secret=""
+for _ in $(seq 100); do
+  f=$(ls /tmp/rocl-"$(id -u)"/job-*-h2/secret 2>/dev/null | head -1 || true)
+  if [ -n "$f" ] && [ "$(pgrep -c -x sleep || true)" -ge 4 ]; then
+    secret=$(cat "$f")
+    break
+  fi
+  sleep 0.1
+done
+[ -n "$secret" ] || fail "the job did not start: $(cat "$work/i.out")"
+if ps -eo args | grep -v grep | grep -q "$secret"; then fail "the job secret is on a command line"; fi
+kill -TERM "$job"
+set +e
+wait "$job"
+rc=$?
+set -e
+[ "$rc" -eq 143 ] || fail "SIGTERM gave exit $rc, not 143: $(cat "$work/i.out")"
+for _ in $(seq 50); do nothing_left && break; sleep 0.1; done
+nothing_left || fail "processes left in the hosts after SIGTERM: $(what_is_left)"
+ls -d /tmp/rocl-"$(id -u)"/job-*-h* 2>/dev/null && fail "job folders left on the hosts"
+echo "$me: ok"
