@@ -230,7 +230,17 @@ int check_header(const Header &h, std::string *what) {
                                 "gid 0 only with kNone)",
                                 static_cast<ull>(h.gid)));
       }
-      return expect_zero(name, "aux", h.aux, "", what);
+      if ((h.flags & kNone) != 0) return expect_zero(name, "aux", h.aux, " with kNone", what);
+      {
+        const std::uint64_t total = h.aux >> 16, index = h.aux & 0xffff;
+        if (total < 1 || total > kMaxBatch || index >= total) {
+          return bad(what, format("ANSWER with aux 0x%llx (answer %llu of a batch of %llu; a "
+                                  "batch holds 1..%zu)",
+                                  static_cast<ull>(h.aux), static_cast<ull>(index),
+                                  static_cast<ull>(total), kMaxBatch));
+        }
+      }
+      return ROCL_OK;
   }
   return bad(what, "an unknown op");  // not reached: the op was checked above
 }

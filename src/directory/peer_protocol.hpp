@@ -30,8 +30,12 @@
 //                             or 0 with kNone; ANNOUNCE/BYE: 0
 //     off 56 u64 aux          ANNOUNCE: the server's start time (CLOCK_REALTIME
 //                             ms), != 0; QUERY by pattern: `after`,
-//                             0..INT64_MAX (0: from the start); QUERY by gid,
-//                             NEXT (its `after` is gid), ANSWER, BYE: 0
+//                             0..INT64_MAX (0: from the start); ANSWER: its
+//                             place in the reply's batch, total << 16 | index
+//                             (total 1..kMaxBatch, index < total; one request
+//                             may be answered by a batch of datagrams, each an
+//                             answer, in increasing gid), 0 with kNone; QUERY
+//                             by gid, NEXT (its `after` is gid), BYE: 0
 //   body, body_len bytes:
 //     ANNOUNCE  8 bytes: u16 the directory's TCP port (0: none), u16 the
 //               server's peer UDP port (!= 0), u32 zero
@@ -120,6 +124,8 @@ inline constexpr std::size_t kMaxBody = kMaxDatagram - kHeaderBytes - kMacBytes;
 inline constexpr std::size_t kAnnounceBodyBytes = 8;
 inline constexpr std::string_view kMacLabel = "rocl-dir-peer";
 inline constexpr std::uint16_t kMaxServerId = 0x7fff;
+// Most answers in the batch replying to one request (aux of ANSWER).
+inline constexpr std::size_t kMaxBatch = 64;
 
 // flags
 inline constexpr std::uint16_t kMore = 1;   // ANSWER

@@ -60,6 +60,7 @@ Packet base(Op op) {
       p.query = 99;
       p.flags = kMore;
       p.gid = 0x0001000000000008ull;
+      p.aux = (std::uint64_t{3} << 16) | 2;  // the last of a batch of 3
       p.list = sample_list();
       break;
   }
@@ -156,6 +157,7 @@ std::vector<Packet> every_kind() {
   Packet none = base(Op::kAnswer);
   none.flags = kNone;
   none.gid = 0;
+  none.aux = 0;
   none.list = AttrList(1);
   all.push_back(none);
   return all;
@@ -236,6 +238,7 @@ Packet setup_packet(const Corruption &c) {
   } else if (c.setup == 2) {
     p.flags = kNone;
     p.gid = 0;
+    p.aux = 0;
     p.list = AttrList(1);
   }
   return p;
@@ -296,7 +299,11 @@ const Corruption kCorruptions[] = {
     {"aux on QUERY by gid", Op::kQuery, 1, 56, 8, 3, "aux 0x3"},
     {"QUERY after past INT64_MAX", Op::kQuery, 0, 56, 8, kBig, "aux (after) 0x8000000000000000"},
     {"aux on NEXT", Op::kNext, 0, 56, 8, 4, "aux 0x4"},
-    {"aux on ANSWER", Op::kAnswer, 0, 56, 8, 7, "aux 0x7"},
+    {"ANSWER index past its batch", Op::kAnswer, 0, 56, 8, (std::uint64_t{2} << 16) | 2,
+     "aux 0x20002"},
+    {"ANSWER batch of 0", Op::kAnswer, 0, 56, 8, 7, "aux 0x7"},
+    {"ANSWER batch past the most", Op::kAnswer, 0, 56, 8, std::uint64_t{65} << 16, "aux 0x410000"},
+    {"aux on kNone", Op::kAnswer, 2, 56, 8, 1, "aux 0x1"},
 };
 
 TEST(PeerProtocol, EveryCorruptedHeaderFieldIsRefusedByName) {
@@ -483,7 +490,11 @@ TEST(PeerProtocol, SealRefusesWhatOpenWould) {
   p = base(Op::kAnswer);
   p.flags = kNone;
   p.gid = 0;
+  p.aux = 0;
   refused(p, "ANSWER with kNone with a list of 2 attributes");
+  p = base(Op::kAnswer);
+  p.aux = 0;
+  refused(p, "a batch of 0");
   p = base(Op::kQuery);
   p.udp_port = 1;
   refused(p, "udp port 1");

@@ -49,21 +49,25 @@ bool parse_peer(const std::string &text, std::uint16_t default_port, sockaddr_in
   return host != "any" && os::resolve_ipv4(host, &out->sin_addr);
 }
 
-// The first match of `pattern` after `after` at this server, and whether
-// another follows; false if none.
-bool first_match(const LocalDirectory &dir, const AttrList &pattern, rocl_gid_t after,
-                 PeerServers::Answer *out) {
-  int seen = 0;
-  dir.scan(pattern, after, [&](rocl_gid_t gid, const AttrList &list) {
-    if (seen++ == 0) {
-      out->gid = gid;
-      out->list = list;
-      return true;
-    }
-    return false;
+// Up to `most` matches of `pattern` after `after` at this server, in
+// increasing gid, their lists adding up to at most kReplyBytes (one at
+// least); *more: another match follows the last.
+constexpr std::size_t kReplyBytes = 48 * 1024;
+std::vector<PeerServers::Answer> matches(const LocalDirectory &dir, const AttrList &pattern,
+                                         rocl_gid_t after, std::size_t most, bool *more) {
+  std::vector<PeerServers::Answer> out;
+  std::size_t bytes = 0;
+  *more = dir.scan(pattern, after, [&](rocl_gid_t gid, const AttrList &list) {
+    const std::size_t len = list.bytes().size();
+    if (out.size() == most || (!out.empty() && bytes + len > kReplyBytes)) return false;
+    bytes += len;
+    PeerServers::Answer a;
+    a.gid = gid;
+    a.list = list;
+    out.push_back(std::move(a));
+    return true;
   });
-  out->more = seen > 1;
-  return seen > 0;
+  return out;
 }
 
 }  // namespace
@@ -272,33 +276,43 @@ void PeerServers::heard(const peerproto::Packet &p, const sockaddr_in &from) {
 }
 
 void PeerServers::answer_query(const peerproto::Packet &p, const sockaddr_in &from) {
+  std::vector<Answer> found;
+  bool more = false;
+  if (p.op == Op::kQuery && p.gid != 0) {
+    AttrList all(1);
+    found = matches(directory_, all, p.gid - 1, 1, &more);
+    if (!found.empty() && found.front().gid != p.gid) found.clear();
+    more = false;
+  } else {
+    // A multi-answer query's start and next get a batch; a search one.
+    const bool batch = p.op == Op::kNext || (p.flags & peerproto::kMulti) != 0;
+    found = matches(directory_, p.list, p.op == Op::kNext ? p.gid : p.aux,
+                    batch ? peerproto::kMaxBatch : 1, &more);
+  }
+  const bool search = p.op == Op::kQuery && p.gid == 0 && (p.flags & peerproto::kMulti) == 0;
+  if (found.empty() && search) return;  // only servers that have a match answer a search
   peerproto::Packet reply;
   reply.op = Op::kAnswer;
   reply.query = p.query;
-  Answer a;
-  bool found = false;
-  if (p.op == Op::kQuery && p.gid != 0) {
-    AttrList all(1);
-    found = first_match(directory_, all, p.gid - 1, &a) && a.gid == p.gid;
-    a.more = false;
-  } else {
-    found = first_match(directory_, p.list, p.op == Op::kNext ? p.gid : p.aux, &a);
-  }
-  const bool search = p.op == Op::kQuery && p.gid == 0 && (p.flags & peerproto::kMulti) == 0;
-  if (!found && search) return;  // only servers that have a match answer a search
-  if (found) {
-    reply.gid = a.gid;
-    reply.list = std::move(a.list);
-    reply.flags = a.more ? peerproto::kMore : 0;
-  } else {
-    reply.flags = peerproto::kNone;
-  }
   std::vector<std::byte> d;
-  if (seal(reply, &d)) {
-    send_to(from, d);
-  } else if (found && log_) {
-    log_("directory peers: resource " + describe_gid(a.gid) + " not reported to server " +
-         std::to_string(p.server) + ": its attribute list does not fit a datagram");
+  if (found.empty()) {
+    reply.flags = peerproto::kNone;
+    if (seal(reply, &d)) send_to(from, d);
+    return;
+  }
+  const std::uint64_t total = found.size();
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    reply.gid = found[i].gid;
+    reply.list = std::move(found[i].list);
+    reply.aux = total << 16 | i;
+    // More after this batch: said by its last answer.
+    reply.flags = more && i + 1 == found.size() ? peerproto::kMore : 0;
+    if (seal(reply, &d)) {
+      send_to(from, d);
+    } else if (log_) {
+      log_("directory peers: resource " + describe_gid(reply.gid) + " not reported to server " +
+           std::to_string(p.server) + ": its attribute list does not fit a datagram");
+    }
   }
 }
 
@@ -306,33 +320,36 @@ void PeerServers::take_answer(const peerproto::Packet &p) {
   auto it = pending_.find(p.query);
   if (it == pending_.end()) return;  // late (timed out) or a duplicate
   Pending &q = it->second;
-  const bool none = (p.flags & peerproto::kNone) != 0;
-  Answer a;
-  a.server = p.server;
-  a.gid = p.gid;
-  a.more = (p.flags & peerproto::kMore) != 0;
-  if (!none) a.list = p.list;
-  switch (q.kind) {
-    case Kind::kLookup:
-    case Kind::kNext:
-      if (p.server != q.target) return;
-      if (!none) q.answers.push_back(std::move(a));
-      finish(p.query, ROCL_OK, {});
-      return;
-    case Kind::kSearch:
-      if (none) return;
-      q.answers.push_back(std::move(a));
-      finish(p.query, ROCL_OK, {});
-      return;
-    case Kind::kMulti: {
-      auto w = std::find(q.awaited.begin(), q.awaited.end(), p.server);
-      if (w == q.awaited.end()) return;
-      q.awaited.erase(w);
-      if (!none) q.answers.push_back(std::move(a));
-      if (q.awaited.empty()) finish(p.query, ROCL_OK, {});
-      return;
-    }
+  if ((q.kind == Kind::kLookup || q.kind == Kind::kNext) && p.server != q.target) return;
+  if (q.kind == Kind::kMulti &&
+      std::find(q.awaited.begin(), q.awaited.end(), p.server) == q.awaited.end()) {
+    return;
   }
+  if ((p.flags & peerproto::kNone) == 0) {
+    // One answer of the server's batch: the reply is whole with all of them.
+    Batch &b = q.batches[p.server];
+    const unsigned total = static_cast<unsigned>(p.aux >> 16);
+    const unsigned index = static_cast<unsigned>(p.aux & 0xffff);
+    if (b.total == 0) b.total = total;
+    if (total != b.total || (b.seen >> index & 1) != 0) return;  // another reply's, or again
+    b.seen |= std::uint64_t{1} << index;
+    Answer a;
+    a.server = p.server;
+    a.gid = p.gid;
+    a.more = (p.flags & peerproto::kMore) != 0;
+    a.list = p.list;
+    b.answers.push_back(std::move(a));
+    if (b.answers.size() < b.total) return;
+    for (Answer &x : b.answers) q.answers.push_back(std::move(x));
+    q.batches.erase(p.server);
+  }
+  if (q.kind == Kind::kMulti) {
+    q.awaited.erase(std::find(q.awaited.begin(), q.awaited.end(), p.server));
+    if (!q.awaited.empty()) return;
+  } else if (q.kind == Kind::kSearch && q.answers.empty()) {
+    return;  // a search waits for a match
+  }
+  finish(p.query, ROCL_OK, {});
 }
 
 void PeerServers::finish(std::uint64_t id, int status, const std::string &why) {

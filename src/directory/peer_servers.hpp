@@ -15,11 +15,12 @@
 //    the first answer is the result; with none within `search_window` the
 //    query is not found.
 //  - Multi-answer queries (RoCL 3.4): a broadcast QUERY with kMulti, which
-//    every live server answers (its first match, or kNone, so that the
-//    asker need not wait out a window); then a unicast NEXT to one server
-//    whenever the answer it gave is used up. The asker keeps the state
-//    (directory_server.cpp); the answering side keeps none: a NEXT carries
-//    the pattern and the gid after which to look.
+//    every live server answers (a batch of its first matches, or kNone, so
+//    that the asker need not wait out a window); then a unicast NEXT to one
+//    server whenever the answers it gave are used up, answered by its next
+//    batch (up to 64 answers in as many datagrams, about 48 KiB of lists). The asker keeps the
+//    state (directory_server.cpp); the answering side keeps none: a NEXT carries the pattern and
+//    the gid after which to look.
 //  - Requests from other servers are answered from the LocalDirectory at
 //    once, on the server thread.
 //  - Every packet is signed with the job secret; a packet that fails to
@@ -133,6 +134,12 @@ class PeerServers {
     Clock::time_point heard{};
   };
   enum class Kind { kLookup, kSearch, kMulti, kNext };
+  // A server's reply in several datagrams (peer_protocol.hpp, ANSWER's aux).
+  struct Batch {
+    unsigned total = 0;
+    std::uint64_t seen = 0;  // bit i: answer i arrived
+    std::vector<Answer> answers;
+  };
   struct Pending {
     Kind kind = Kind::kLookup;
     Done done;
@@ -142,6 +149,7 @@ class PeerServers {
     peerproto::Packet request;           // sealed again to resend it
     std::vector<std::uint16_t> awaited;  // multi: servers yet to answer
     std::vector<Answer> answers;
+    std::map<std::uint16_t, Batch> batches;  // replies not yet whole, by server
   };
 
   peerproto::Packet presence(peerproto::Op op) const;  // ANNOUNCE or BYE

@@ -138,7 +138,11 @@ void check_valid(const Packet &p) {
     case Op::kAnswer:
       CHECK((p.flags & ~(kMore | kNone)) == 0 && (p.flags & (kMore | kNone)) != (kMore | kNone),
             "ANSWER flags %#x", unsigned(p.flags));
-      CHECK(p.query != 0 && p.aux == 0, "ANSWER fields");
+      CHECK(p.query != 0, "ANSWER query 0");
+      CHECK((p.flags & kNone) != 0 ? p.aux == 0
+                                   : (p.aux >> 16) >= 1 && (p.aux >> 16) <= kMaxBatch &&
+                                         (p.aux & 0xffff) < (p.aux >> 16),
+            "ANSWER aux %" PRIx64, p.aux);
       CHECK((p.flags & kNone) != 0 ? p.gid == 0 && p.list.empty() : p.gid != 0 && p.gid <= kMaxGid,
             "ANSWER gid %" PRIx64, p.gid);
       break;
@@ -333,10 +337,12 @@ std::vector<Packet> seed_packets() {
   w.op = Op::kAnswer;
   w.flags = kMore;
   w.gid = 0x000100000000000aull;
+  w.aux = (std::uint64_t{2} << 16) | 1;  // the second of a batch of 2
   all.push_back(w);
   Packet none = w;
   none.flags = kNone;
   none.gid = 0;
+  none.aux = 0;
   none.list = AttrList(1);
   all.push_back(none);
   return all;

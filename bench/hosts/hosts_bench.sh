@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# hosts_bench.sh - rocl's figures across the test hosts (as root), each next
+# to its limit in the same run:
+#   - the directory (dir_bench under roclrun --hosts, one rank per host):
+#     local query, global query, lookup by gid, multi-answer answers per
+#     second, with 2, 4, 8 and 16 hosts;
+#   - tcp between two hosts (h1 -> h2 over net 1, veth + bridge): rocl's
+#     8 B latency and 1 MiB bandwidth (rocl-bench's process benchmarks with
+#     ROCL_TRANSPORTS=inproc,tcp) next to a bare TCP socket (tcp_pingpong)
+#     and Open MPI's tcp BTL (mpi_pingpong.openmpi, mpirun launching its
+#     daemons into the hosts through `ip netns exec`).
+#   bench/hosts/hosts_bench.sh BUILD [--hosts 2,4,8,16] [--reps N] [--quick]
+# Makes its own test hosts (prefix rbench) and removes them at the end.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+[ $# -ge 1 ] || {
+  echo "usage: $0 BUILD [--hosts 2,4,8,16] [--reps N] [--quick]" >&2
+  exit 2
+}
+build=$(cd "$1" && pwd)
+shift
+host_counts=2,4,8,16 reps=5 dir_reps=200 seconds=0.2
+while [ $# -gt 0 ]; do
+  case $1 in
+    --hosts) host_counts=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    --quick) host_counts=2,4 reps=1 dir_reps=20 seconds=0.05; shift ;;
+    *) echo "$0: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "$0: the test hosts need root" >&2; exit 77; }
+export ROCL_NETNS_PREFIX=rbench
+hosts=$root/tests/netns/hosts.sh
+roclrun=$build/tools/roclrun/roclrun
+most=$(tr ',' '\n' <<<"$host_counts" | sort -n | tail -1)
+[ "$most" -ge 2 ] || most=2
+work=$(mktemp -d /tmp/rocl-hosts-bench.XXXXXX)
+cleanup() {
+  "$hosts" down >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+"$hosts" up "$most" >/dev/null
+
+echo "# rocl across test hosts (network namespaces on one machine: $(nproc) cpus)"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "## directory: dir_bench, one rank per host, 100 items per host, median of $dir_reps (min, max)"
+echo "benchmark,hosts,median,min,max,unit"
+for n in $(tr ',' ' ' <<<"$host_counts"); do
+  list=$(seq -s, -f 'h%g' 1 "$n")
+  "$roclrun" --launcher netns --timeout 300 --hosts "$list" -n "$n" \
+    "$build/bench/hosts/dir_bench" --items 100 --reps "$dir_reps" >"$work/dir$n.out" 2>&1 ||
+    { echo "dir_bench on $n hosts failed:" >&2; cat "$work/dir$n.out" >&2; exit 1; }
+  sed -n 's/^\[h1:0\] \([a-z-]*,[0-9]\)/\1/p' "$work/dir$n.out"
+done
+
+echo
+echo "## tcp between h1 and h2: 8 B one-way latency (us) and 1 MiB bandwidth, median of $reps"
+# bare socket
+"$hosts" exec h2 -- "$build/bench/hosts/tcp_pingpong" serve 10.201.0.2 5555 >/dev/null &
+"$hosts" exec h1 -- "$build/bench/hosts/tcp_pingpong" run 10.201.0.2 5555 --sizes 8 \
+  --bw-sizes 1M --reps "$reps" --time "$seconds" >"$work/bare.csv"
+wait
+bare_lat=$(awk -F, '$1=="latency"&&$2==8{print $4}' "$work/bare.csv")
+bare_bw=$(awk -F, '$1=="bandwidth"{print $4*1000}' "$work/bare.csv")
+# rocl over tcp
+ROCL_TRANSPORTS=inproc,tcp "$roclrun" --launcher netns --timeout 300 --hosts h1,h2 -n 2 \
+  "$build/bench/rocl-bench/rocl-bench" latency bandwidth --sizes 8,1M --bandwidth-sizes 1M \
+  --pairs 1 --reps "$reps" --time "$seconds" --window 64 --process-rank tcp \
+  --rows-out "$work/rocl.csv" --no-cpu-pin >"$work/rocl.out" 2>&1 ||
+  { echo "rocl-bench across hosts failed:" >&2; cat "$work/rocl.out" >&2; exit 1; }
+rocl_lat=$(awk -F, '$1=="tcp-latency"&&$2==8{print $4}' "$work/rocl.csv")
+rocl_bw=$(awk -F, '$1=="tcp-bandwidth"&&$7=="MB/s"{print $4}' "$work/rocl.csv")
+# Open MPI's tcp BTL, its daemons started in the hosts through ip netns exec
+ompi_lat="-" ompi_bw="-"
+anchor=$build/bench/rocl-bench/compare/anchors/mpi_pingpong.openmpi
+if [ -x "$anchor" ] && command -v mpirun.openmpi >/dev/null; then
+  cat >"$work/netns-rsh" <<RSH
+#!/bin/sh
+host=\$1
+shift
+exec ip netns exec rbench-\$host sh -c "\$*"
+RSH
+  chmod +x "$work/netns-rsh"
+  if "$hosts" exec h1 -- mpirun.openmpi --allow-run-as-root --oversubscribe --host h1,h2 \
+    --mca plm_rsh_agent "$work/netns-rsh" --mca btl tcp,self --mca btl_tcp_if_include eth0 \
+    --mca oob_tcp_if_include eth0 -n 2 "$anchor" --sizes 8 --bw-sizes 1M --reps "$reps" \
+    --time "$seconds" >"$work/ompi.out" 2>&1; then
+    ompi_lat=$(awk -F, '$1=="latency"&&$2==8{print $4}' "$work/ompi.out")
+    ompi_bw=$(awk -F, '$1=="bandwidth"{print $4*1000}' "$work/ompi.out")
+  else
+    echo "# Open MPI across the hosts failed: $(tail -3 "$work/ompi.out" | tr '\n' ' ')"
+  fi
+fi
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (b=="-"||b==0||a=="-") print "-"; else printf "%.2f", a/b}'; }
+printf "%-22s %12s %12s\n" "" "8 B (us)" "1 MiB (MB/s)"
+printf "%-22s %12s %12s\n" "bare TCP socket" "$bare_lat" "$bare_bw"
+printf "%-22s %12s %12s\n" "rocl tcp" "$rocl_lat" "$rocl_bw"
+printf "%-22s %12s %12s\n" "Open MPI tcp" "$ompi_lat" "$ompi_bw"
+printf "%-22s %12s %12s\n" "rocl / bare" "$(ratio "$rocl_lat" "$bare_lat")" "$(ratio "$rocl_bw" "$bare_bw")"
+printf "%-22s %12s %12s\n" "rocl / Open MPI" "$(ratio "$rocl_lat" "$ompi_lat")" "$(ratio "$rocl_bw" "$ompi_bw")"
