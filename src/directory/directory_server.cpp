@@ -160,6 +160,12 @@ struct DirectoryServer::Loop {
   // Resources left the directory: the removal epoch moves on, before the
   // reply that says so is queued (a client that has the reply sees it).
   void count_removal() {
+    bump_epoch();
+    if (srv->peers_) srv->peers_->count_removal();
+  }
+  // Resources may have left another server: routes cached here are checked
+  // again (the removal epoch).
+  void bump_epoch() {
     if (srv->epoch_) {
       srv->epoch_->bump();
     }
@@ -456,7 +462,7 @@ struct DirectoryServer::Loop {
         cur.more_at.erase(server);
       }
     }
-    count_removal();
+    bump_epoch();
   }
 
   // Handles one checked-header message. false if the connection was closed.
@@ -881,6 +887,7 @@ int DirectoryServer::start() {
     epoll_ctl(loop->epfd, EPOLL_CTL_ADD, peers->fd(), &e);
     Loop *l = loop.get();
     peers->on_dropped([l](std::uint16_t server) { l->forget_server(server); });
+    peers->on_removal([l](std::uint16_t) { l->bump_epoch(); });
     peers_ = std::move(peers);
   }
   listen_fd_ = fd;

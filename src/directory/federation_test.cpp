@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -306,6 +307,29 @@ TEST_F(Federation, OfTwoServersWithOneIdTheYoungerIssuesNoGids) {
   d.reset();
   twin.reset();
   ::unlink((dir_ + "/twin.sock").c_str());
+}
+
+// A removal at one server moves every server's removal epoch, so that
+// routes cached anywhere to the removed resource are checked again.
+TEST_F(Federation, ARemovalAnywhereMovesEveryServersRemovalEpoch) {
+  start({1, 2, 3});
+  ASSERT_TRUE(eventually([&] { return all_live(); })) << log();
+  auto a = client(0);
+  ASSERT_TRUE(a);
+  const std::int64_t ctx = a->register_resource(named("context", "c"), ROCL_NULL_GID);
+  const std::int64_t w = a->register_resource(named("worker", "w"), ctx);
+  ASSERT_GT(w, 0);
+  const std::atomic<std::uint64_t> *far = servers_[2]->removal_epoch();
+  ASSERT_NE(far, nullptr);
+  const std::uint64_t before = far->load();
+  ASSERT_EQ(a->remove(static_cast<rocl_gid_t>(w)), ROCL_OK);
+  EXPECT_TRUE(eventually([&] { return far->load() > before; }, 2s))
+      << "server 3's epoch did not move after a removal at server 1";
+  // And the resource is gone when asked again there.
+  auto c = client(2);
+  rocl_gid_t gid = static_cast<rocl_gid_t>(w);
+  AttrList none(64);
+  EXPECT_EQ(c->query(&gid, none), ROCL_ENOTFOUND);
 }
 
 }  // namespace

@@ -245,13 +245,9 @@ int check_header(const Header &h, std::string *what) {
   return bad(what, "an unknown op");  // not reached: the op was checked above
 }
 
-int check_announce_body(std::uint16_t udp_port, std::uint32_t zero, std::string *what) {
+int check_announce_body(std::uint16_t udp_port, std::string *what) {
   if (udp_port == 0) {
     return bad(what, "ANNOUNCE with udp port 0 (the server's peer port is never 0)");
-  }
-  if (zero != 0) {
-    return bad(what, format("ANNOUNCE whose reserved body field is 0x%llx, not 0",
-                            static_cast<ull>(zero)));
   }
   return ROCL_OK;
 }
@@ -318,15 +314,15 @@ int seal(const Packet &p, const JobSecret &secret, std::vector<std::byte> *out) 
                 p.op == Op::kAnswer ? "no match has no list" : "it carries no list");
   }
   if (p.op == Op::kAnnounce) {
-    if (check_announce_body(p.udp_port, 0, &what) != ROCL_OK) {
+    if (check_announce_body(p.udp_port, &what) != ROCL_OK) {
       return fail(ROCL_EINVAL, "peer packet not sealed: %s", what.c_str());
     }
-  } else if (p.tcp_port != 0 || p.udp_port != 0) {
+  } else if (p.tcp_port != 0 || p.udp_port != 0 || p.removals != 0) {
     return fail(ROCL_EINVAL,
-                "peer packet not sealed: %s with tcp port %u, udp port %u (only ANNOUNCE carries "
-                "ports)",
-                op_name(h.op), static_cast<unsigned>(p.tcp_port),
-                static_cast<unsigned>(p.udp_port));
+                "peer packet not sealed: %s with tcp port %u, udp port %u, removals %u (only "
+                "ANNOUNCE carries them)",
+                op_name(h.op), static_cast<unsigned>(p.tcp_port), static_cast<unsigned>(p.udp_port),
+                static_cast<unsigned>(p.removals));
   }
 
   std::vector<std::byte> d(kHeaderBytes + body + kMacBytes);
@@ -337,7 +333,7 @@ int seal(const Packet &p, const JobSecret &secret, std::vector<std::byte> *out) 
   } else if (p.op == Op::kAnnounce) {
     put<std::uint16_t>(b, p.tcp_port);
     put<std::uint16_t>(b + 2, p.udp_port);
-    put<std::uint32_t>(b + 4, 0);
+    put<std::uint32_t>(b + 4, p.removals);
   }
   const JobSecret::Digest digest = mac(secret, std::span(d).first(kHeaderBytes + body));
   std::memcpy(d.data() + kHeaderBytes + body, digest.data(), kMacBytes);
@@ -394,9 +390,8 @@ int open(std::span<const std::byte> datagram, const JobSecret &secret, Packet *o
   if (p.op == Op::kAnnounce) {  // body_len is 8: check_header
     p.tcp_port = get<std::uint16_t>(body.data());
     p.udp_port = get<std::uint16_t>(body.data() + 2);
-    if (check_announce_body(p.udp_port, get<std::uint32_t>(body.data() + 4), what) != ROCL_OK) {
-      return ROCL_EINVAL;
-    }
+    p.removals = get<std::uint32_t>(body.data() + 4);
+    if (check_announce_body(p.udp_port, what) != ROCL_OK) return ROCL_EINVAL;
   } else if (has_list(p.op, p.flags)) {
     if (AttrList::decode(body, p.list) != ROCL_OK) {
       return bad(what, format("%s with a bad attribute list in its body: %s", op_name(h.op),

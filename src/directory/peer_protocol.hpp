@@ -38,7 +38,9 @@
 //                             by gid, NEXT (its `after` is gid), BYE: 0
 //   body, body_len bytes:
 //     ANNOUNCE  8 bytes: u16 the directory's TCP port (0: none), u16 the
-//               server's peer UDP port (!= 0), u32 zero
+//               server's peer UDP port (!= 0), u32 its removal count (how
+//               many times resources left it, mod 2^32: a peer that sees it
+//               change knows routes to that server's resources may be stale)
 //     BYE       empty
 //     QUERY     an AttrList encoding (attr_list.hpp): the pattern (a QUERY by
 //               pattern, may be the empty list) or the names of the
@@ -146,8 +148,8 @@ const char *op_name(std::uint16_t op) noexcept;
 
 // One packet's contents (header fields by name; see the top of the file for
 // which op uses which). list: the body of QUERY, NEXT and ANSWER (empty, with
-// any capacity, for the other ops and a kNone ANSWER); tcp_port, udp_port:
-// the body of ANNOUNCE (0 for the other ops).
+// any capacity, for the other ops and a kNone ANSWER); tcp_port, udp_port,
+// removals: the body of ANNOUNCE (0 for the other ops).
 struct Packet {
   Op op = Op::kAnnounce;
   std::uint16_t server = 0;
@@ -161,6 +163,7 @@ struct Packet {
   AttrList list;
   std::uint16_t tcp_port = 0;
   std::uint16_t udp_port = 0;
+  std::uint32_t removals = 0;  // ANNOUNCE
 };
 
 // Builds the datagram of p, signed with secret: ROCL_OK and *out (replaced);

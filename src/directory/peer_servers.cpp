@@ -162,6 +162,7 @@ peerproto::Packet PeerServers::presence(Op op) const {
     p.aux = start_ms_;
     p.tcp_port = config_.directory_tcp_port;
     p.udp_port = port_;
+    p.removals = removals_;
   }
   return p;
 }
@@ -262,6 +263,9 @@ void PeerServers::heard(const peerproto::Packet &p, const sockaddr_in &from) {
   if (p.op == Op::kAnnounce) {
     peer.start_ms = p.aux;
     peer.tcp_port = p.tcp_port;
+    const bool changed = !fresh && !restarted && peer.removals != p.removals;
+    peer.removals = p.removals;
+    if (changed && removal_) removal_(p.server);
   }
   peer.incarnation = p.incarnation;
   if (fresh || restarted) {
@@ -453,6 +457,11 @@ void PeerServers::next(std::uint16_t server, const AttrList &pattern, rocl_gid_t
   p.gid = after;
   p.list = pattern;
   ask(Kind::kNext, p, server, std::move(done));
+}
+
+void PeerServers::count_removal() {
+  ++removals_;
+  announce(Op::kAnnounce);
 }
 
 std::vector<std::uint16_t> PeerServers::live() const {

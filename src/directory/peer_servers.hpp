@@ -2,9 +2,10 @@
 // sees them (RoCL sections 3.3 and 3.4): who is alive, and the questions
 // this server asks them and answers for them, over UDP (peer_protocol.hpp).
 //
-//  - Presence: every server sends ANNOUNCE at start and every
-//    `announce_every` to the host network's broadcast address and to each
-//    configured peer address, and BYE when it stops. A server unheard for
+//  - Presence: every server sends ANNOUNCE at start, every
+//    `announce_every` and whenever resources leave it (its removal count)
+//    to the host network's broadcast address and to each configured peer
+//    address, and BYE when it stops. A server unheard for
 //    `silent_periods` announce periods is dropped from the live list (and
 //    the owner is told: its resources are gone for this server's clients).
 //  - Lookup by gid (a send to a resource of another host): a unicast QUERY
@@ -121,6 +122,12 @@ class PeerServers {
   const std::string &conflict_sentence() const noexcept { return conflict_why_; }
   // Called with the id of a server dropped for silence or BYE.
   void on_dropped(std::function<void(std::uint16_t)> fn) { dropped_ = std::move(fn); }
+  // Resources left this server: its removal count goes up and the others
+  // hear it at once (an ANNOUNCE), so that routes their clients cached to
+  // our resources are checked again (the removal epoch, directory.hpp).
+  void count_removal();
+  // Called with the id of a server whose removal count changed.
+  void on_removal(std::function<void(std::uint16_t)> fn) { removal_ = std::move(fn); }
   // Datagrams ignored (not the job's, malformed, replayed, our own id from
   // another incarnation).
   std::uint64_t ignored() const noexcept { return ignored_; }
@@ -131,6 +138,7 @@ class PeerServers {
     std::uint64_t incarnation = 0;
     std::uint64_t start_ms = 0;
     std::uint16_t tcp_port = 0;
+    std::uint32_t removals = 0;
     Clock::time_point heard{};
   };
   enum class Kind { kLookup, kSearch, kMulti, kNext };
@@ -190,6 +198,8 @@ class PeerServers {
   bool conflict_ = false;
   std::string conflict_why_;
   std::function<void(std::uint16_t)> dropped_;
+  std::function<void(std::uint16_t)> removal_;
+  std::uint32_t removals_ = 0;
 };
 
 }  // namespace rocl::impl

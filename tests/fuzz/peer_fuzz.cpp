@@ -147,7 +147,9 @@ void check_valid(const Packet &p) {
             "ANSWER gid %" PRIx64, p.gid);
       break;
   }
-  if (p.op != Op::kAnnounce) CHECK(p.tcp_port == 0 && p.udp_port == 0, "ports off ANNOUNCE");
+  if (p.op != Op::kAnnounce) {
+    CHECK(p.tcp_port == 0 && p.udp_port == 0 && p.removals == 0, "ANNOUNCE's fields elsewhere");
+  }
 }
 
 // open(); the invariants of an acceptance or a refusal. True if accepted.
@@ -233,7 +235,8 @@ void build_mode(std::span<const std::byte> in) {
   CHECK(back.op == p.op && back.server == p.server && back.flags == p.flags &&
             back.incarnation == p.incarnation && back.seq == p.seq && back.sent_ms == p.sent_ms &&
             back.query == p.query && back.gid == p.gid && back.aux == p.aux &&
-            back.tcp_port == p.tcp_port && back.udp_port == p.udp_port,
+            back.tcp_port == p.tcp_port && back.udp_port == p.udp_port &&
+            back.removals == p.removals,
         "a field changed in the round trip");
   CHECK(has_list(p) ? same_list(back.list, p.list) : back.list.empty(),
         "the list changed in the round trip");

@@ -9,15 +9,16 @@
 #     job of a script ignores) stops every rank on every host (nothing left
 #     in the namespaces, no job folder left), and the job secret was on no
 #     command line while the job ran.
-#   roclrun_hosts_test.sh ROCLRUN EXCHANGE DEMO
+#   - a send to a resource deleted on another host fails with EBADGID;
+#   roclrun_hosts_test.sh ROCLRUN EXCHANGE DEMO SEND_TO_DELETED
 set -euo pipefail
 
 me=netns_roclrun_hosts
-[ $# -eq 3 ] || {
-  echo "usage: $0 ROCLRUN EXCHANGE DEMO" >&2
+[ $# -eq 4 ] || {
+  echo "usage: $0 ROCLRUN EXCHANGE DEMO SEND_TO_DELETED" >&2
   exit 2
 }
-roclrun=$1 exchange=$2 demo=$3
+roclrun=$1 exchange=$2 demo=$3 send_to_deleted=$4
 prefix=${ROCL_NETNS_PREFIX:-rocl}
 export ROCL_NETNS_PREFIX=$prefix
 fail() {
@@ -56,6 +57,12 @@ grep -q '^\[h1:0\] rank 0: exchanged 7 sizes' "$work/x.out" || fail "no [h1:0] l
 grep -q '^\[h4:1\] rank 1: exchanged 7 sizes' "$work/x.out" || fail "no [h4:1] line: $(cat "$work/x.out")"
 grep -q '^\[h1:dir\] .*server 2 at 10.201.0.4:.* joined' "$work/x.out" ||
   fail "h1's directory did not see h4's: $(cat "$work/x.out")"
+
+# A send to a resource deleted on another host fails, naming it (the
+# removal reaches the sender's server by the servers' announcement).
+run --hosts h1,h3 -n 2 "$send_to_deleted" >"$work/d.out" 2>&1 || fail "send_to_deleted: $(cat "$work/d.out")"
+grep -q '^\[h1:0\] rank 0: a send to deleted .* is not a registered resource' "$work/d.out" ||
+  fail "no EBADGID line: $(cat "$work/d.out")"
 
 # The demo on 4 hosts.
 run --hosts h1,h2,h3,h4 -n 4 "$demo" --quick >"$work/demo.out" 2>&1 ||
