@@ -12,6 +12,7 @@ packages=(
   clang-format clang-tidy cmake-format    # .ci/run's format and tidy checks
   dpkg-dev                                # cpack -G DEB: dpkg-shlibdeps
   iproute2 procps                         # multi-process and namespace tests
+  openssh-server openssh-client           # roclrun's ssh launcher, tested inside the test hosts
   openmpi-bin libopenmpi-dev mpich libmpich-dev   # anchors of rocl-bench compare: MPI,
   ucx-utils libzmq3-dev libnng-dev gnuplot-nox    # ucx_perftest, ZeroMQ, NNG; its plots
   python3 universal-ctags                 # check-layers.py, check-class-size.py, tidy.sh
@@ -29,4 +30,16 @@ sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 echo "setup: installing ${missing[*]}"
 $sudo apt-get update -qq
+# No service may start while installing (openssh-server would start an
+# sshd on the machine's interfaces; the tests start their own inside the
+# test hosts): policy-rc.d says no, for this install only.
+policy=/usr/sbin/policy-rc.d
+made_policy=""
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod 755 "$policy"
+  made_policy=1
+  trap '$sudo rm -f "$policy"' EXIT
+fi
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ -n "$made_policy" ]; then $sudo rm -f "$policy"; fi

@@ -46,6 +46,11 @@ nothing_left() { # no process of ours in any test host
     [ -z "$(ip netns pids "$prefix-h$h")" ] || return 1
   done
 }
+sleeping() { # the job's sleeps, in the hosts
+  local h
+  for h in 1 2 3 4; do ip netns pids "$prefix-h$h"; done | xargs -r ps -o args= -p |
+    grep -c '^sleep 30' || true
+}
 what_is_left() {
   local h
   for h in 1 2 3 4; do ip netns pids "$prefix-h$h" | xargs -r ps -o pid=,args= -p; done
@@ -83,9 +88,9 @@ nothing_left || fail "processes left in the hosts after a failed job: $(what_is_
 "$roclrun" --launcher netns --hosts h1,h2,h3,h4 -n 4 sleep 30 >"$work/i.out" 2>&1 &
 job=$! # roclrun itself (run() in the background would be a subshell)
 secret=""
-for _ in $(seq 100); do
+for _ in $(seq 300); do
   f=$(ls /tmp/rocl-"$(id -u)"/job-*-h2/secret 2>/dev/null | head -1 || true)
-  if [ -n "$f" ] && [ "$(pgrep -c -x sleep || true)" -ge 4 ]; then
+  if [ -n "$f" ] && [ "$(sleeping)" -ge 4 ]; then
     secret=$(cat "$f")
     break
   fi

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +59,9 @@ void catch_stop_signals() {
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  // Whatever started us may have left SIGCHLD ignored, and then the
+  // program's exit could not be waited for.
+  ::signal(SIGCHLD, SIG_DFL);
 }
 
 int agent_fail(const char *fmt, const std::string &what) {
@@ -118,14 +122,20 @@ std::string host_folder(const Args &a) {
   return user_dir + "/" + a.job + "-" + a.host;
 }
 
+// Whether to stop: a stop signal came, or stdin closed (the launcher, or
+// the connection to it, is gone). Waits up to wait_ms for either.
+bool told_to_stop(int wait_ms) {
+  if (g_stop) return true;
+  pollfd p{0, POLLIN, 0};
+  if (::poll(&p, 1, wait_ms) <= 0) return g_stop != 0;
+  char buf[256];
+  const ssize_t n = ::read(0, buf, sizeof buf);
+  return g_stop != 0 || n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN);
+}
+
 // Blocks until stdin closes or a stop signal comes.
 void wait_for_end() {
-  char buf[256];
-  while (!g_stop) {
-    pollfd p{0, POLLIN, 0};
-    if (::poll(&p, 1, 200) <= 0) continue;
-    const ssize_t n = ::read(0, buf, sizeof buf);
-    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return;
+  while (!told_to_stop(200)) {
   }
 }
 
@@ -171,11 +181,12 @@ int run_rank(const Args &a) {
   const std::string socket = folder + "/dir.sock";
   const auto deadline = Clock::now() + std::chrono::seconds(15);
   struct stat st {};
+  ::fcntl(0, F_SETFL, ::fcntl(0, F_GETFL) | O_NONBLOCK);
   while (::stat(socket.c_str(), &st) != 0) {
-    if (g_stop || Clock::now() > deadline) {
+    if (told_to_stop(10)) return 128 + SIGTERM;  // stopped before the program started
+    if (Clock::now() > deadline) {
       return agent_fail("the job's directory on this host (%s) did not start within 15 s", socket);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::vector<std::string> env;
   static const char *const kOwn[] = {"ROCL_"};
@@ -228,25 +239,18 @@ int run_rank(const Args &a) {
   }
   ::setpgid(pid, pid);
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
-  ::fcntl(0, F_SETFL, ::fcntl(0, F_GETFL) | O_NONBLOCK);
   std::optional<Clock::time_point> kill_at;
   for (;;) {
     int status = 0;
     const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done < 0 && errno == ECHILD) return 1;  // reaped by someone else: nothing to wait for
     if (done == pid) {
       if (kill_at) ::kill(-pid, SIGKILL);  // what it started goes with it
       if (WIFEXITED(status)) return WEXITSTATUS(status);
       return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     }
     if (!kill_at) {
-      bool end = g_stop != 0;
-      pollfd p{0, POLLIN, 0};
-      if (!end && ::poll(&p, 1, 20) > 0) {
-        char buf[256];
-        const ssize_t n = ::read(0, buf, sizeof buf);
-        end = n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN);
-      }
-      if (end) {
+      if (told_to_stop(20)) {
         ::kill(-pid, SIGTERM);
         // Before the launcher's own SIGKILL (after its grace, 2 s by
         // default) can take this agent away from the program.
