@@ -10,15 +10,16 @@
 #     in the namespaces, no job folder left), and the job secret was on no
 #     command line while the job ran.
 #   - a send to a resource deleted on another host fails with EBADGID;
-#   roclrun_hosts_test.sh ROCLRUN EXCHANGE DEMO SEND_TO_DELETED
+#   - all_pairs on 4 hosts x 2 processes x 4 threads;
+#   roclrun_hosts_test.sh ROCLRUN EXCHANGE DEMO SEND_TO_DELETED ALL_PAIRS
 set -euo pipefail
 
 me=netns_roclrun_hosts
-[ $# -eq 4 ] || {
-  echo "usage: $0 ROCLRUN EXCHANGE DEMO SEND_TO_DELETED" >&2
+[ $# -eq 5 ] || {
+  echo "usage: $0 ROCLRUN EXCHANGE DEMO SEND_TO_DELETED ALL_PAIRS" >&2
   exit 2
 }
-roclrun=$1 exchange=$2 demo=$3 send_to_deleted=$4
+roclrun=$1 exchange=$2 demo=$3 send_to_deleted=$4 all_pairs=$5
 prefix=${ROCL_NETNS_PREFIX:-rocl}
 export ROCL_NETNS_PREFIX=$prefix
 fail() {
@@ -68,6 +69,13 @@ grep -q '^\[h1:dir\] .*server 2 at 10.201.0.4:.* joined' "$work/x.out" ||
 run --hosts h1,h3 -n 2 "$send_to_deleted" >"$work/d.out" 2>&1 || fail "send_to_deleted: $(cat "$work/d.out")"
 grep -q '^\[h1:0\] rank 0: a send to deleted .* is not a registered resource' "$work/d.out" ||
   fail "no EBADGID line: $(cat "$work/d.out")"
+
+# 4 hosts x 2 processes x 4 threads: every thread to every other, 50
+# small messages per pair and 64 MiB per process pair, exactly once and in
+# order (shm within a host, tcp between hosts).
+run --hosts h1,h2,h3,h4 -n 8 "$all_pairs" >"$work/p.out" 2>&1 || fail "all_pairs: $(cat "$work/p.out")"
+grep -q '^\[h1:0\] all_pairs: 8 processes x 4 threads, 50 messages per pair and 64 MiB' \
+  "$work/p.out" || fail "no all_pairs line: $(cat "$work/p.out")"
 
 # The demo on 4 hosts.
 run --hosts h1,h2,h3,h4 -n 4 "$demo" --quick >"$work/demo.out" 2>&1 ||
