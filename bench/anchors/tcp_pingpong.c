@@ -3,10 +3,14 @@
  * rocl (one-way latency = round trip / 2; bandwidth in windows of messages
  * with a 1-byte ack after each window; median, min and max of --reps runs
  * of --time seconds), so that its rows sit next to rocl's and the MPIs'.
+ * At its best, as rocl is at its: receives poll the socket (recv with
+ * MSG_DONTWAIT in a loop, no sleep and wake-up; --block for blocking
+ * receives) and connections use the congestion control rocl asks for
+ * (cubic, not a system default of bbr, which paces a ping-pong's bursts).
  *
- *   tcp_pingpong serve ADDRESS PORT       (the echo/sink side; one client)
+ *   tcp_pingpong serve ADDRESS PORT [--block]   (the echo/sink side; one client)
  *   tcp_pingpong run ADDRESS PORT [--sizes LIST] [--bw-sizes LIST]
- *                [--reps N] [--time S] [--window N]
+ *                [--reps N] [--time S] [--window N] [--block]
  *
  * One connection, TCP_NODELAY on both sides, blocking send/recv of whole
  * messages (what a library does at best on this path, with no framing).
@@ -44,12 +48,20 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static int g_block = 0; /* --block: blocking receives */
+
 static void full(int fd, void *p, size_t n, int writing) {
   char *c = p;
+  const double give_up = now_s() + 30;
   while (n > 0) {
-    ssize_t k = writing ? send(fd, c, n, MSG_NOSIGNAL) : recv(fd, c, n, 0);
+    ssize_t k = writing ? send(fd, c, n, MSG_NOSIGNAL)
+                        : recv(fd, c, n, g_block ? 0 : MSG_DONTWAIT);
     if (k <= 0) {
       if (k < 0 && errno == EINTR) continue;
+      if (k < 0 && !writing && !g_block && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (now_s() > give_up) die("recv: nothing for 30 s");
+        continue;
+      }
       if (k == 0) errno = 0;
       die(writing ? "send" : "recv (the peer went away?)");
     }
@@ -61,6 +73,7 @@ static void full(int fd, void *p, size_t n, int writing) {
 static void tune(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "cubic", 5); /* as rocl's connections */
   struct timeval tv = {30, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -182,6 +195,9 @@ static int parse_list(char *list, size_t *out, int cap) {
 }
 
 int main(int argc, char **argv) {
+  for (int i = 4; i < argc; ++i) {
+    if (strcmp(argv[i], "--block") == 0) g_block = 1;
+  }
   if (argc >= 4 && strcmp(argv[1], "serve") == 0) {
     serve(argv[2], argv[3]);
     return 0;
@@ -195,6 +211,10 @@ int main(int argc, char **argv) {
   long window = 64;
   double seconds = 0.2;
   for (int i = 4; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--block") == 0) {
+      --i; /* a flag: no value */
+      continue;
+    }
     if (strcmp(argv[i], "--sizes") == 0)
       nsizes = parse_list(argv[i + 1], sizes, 32);
     else if (strcmp(argv[i], "--bw-sizes") == 0)

@@ -6,9 +6,10 @@
 #     second, with 2, 4, 8 and 16 hosts;
 #   - tcp between two hosts (h1 -> h2 over net 1, veth + bridge): rocl's
 #     8 B latency and 1 MiB bandwidth (rocl-bench's process benchmarks with
-#     ROCL_TRANSPORTS=inproc,tcp) next to a bare TCP socket (tcp_pingpong)
-#     and Open MPI's tcp BTL (mpi_pingpong.openmpi, mpirun launching its
-#     daemons into the hosts through `ip netns exec`).
+#     ROCL_TRANSPORTS=inproc,tcp) next to a bare TCP socket (tcp_pingpong,
+#     polling receives, cubic as rocl's connections; with blocking receives
+#     too) and Open MPI's tcp BTL (mpi_pingpong.openmpi, mpirun launching
+#     its daemons into the hosts through `ip netns exec`).
 #   bench/hosts/hosts_bench.sh BUILD [--hosts 2,4,8,16] [--reps N] [--quick]
 # Makes its own test hosts (prefix rbench) and removes them at the end.
 set -euo pipefail
@@ -65,6 +66,12 @@ echo "## tcp between h1 and h2: 8 B one-way latency (us) and 1 MiB bandwidth, me
 wait
 bare_lat=$(awk -F, '$1=="latency"&&$2==8{print $4}' "$work/bare.csv")
 bare_bw=$(awk -F, '$1=="bandwidth"{print $4*1000}' "$work/bare.csv")
+"$hosts" exec h2 -- "$build/bench/hosts/tcp_pingpong" serve 10.201.0.2 5556 --block >/dev/null &
+"$hosts" exec h1 -- "$build/bench/hosts/tcp_pingpong" run 10.201.0.2 5556 --sizes 8 \
+  --bw-sizes 1M --reps "$reps" --time "$seconds" --block >"$work/bare_block.csv"
+wait
+block_lat=$(awk -F, '$1=="latency"&&$2==8{print $4}' "$work/bare_block.csv")
+block_bw=$(awk -F, '$1=="bandwidth"{print $4*1000}' "$work/bare_block.csv")
 # rocl over tcp
 ROCL_TRANSPORTS=inproc,tcp "$roclrun" --launcher netns --timeout 300 --hosts h1,h2 -n 2 \
   "$build/bench/rocl-bench/rocl-bench" latency bandwidth --sizes 8,1M --bandwidth-sizes 1M \
@@ -84,7 +91,7 @@ shift
 exec ip netns exec rbench-\$host sh -c "\$*"
 RSH
   chmod +x "$work/netns-rsh"
-  if "$hosts" exec h1 -- mpirun.openmpi --allow-run-as-root --oversubscribe --host h1,h2 \
+  if "$hosts" exec h1 -- mpirun.openmpi --allow-run-as-root --host h1,h2 \
     --mca plm_rsh_agent "$work/netns-rsh" --mca btl tcp,self --mca btl_tcp_if_include eth0 \
     --mca oob_tcp_if_include eth0 -n 2 "$anchor" --sizes 8 --bw-sizes 1M --reps "$reps" \
     --time "$seconds" >"$work/ompi.out" 2>&1; then
@@ -97,6 +104,7 @@ fi
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (b=="-"||b==0||a=="-") print "-"; else printf "%.2f", a/b}'; }
 printf "%-22s %12s %12s\n" "" "8 B (us)" "1 MiB (MB/s)"
 printf "%-22s %12s %12s\n" "bare TCP socket" "$bare_lat" "$bare_bw"
+printf "%-22s %12s %12s\n" "bare, blocking recv" "$block_lat" "$block_bw"
 printf "%-22s %12s %12s\n" "rocl tcp" "$rocl_lat" "$rocl_bw"
 printf "%-22s %12s %12s\n" "Open MPI tcp" "$ompi_lat" "$ompi_bw"
 printf "%-22s %12s %12s\n" "rocl / bare" "$(ratio "$rocl_lat" "$bare_lat")" "$(ratio "$rocl_bw" "$bare_bw")"

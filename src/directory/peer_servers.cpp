@@ -53,6 +53,8 @@ bool parse_peer(const std::string &text, std::uint16_t default_port, sockaddr_in
 // increasing gid, their lists adding up to at most kReplyBytes (one at
 // least); *more: another match follows the last.
 constexpr std::size_t kReplyBytes = 48 * 1024;
+// The first batch of a multi-answer query: all servers answer at once.
+constexpr std::size_t kFirstBatch = 16;
 std::vector<PeerServers::Answer> matches(const LocalDirectory &dir, const AttrList &pattern,
                                          rocl_gid_t after, std::size_t most, bool *more) {
   std::vector<PeerServers::Answer> out;
@@ -107,6 +109,12 @@ int PeerServers::open() {
   const int one = 1;
   ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   ::setsockopt(fd_, SOL_SOCKET, SO_BROADCAST, &one, sizeof one);
+  // Replies come in bursts (every server's batch at once): room for them,
+  // beyond net.core.rmem_max where we may (root), as much as allowed else.
+  const int room = 8 << 20;
+  if (::setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &room, sizeof room) != 0) {
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &room, sizeof room);
+  }
   // Bound to every address: a socket bound to its unicast address would
   // not receive the network's broadcasts.
   sockaddr_in a{};
@@ -288,10 +296,12 @@ void PeerServers::answer_query(const peerproto::Packet &p, const sockaddr_in &fr
     if (!found.empty() && found.front().gid != p.gid) found.clear();
     more = false;
   } else {
-    // A multi-answer query's start and next get a batch; a search one.
-    const bool batch = p.op == Op::kNext || (p.flags & peerproto::kMulti) != 0;
-    found = matches(directory_, p.list, p.op == Op::kNext ? p.gid : p.aux,
-                    batch ? peerproto::kMaxBatch : 1, &more);
+    // A multi-answer query's next gets a whole batch, its start (which
+    // every server answers at once) a smaller one, a search one answer.
+    const std::size_t most = p.op == Op::kNext                      ? peerproto::kMaxBatch
+                             : (p.flags & peerproto::kMulti) != 0 ? kFirstBatch
+                                                                    : 1;
+    found = matches(directory_, p.list, p.op == Op::kNext ? p.gid : p.aux, most, &more);
   }
   const bool search = p.op == Op::kQuery && p.gid == 0 && (p.flags & peerproto::kMulti) == 0;
   if (found.empty() && search) return;  // only servers that have a match answer a search
