@@ -34,7 +34,9 @@ extern "C" {
 /* ---- identifiers ------------------------------------------------------- */
 
 /* A global id: unique across the whole job (all nodes). Bits 63..48 name the
- * directory server that issued it, bits 47..0 a serial. 0 is never issued. */
+ * directory server that issued it, bits 47..0 a serial; with ROCL_GID_BITS=31
+ * bits 30..24 and 23..0, so that gids fit an int (rocl/rocl_paper.h). 0 is
+ * never issued. */
 typedef uint64_t rocl_gid_t;
 
 #define ROCL_NULL_GID ((rocl_gid_t)0)

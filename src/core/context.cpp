@@ -33,8 +33,9 @@ std::unique_ptr<Context> g_context;
 // The in-process directory stands in for the node directory server, which
 // outlives the contexts that use it: one per process, so that a later
 // context never reissues an earlier context's gids.
-Directory &process_directory() {
-  static std::unique_ptr<Directory> directory = make_local_directory(1);
+// The first context's ROCL_GID_BITS decides its width for the process.
+Directory &process_directory(GidWidth width) {
+  static std::unique_ptr<Directory> directory = make_local_directory(1, width);
   return *directory;
 }
 
@@ -42,7 +43,7 @@ Directory &process_directory() {
 // process's own directory when none is named.
 Directory *open_directory(const Options &options, std::unique_ptr<Directory> &owned,
                           std::optional<JobSecret> &job_secret) {
-  if (options.directory.empty()) return &process_directory();
+  if (options.directory.empty()) return &process_directory(options.gid_width);
   if (options.directory.rfind("unix:", 0) != 0 && options.directory.rfind("tcp:", 0) != 0) {
     throw std::invalid_argument("ROCL_DIRECTORY='" + options.directory +
                                 "' is not of the form unix:PATH or tcp:HOST:PORT");

@@ -87,6 +87,13 @@ const OptionRow kCoreOptions[] = {
     {"ROCL_SECRET_FILE", "",
      "The job secret (a 0600 file) proved to the directory and to peers; roclrun sets it.",
      OptionType::kString},
+    {"ROCL_GID_BITS", "63",
+     "How wide the gids are that the directory servers of the job (and a lone process's own "
+     "directory) issue: 63 (a server id in bits 63..48) or 31 (bits 30..24, at most 127 "
+     "servers and 16M gids each): gids that fit a C int, for programs written to the RoCL "
+     "paper's types (rocl/rocl_paper.h). Every server of a job must be set alike: roclrun "
+     "passes it on.",
+     OptionType::kString},
     {"ROCL_HOST_NAME", "",
      "The name this process's host has in the directory (its context's \"host\" attribute, "
      "what rocl-dir list groups by). Empty: the system's host name. roclrun --hosts sets the "
@@ -127,6 +134,10 @@ Options options_from(const OptionValues &values) {
   o.directory = values.text("ROCL_DIRECTORY");
   o.secret_file = values.text("ROCL_SECRET_FILE");
   o.host_name = values.text("ROCL_HOST_NAME");
+  if (!parse_gid_bits(values.text("ROCL_GID_BITS").c_str(), &o.gid_width)) {
+    std::fprintf(stderr, "rocl: ROCL_GID_BITS='%s' is neither 63 nor 31; using 63\n",
+                 values.text("ROCL_GID_BITS").c_str());
+  }
   o.values = values;
   return o;
 }

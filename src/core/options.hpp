@@ -11,6 +11,7 @@
 #include <string>
 
 #include "config/options.hpp"
+#include "directory/directory.hpp"
 #include "wait/wait_policy.hpp"
 
 namespace rocl::impl {
@@ -29,6 +30,7 @@ struct Options {
   std::string directory;                     // ROCL_DIRECTORY
   std::string secret_file;                   // ROCL_SECRET_FILE
   std::string host_name;                     // ROCL_HOST_NAME
+  GidWidth gid_width = GidWidth::kWide;      // ROCL_GID_BITS
   // Every option's value, the transports' own included: each transport
   // reads its rows from here (TransportEnv::options).
   OptionValues values;

@@ -16,6 +16,14 @@
 // paper's "subset of global identifiers obtained at start-up"): issuing a gid
 // never needs another server. ROCL_NULL_GID (0) is never issued.
 //
+// Compact gids (ROCL_GID_BITS=31, for programs written to the RoCL paper's
+// `int` gids, rocl/rocl_paper.h): a server so set issues
+//   bits 30..24  its id, 1..127
+//   bits 23..0   serial, from 1
+// so every gid is below 2^31. A gid is compact iff it is below 2^31; a wide
+// one is at least 2^48 (its server bits are >= 1): either decodes without
+// knowing how its server was set up.
+//
 // ---- The "context" attribute ---------------------------------------------------
 //
 // Every registered resource carries the attribute "context": the gid of the
@@ -51,14 +59,35 @@ inline constexpr std::uint64_t kGidSerialMask = (std::uint64_t{1} << kGidServerS
 inline constexpr std::uint16_t kMaxServerId = 0x7fff;
 inline constexpr std::uint64_t kMaxGidSerial = kGidSerialMask;
 
+inline constexpr unsigned kCompactServerShift = 24;
+inline constexpr std::uint64_t kCompactSerialMask = (std::uint64_t{1} << kCompactServerShift) - 1;
+inline constexpr std::uint16_t kMaxCompactServerId = 127;
+inline constexpr std::uint64_t kCompactLimit = std::uint64_t{1} << 31;
+
+// How wide the gids a server issues are (above).
+enum class GidWidth { kWide, kCompact };
+// ROCL_GID_BITS's value: "31" compact; "", "63" wide. False for another.
+bool parse_gid_bits(const char *text, GidWidth *out);
+// The largest server id of a width.
+constexpr std::uint16_t max_server_id(GidWidth w) {
+  return w == GidWidth::kCompact ? kMaxCompactServerId : kMaxServerId;
+}
+
 constexpr rocl_gid_t make_gid(std::uint16_t server, std::uint64_t serial) {
   return (static_cast<rocl_gid_t>(server) << kGidServerShift) | (serial & kGidSerialMask);
 }
+constexpr rocl_gid_t make_compact_gid(std::uint16_t server, std::uint64_t serial) {
+  return (static_cast<rocl_gid_t>(server) << kCompactServerShift) | (serial & kCompactSerialMask);
+}
+constexpr bool is_compact(rocl_gid_t gid) {
+  return gid < kCompactLimit;
+}
 constexpr std::uint16_t gid_server(rocl_gid_t gid) {
-  return static_cast<std::uint16_t>(gid >> kGidServerShift);
+  return static_cast<std::uint16_t>(is_compact(gid) ? gid >> kCompactServerShift
+                                                    : gid >> kGidServerShift);
 }
 constexpr std::uint64_t gid_serial(rocl_gid_t gid) {
-  return gid & kGidSerialMask;
+  return is_compact(gid) ? gid & kCompactSerialMask : gid & kGidSerialMask;
 }
 // "gid N (server S, serial K)", for error sentences (local_directory.cpp).
 std::string describe_gid(rocl_gid_t gid);
@@ -132,8 +161,9 @@ class Directory {
 };
 
 // The in-process directory (local_directory.hpp): one server issuing gids of
-// server id server_id (1..kMaxServerId). nullptr + fail(ROCL_EINVAL) for an
-// id outside that range.
-std::unique_ptr<Directory> make_local_directory(std::uint16_t server_id);
+// server id server_id (1..max_server_id(width)) and that width. nullptr +
+// fail(ROCL_EINVAL) for an id outside that range.
+std::unique_ptr<Directory> make_local_directory(std::uint16_t server_id,
+                                                GidWidth width = GidWidth::kWide);
 
 }  // namespace rocl::impl

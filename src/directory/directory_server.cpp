@@ -399,7 +399,8 @@ struct DirectoryServer::Loop {
     rocl_gid_t ask_after = ROCL_NULL_GID;
     for (std::uint16_t s : servers) {
       if (s < from) continue;
-      const rocl_gid_t after_s = std::max<rocl_gid_t>(after, make_gid(s, 0));
+      // From after if it is s's, else from s's first gid (1: before any).
+      const rocl_gid_t after_s = gid_server(after) == s ? after : 1;
       if (s == srv->server_id_) {
         more = srv->dir_->scan(cur.pattern, after_s, [&](rocl_gid_t gid, const AttrList &list) {
           return w.add(gid, list.bytes());
@@ -764,9 +765,9 @@ int DirectoryServer::start() {
   if (started_) {
     return fail(ROCL_EBUSY, "directory server on %s: already started", path_.c_str());
   }
-  if (server_id_ < 1 || server_id_ > kMaxServerId) {
-    return fail(ROCL_EINVAL, "directory server: server id %u is outside 1..%u", server_id_,
-                kMaxServerId);
+  if (server_id_ < 1 || server_id_ > max_server_id(width_)) {
+    return fail(ROCL_EINVAL, "directory server: server id %u is outside 1..%u%s", server_id_,
+                max_server_id(width_), width_ == GidWidth::kCompact ? " (ROCL_GID_BITS=31)" : "");
   }
   sockaddr_un sa;
   if (!fill_sockaddr(path_, &sa)) {
@@ -852,7 +853,7 @@ int DirectoryServer::start() {
     tcp_fd_ = tfd;
   }
   if (!dir_) {
-    dir_ = std::make_unique<LocalDirectory>(server_id_);
+    dir_ = std::make_unique<LocalDirectory>(server_id_, width_);
   }
   if (!epoch_tried_) {
     epoch_tried_ = true;

@@ -62,6 +62,9 @@ class DirectoryServer {
   // multi-answer queries gather every server's matches). Without it this
   // server knows only its own clients' resources. Call before start().
   void set_peers(PeerConfig config);
+  // The width of the gids issued (directory.hpp; ROCL_GID_BITS): compact
+  // ones allow server ids 1..127. Call before start().
+  void set_gid_width(GidWidth width) { width_ = width; }
   // Thread safe, for tests and tools: how many other servers are live now,
   // and how many of their datagrams were ignored (peer_servers.hpp).
   std::size_t live_peers() const noexcept { return live_peers_.load(std::memory_order_relaxed); }
@@ -115,6 +118,7 @@ class DirectoryServer {
   std::uint16_t tcp_port_ = 0;
   std::string tcp_ip_;
   std::optional<PeerConfig> peer_config_;
+  GidWidth width_ = GidWidth::kWide;
   std::unique_ptr<PeerServers> peers_;
   std::atomic<std::size_t> live_peers_{0};
   std::atomic<std::uint64_t> ignored_peer_packets_{0};

@@ -78,7 +78,7 @@ int prefixed_fail(int code, const char *what, rocl_gid_t gid) {
 // id (a new context after rocl_exit, say) continues where the earlier one
 // stopped, so no gid is ever issued twice in a process. Never destroyed, so
 // usable during static destruction.
-std::uint64_t take_serial(std::uint16_t server) {
+std::uint64_t take_serial(std::uint16_t server, std::uint64_t most) {
   static auto *mu = new std::mutex;
   static auto *next = new std::unordered_map<std::uint16_t, std::uint64_t>;
   std::lock_guard lock(*mu);
@@ -86,7 +86,7 @@ std::uint64_t take_serial(std::uint16_t server) {
   if (n == 0) {
     n = 1;
   }
-  if (n > kMaxGidSerial) {
+  if (n > most) {
     return 0;
   }
   return n++;
@@ -100,7 +100,7 @@ struct Resource {
 }  // namespace
 
 struct LocalDirectory::State {
-  explicit State(std::uint16_t id) : server_id(id) {}
+  State(std::uint16_t id, GidWidth w) : server_id(id), width(w) {}
 
   // Smallest gid > after whose resource matches p (mu held, shared or not).
   std::optional<rocl_gid_t> first_match_after(const Pattern &p, rocl_gid_t after) const {
@@ -151,6 +151,7 @@ struct LocalDirectory::State {
 
   mutable std::shared_mutex mu;
   const std::uint16_t server_id;
+  const GidWidth width;
   std::atomic<std::uint64_t> removals{0};  // the removal epoch
   std::map<rocl_gid_t, Resource> resources;
   std::unordered_map<std::string, std::set<rocl_gid_t>> index;
@@ -190,8 +191,8 @@ class LocalCursor final : public QueryCursor {
 
 }  // namespace
 
-LocalDirectory::LocalDirectory(std::uint16_t server_id)
-    : state_(std::make_shared<State>(server_id)) {
+LocalDirectory::LocalDirectory(std::uint16_t server_id, GidWidth width)
+    : state_(std::make_shared<State>(server_id, width)) {
   set_removal_epoch(&state_->removals);
 }
 
@@ -258,12 +259,16 @@ std::int64_t LocalDirectory::register_resource(const AttrList &attrs, rocl_gid_t
                   describe_gid(context).c_str());
     }
   }
-  const std::uint64_t serial = take_serial(s.server_id);
+  const bool compact = s.width == GidWidth::kCompact;
+  const std::uint64_t most = compact ? kCompactSerialMask : kMaxGidSerial;
+  const std::uint64_t serial = take_serial(s.server_id, most);
   if (serial == 0) {
-    return fail(ROCL_ENOSPC, "rocl_register: directory server %u has issued all %llu gids",
-                static_cast<unsigned>(s.server_id), static_cast<unsigned long long>(kMaxGidSerial));
+    return fail(ROCL_ENOSPC, "rocl_register: directory server %u has issued all %llu gids%s",
+                static_cast<unsigned>(s.server_id), static_cast<unsigned long long>(most),
+                compact ? " (ROCL_GID_BITS=31)" : "");
   }
-  const rocl_gid_t gid = make_gid(s.server_id, serial);
+  const rocl_gid_t gid =
+      compact ? make_compact_gid(s.server_id, serial) : make_gid(s.server_id, serial);
   const rocl_gid_t owner = context != ROCL_NULL_GID ? context : gid;
   std::memcpy(stored.get(kContextAttr), &owner, sizeof owner);
 
@@ -393,13 +398,26 @@ int LocalDirectory::remove_context(rocl_gid_t context) {
   return static_cast<int>(std::min<std::size_t>(gids.size(), INT_MAX));
 }
 
-std::unique_ptr<Directory> make_local_directory(std::uint16_t server_id) {
-  if (server_id == 0 || server_id > kMaxServerId) {
+std::unique_ptr<Directory> make_local_directory(std::uint16_t server_id, GidWidth width) {
+  if (server_id == 0 || server_id > max_server_id(width)) {
     fail(ROCL_EINVAL, "make_local_directory: server id %u is outside 1..%u",
-         static_cast<unsigned>(server_id), static_cast<unsigned>(kMaxServerId));
+         static_cast<unsigned>(server_id), static_cast<unsigned>(max_server_id(width)));
     return nullptr;
   }
-  return std::make_unique<LocalDirectory>(server_id);
+  return std::make_unique<LocalDirectory>(server_id, width);
+}
+
+bool parse_gid_bits(const char *text, GidWidth *out) {
+  const std::string t = text != nullptr ? text : "";
+  if (t.empty() || t == "63") {
+    *out = GidWidth::kWide;
+    return true;
+  }
+  if (t == "31") {
+    *out = GidWidth::kCompact;
+    return true;
+  }
+  return false;
 }
 
 }  // namespace rocl::impl

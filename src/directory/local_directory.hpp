@@ -31,8 +31,9 @@ namespace rocl::impl {
 
 class LocalDirectory final : public Directory {
  public:
-  // server_id must be 1..kMaxServerId (make_local_directory checks it).
-  explicit LocalDirectory(std::uint16_t server_id);
+  // server_id must be 1..max_server_id(width) (make_local_directory checks
+  // it).
+  explicit LocalDirectory(std::uint16_t server_id, GidWidth width = GidWidth::kWide);
   ~LocalDirectory() override;
   LocalDirectory(const LocalDirectory &) = delete;
   LocalDirectory &operator=(const LocalDirectory &) = delete;

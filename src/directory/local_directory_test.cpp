@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -77,6 +79,39 @@ TEST(GidLayout, ServerAndSerial) {
   static_assert(gid_server(g) == 0x7fff && gid_serial(g) == 42);
   static_assert(static_cast<std::int64_t>(make_gid(kMaxServerId, kMaxGidSerial)) > 0);
   static_assert(gid_server(ROCL_ANY_GID) > kMaxServerId);  // never issued
+}
+
+// Compact gids (ROCL_GID_BITS=31) fit an int, decode to their server and
+// serial like wide ones, and a compact server's ids stop at 127.
+TEST(GidLayout, CompactGidsFitAnIntAndDecode) {
+  const rocl_gid_t c = make_compact_gid(127, kCompactSerialMask);
+  EXPECT_LE(c, static_cast<rocl_gid_t>(INT32_MAX));
+  EXPECT_TRUE(is_compact(c));
+  EXPECT_EQ(gid_server(c), 127);
+  EXPECT_EQ(gid_serial(c), kCompactSerialMask);
+  const rocl_gid_t w = make_gid(1, 1);
+  EXPECT_FALSE(is_compact(w));
+  EXPECT_EQ(gid_server(w), 1);
+  EXPECT_EQ(gid_serial(w), 1u);
+  GidWidth width;
+  EXPECT_TRUE(parse_gid_bits("31", &width));
+  EXPECT_EQ(width, GidWidth::kCompact);
+  EXPECT_TRUE(parse_gid_bits("", &width));
+  EXPECT_EQ(width, GidWidth::kWide);
+  EXPECT_FALSE(parse_gid_bits("32", &width));
+  EXPECT_EQ(make_local_directory(128, GidWidth::kCompact), nullptr);
+  auto dir = make_local_directory(77, GidWidth::kCompact);
+  ASSERT_NE(dir, nullptr);
+  AttrList l(64);
+  ASSERT_EQ(l.add("type", std::string_view("x")), ROCL_OK);
+  const std::int64_t ctx = dir->register_resource(l, ROCL_NULL_GID);
+  ASSERT_GT(ctx, 0);
+  EXPECT_LE(ctx, INT32_MAX);
+  EXPECT_EQ(gid_server(static_cast<rocl_gid_t>(ctx)), 77);
+  const std::int64_t r = dir->register_resource(l, static_cast<rocl_gid_t>(ctx));
+  rocl_gid_t found = static_cast<rocl_gid_t>(r);
+  AttrList ask(64);
+  EXPECT_EQ(dir->query(&found, ask), ROCL_OK);
 }
 
 TEST(MakeLocalDirectory, ChecksTheServerId) {

@@ -349,9 +349,22 @@ std::vector<ProcSpec> host_specs(const LaunchOptions &opt, const JobInfo &info,
   for (std::size_t h = 0; h < opt.hosts.size(); ++h) {
     const std::string &host = opt.hosts[h].name;
     ProcSpec dir;
-    dir.argv = opt.shell->wrap(
-        host, {opt.agent, "--agent", "directory", "--job", job, "--host", host, "--server-id",
-               std::to_string(h + 1), "--peer-port", std::to_string(port)});
+    std::vector<std::string> agent = {opt.agent,
+                                      "--agent",
+                                      "directory",
+                                      "--job",
+                                      job,
+                                      "--host",
+                                      host,
+                                      "--server-id",
+                                      std::to_string(h + 1),
+                                      "--peer-port",
+                                      std::to_string(port)};
+    if (const char *bits = std::getenv("ROCL_GID_BITS"); bits != nullptr && *bits != '\0') {
+      agent.push_back("--gid-bits");  // as every server of the job must be
+      agent.push_back(bits);
+    }
+    dir.argv = opt.shell->wrap(host, agent);
     dir.env = env;
     dir.label = host + ":dir";
     dir.helper = true;

@@ -39,6 +39,8 @@ int usage(const char *why) {
                "                      port (the same on every host): global queries\n"
                "  --peer ADDR[:PORT]  also reach this server by unicast (repeatable)\n"
                "  --bind NAME         the host network: address, interface or auto (default)\n"
+               "  --gid-bits 63|31    the gids' width (default $ROCL_GID_BITS, else 63); 31:\n"
+               "                      gids that fit a C int (rocl/rocl_paper.h), ids 1..127\n"
                "  --listen [HOST:]PORT  also serve over tcp (ROCL_DIRECTORY=tcp:HOST:PORT);\n"
                "                      HOST an address, an interface, auto or any (default)\n",
                why);
@@ -77,6 +79,8 @@ int main(int argc, char **argv) {
   std::string secret_file;
   long server_id = 0;
   std::string listen;
+  const char *env_bits = std::getenv("ROCL_GID_BITS");
+  std::string gid_bits = env_bits != nullptr ? env_bits : "";
   rocl::impl::PeerConfig peers;
   bool federate = false;
   for (int i = 1; i < argc; ++i) {
@@ -104,6 +108,8 @@ int main(int argc, char **argv) {
       peers.peers.push_back(argv[++i]);
     } else if (a == "--bind") {
       peers.bind = argv[++i];
+    } else if (a == "--gid-bits") {
+      gid_bits = argv[++i];
     } else if (a == "--server-id") {
       char *end = nullptr;
       server_id = std::strtol(argv[++i], &end, 10);
@@ -144,6 +150,13 @@ int main(int argc, char **argv) {
   pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
 
   if (!federate && !peers.peers.empty()) return usage("--peer needs --peer-port");
+  rocl::impl::GidWidth width = rocl::impl::GidWidth::kWide;
+  if (!rocl::impl::parse_gid_bits(gid_bits.c_str(), &width)) {
+    return usage("--gid-bits (ROCL_GID_BITS) must be 63 or 31");
+  }
+  if (server_id > rocl::impl::max_server_id(width)) {
+    return usage("--server-id must be 1..127 with 31-bit gids");
+  }
   if (server_id == 0) {
     server_id = 1;
     in_addr host{};
@@ -156,7 +169,7 @@ int main(int argc, char **argv) {
                      peers.bind.c_str());
         return 1;
       }
-      server_id = static_cast<long>(ntohl(host.s_addr) & rocl::impl::kMaxServerId);
+      server_id = static_cast<long>(ntohl(host.s_addr) & rocl::impl::max_server_id(width));
       if (server_id == 0) {
         std::fprintf(stderr, "rocld: the host address %s ends in 15 zero bits; give --server-id\n",
                      rocl::impl::os::ipv4_text(host).c_str());
@@ -165,6 +178,7 @@ int main(int argc, char **argv) {
     }
   }
   rocl::impl::DirectoryServer server(socket_path, secret, static_cast<std::uint16_t>(server_id));
+  server.set_gid_width(width);
   if (!listen.empty()) server.listen_tcp(listen);
   if (federate) server.set_peers(peers);
   if (server.start() != ROCL_OK) {

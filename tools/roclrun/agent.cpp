@@ -74,6 +74,7 @@ int agent_fail(const char *fmt, const std::string &what) {
 struct Args {
   std::string role, job, host;
   long server_id = 1, peer_port = 0, rank = -1, size = 0;
+  GidWidth width = GidWidth::kWide;
   std::vector<std::string> env, argv;
 };
 
@@ -101,6 +102,8 @@ bool parse(int argc, char **argv, Args *a) {
       a->rank = std::atol(v);
     } else if (k == "--size") {
       a->size = std::atol(v);
+    } else if (k == "--gid-bits") {
+      if (!parse_gid_bits(v, &a->width)) return false;
     } else if (k == "--env") {
       a->env.emplace_back(v);
     } else {
@@ -110,8 +113,8 @@ bool parse(int argc, char **argv, Args *a) {
   const bool named = !a->job.empty() && a->job.find('/') == std::string::npos && !a->host.empty() &&
                      a->host.find('/') == std::string::npos;
   if (a->role == "directory") {
-    return named && a->server_id >= 1 && a->server_id <= kMaxServerId && a->peer_port > 0 &&
-           a->peer_port < 65536;
+    return named && a->server_id >= 1 && a->server_id <= max_server_id(a->width) &&
+           a->peer_port > 0 && a->peer_port < 65536;
   }
   return a->role == "rank" && named && a->rank >= 0 && a->size > a->rank && !a->argv.empty();
 }
@@ -165,6 +168,7 @@ int serve_directory(const Args &a) {
     return agent_fail("no job secret on stdin: %s", last_error());
   }
   DirectoryServer server(folder + "/dir.sock", secret, static_cast<std::uint16_t>(a.server_id));
+  server.set_gid_width(a.width);
   PeerConfig peers;
   peers.port = static_cast<std::uint16_t>(a.peer_port);
   peers.bind = "auto";
