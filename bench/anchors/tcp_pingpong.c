@@ -54,8 +54,7 @@ static void full(int fd, void *p, size_t n, int writing) {
   char *c = p;
   const double give_up = now_s() + 30;
   while (n > 0) {
-    ssize_t k = writing ? send(fd, c, n, MSG_NOSIGNAL)
-                        : recv(fd, c, n, g_block ? 0 : MSG_DONTWAIT);
+    ssize_t k = writing ? send(fd, c, n, MSG_NOSIGNAL) : recv(fd, c, n, g_block ? 0 : MSG_DONTWAIT);
     if (k <= 0) {
       if (k < 0 && errno == EINTR) continue;
       if (k < 0 && !writing && !g_block && (errno == EAGAIN || errno == EWOULDBLOCK)) {

@@ -298,9 +298,9 @@ void PeerServers::answer_query(const peerproto::Packet &p, const sockaddr_in &fr
   } else {
     // A multi-answer query's next gets a whole batch, its start (which
     // every server answers at once) a smaller one, a search one answer.
-    const std::size_t most = p.op == Op::kNext                      ? peerproto::kMaxBatch
+    const std::size_t most = p.op == Op::kNext                    ? peerproto::kMaxBatch
                              : (p.flags & peerproto::kMulti) != 0 ? kFirstBatch
-                                                                    : 1;
+                                                                  : 1;
     found = matches(directory_, p.list, p.op == Op::kNext ? p.gid : p.aux, most, &more);
   }
   const bool search = p.op == Op::kQuery && p.gid == 0 && (p.flags & peerproto::kMulti) == 0;
