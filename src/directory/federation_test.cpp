@@ -50,9 +50,10 @@ std::uint16_t free_udp_port() {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0;
   ::close(fd);
+  EXPECT_TRUE(ok) << "no free udp port on loopback";
   return ntohs(a.sin_port);
 }
 

@@ -774,7 +774,7 @@ TEST_F(ServerFixture, MalformedBatchesAreErrorsNamingTheField) {
   auto batch = [&](int n, bool more) {
     dirproto::BatchWriter w(dirproto::kMaxBatchAnswers);
     for (int i = 0; i < n; ++i) {
-      w.add(static_cast<std::uint64_t>(i + 1), list.bytes());
+      w.add(static_cast<std::uint64_t>(i) + 1, list.bytes());
     }
     return w.finish(more);
   };

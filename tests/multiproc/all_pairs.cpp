@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <string>
 #include <thread>
@@ -103,7 +104,7 @@ void worker(int rank, int size, int thread, int threads, int messages, int large
         return;
       }
       if (m->tag == kSmallTag) {
-        Small s;
+        Small s{};
         if (m->buffer.size() != sizeof s) {
           fail(thread, "a small message of " + std::to_string(m->buffer.size()) + " bytes");
           continue;
@@ -161,7 +162,7 @@ void worker(int rank, int size, int thread, int threads, int messages, int large
 
 }  // namespace
 
-int main() {
+int main() try {
   g_rank = env("ROCL_RANK", 0);
   const int size = env("ROCL_SIZE", 1);
   const int threads = env("ALL_PAIRS_THREADS", 4);
@@ -169,9 +170,13 @@ int main() {
   const int large_mb = env("ALL_PAIRS_LARGE_MB", 64);
   rocl::Context context;
   std::vector<std::thread> ts;
+  ts.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
     ts.emplace_back(worker, g_rank, size, t, threads, messages, large_mb);
   }
   for (auto &t : ts) t.join();
   return g_failures.load() == 0 ? 0 : 1;
+} catch (const std::exception &e) {  // rocl_init failed, or no thread could start
+  std::fprintf(stderr, "all_pairs rank %d: %s\n", g_rank, e.what());
+  return 1;
 }

@@ -49,7 +49,7 @@ TEST(AttrList, ValuesAreCopied) {
   AttrlHolder l;
   char src[8] = "abcdefg";
   ASSERT_EQ(rocl_add_attr(l.get(), "k", src, 7), ROCL_OK);
-  std::memcpy(src, "XXXXXXX", 7);
+  std::fill(src, src + 7, 'X');
   EXPECT_EQ(l.value("k"), "abcdefg");
   std::string name = "dyn";
   ASSERT_EQ(l.add(name.c_str(), "v"), ROCL_OK);
