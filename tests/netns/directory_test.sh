@@ -113,6 +113,15 @@ done
 [ "$(grep -c '^gid' <<<"$listing")" -eq "$(grep '^gid' <<<"$listing" | sort -u | wc -l)" ] ||
   fail "a resource listed twice"
 
+# The job as hosts, processes and resources.
+job=$(ROCL_DIRECTORY=unix:$work/h2.sock run_on h2 "$rocl_dir" job)
+echo "$job"
+for h in 1 2 3 4; do
+  grep -q "^host h$h (host id [0-9a-f]\{16\})" <<<"$job" || fail "rocl-dir job shows no host h$h"
+done
+[ "$(grep -c '^  process [0-9]* (context 0x' <<<"$job")" -eq 4 ] || fail "rocl-dir job: not 4 processes"
+[ "$(grep -c '^    0x.* type=exchange' <<<"$job")" -eq 4 ] || fail "rocl-dir job: not 4 resources"
+
 # rocld of h4 killed: the others drop it within 3 s of silence.
 # (pids[] are the hosts.sh wrappers: the daemon is found by its socket.)
 pkill -KILL -f -- "--socket $work/h4.sock" || fail "no rocld of h4 to kill"

@@ -2,6 +2,7 @@
 //
 //   rocl-dir [--socket PATH] [--secret-file PATH] query name=value... [--ask name...]
 //   rocl-dir [--socket PATH] [--secret-file PATH] list [--ask name...]
+//   rocl-dir [--socket PATH] [--secret-file PATH] job
 //
 // Prints one line per matching resource, in increasing gid order:
 //   gid 0x0001000000000002 type=worker name=w-1 context=0x0001000000000001
@@ -9,6 +10,8 @@
 // pattern's attributes plus the asked ones the resource has: by default
 // type, name and context, and any given with --ask. Exit 0 (also when
 // nothing matches), 1 with the error sentence on failure, 2 on bad usage.
+// `job` shows the whole job as hosts, their processes (contexts: pid and
+// gid) and each process's resources (gid, type, name).
 // --socket / --secret-file default to $ROCL_DIRECTORY (else
 // /tmp/rocl-<uid>/dir.sock) and $ROCL_SECRET_FILE.
 #include <unistd.h>
@@ -17,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,7 +38,8 @@ int usage(const char *why) {
                "rocl-dir: %s\n"
                "usage: rocl-dir [--socket PATH] [--secret-file PATH] query name=value... "
                "[--ask name...]\n"
-               "       rocl-dir [--socket PATH] [--secret-file PATH] list [--ask name...]\n",
+               "       rocl-dir [--socket PATH] [--secret-file PATH] list [--ask name...]\n"
+               "       rocl-dir [--socket PATH] [--secret-file PATH] job\n",
                why);
   return 2;
 }
@@ -68,6 +73,60 @@ std::string show(std::string_view name, const std::byte *v, std::size_t len) {
   return hex;
 }
 
+// `rocl-dir job`: the job as ToCL's entities, hosts, their processes (a
+// context each) and the processes' resources.
+class Job {
+ public:
+  void take(rocl_gid_t gid, const rocl::impl::AttrList &a) {
+    auto text = [&](const char *name) {
+      std::size_t len = 0;
+      const std::byte *v = a.get(name, &len);
+      return v == nullptr ? std::string() : show(name, v, len);
+    };
+    rocl_gid_t context = 0;
+    std::size_t len = 0;
+    if (const std::byte *v = a.get(rocl::impl::kContextAttr, &len); v != nullptr && len == 8) {
+      std::memcpy(&context, v, 8);
+    }
+    if (context == gid) {
+      Process &p = processes_[gid];
+      p.host = text("host");
+      p.host_id = text("host.id");
+      p.pid = text("pid");
+      return;
+    }
+    std::string line = show("context", reinterpret_cast<const std::byte *>(&gid), 8);
+    for (const char *n : {"type", "name"}) {
+      const std::string v = text(n);
+      if (!v.empty()) line += std::string(" ") + n + "=" + v;
+    }
+    processes_[context].resources.push_back(line);
+  }
+
+  void print() const {
+    std::map<std::string, std::vector<std::pair<rocl_gid_t, const Process *>>> hosts;
+    for (const auto &[gid, p] : processes_) {
+      const std::string host = p.host.empty() ? "(no host: a context not listed)" : p.host;
+      hosts[host + (p.host_id.empty() ? "" : " (host id " + p.host_id + ")")].emplace_back(gid, &p);
+    }
+    for (const auto &[host, processes] : hosts) {
+      std::printf("host %s\n", host.c_str());
+      for (const auto &[gid, p] : processes) {
+        std::printf("  process %s (context %s)\n", p->pid.empty() ? "?" : p->pid.c_str(),
+                    show("context", reinterpret_cast<const std::byte *>(&gid), 8).c_str());
+        for (const std::string &r : p->resources) std::printf("    %s\n", r.c_str());
+      }
+    }
+  }
+
+ private:
+  struct Process {
+    std::string host, host_id, pid;
+    std::vector<std::string> resources;
+  };
+  std::map<rocl_gid_t, Process> processes_;
+};
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -90,7 +149,7 @@ int main(int argc, char **argv) {
       }
       (a == "--socket" ? socket_path : secret_file) = argv[++i];
     } else if (command.empty()) {
-      if (a != "query" && a != "list") {
+      if (a != "query" && a != "list" && a != "job") {
         return usage(("unknown command '" + a + "'").c_str());
       }
       command = a;
@@ -112,6 +171,9 @@ int main(int argc, char **argv) {
   }
   if (command.empty()) {
     return usage("no command");
+  }
+  if (command == "job") {
+    ask = {"type", "name", "context", "host", "host.id", "pid"};
   }
   if (command == "query" && pattern.empty()) {
     return usage("query needs at least one name=value");
@@ -163,6 +225,7 @@ int main(int argc, char **argv) {
   if (!cursor) {
     return failed(rocl::impl::last_error());
   }
+  Job job;
   for (;;) {
     const std::int64_t gid = cursor->next(answers);
     if (gid == ROCL_EEND) {
@@ -170,6 +233,10 @@ int main(int argc, char **argv) {
     }
     if (gid < 0) {
       return failed(rocl::impl::last_error());
+    }
+    if (command == "job") {
+      job.take(static_cast<rocl_gid_t>(gid), answers);
+      continue;
     }
     std::string line;
     char buf[40];
@@ -185,5 +252,6 @@ int main(int argc, char **argv) {
     }
     std::printf("%s\n", line.c_str());
   }
+  if (command == "job") job.print();
   return 0;
 }
