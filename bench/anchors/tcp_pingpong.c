@@ -241,8 +241,10 @@ int main(int argc, char **argv) {
   for (int i = 0; i < nbw; ++i) most = bw[i] > most ? bw[i] : most;
   char *buf = calloc(1, most);
   if (buf == NULL) die("calloc");
-  printf("# bare TCP socket, TCP_NODELAY, %s:%s; %d reps of %.2f s, window %ld\n", argv[2], argv[3],
-         reps, seconds, window);
+  printf(
+      "# bare TCP socket, TCP_NODELAY, cubic, %s receives, %s:%s; %d reps of %.2f s, "
+      "window %ld\n",
+      g_block ? "blocking" : "polling", argv[2], argv[3], reps, seconds, window);
   printf("benchmark,size_bytes,pairs,median,min,max,unit\n");
   for (int i = 0; i < nsizes; ++i) point(fd, buf, ECHO, sizes[i], window, reps, seconds);
   for (int i = 0; i < nbw; ++i) point(fd, buf, SINK, bw[i], window, reps, seconds);
