@@ -72,6 +72,11 @@ bare_bw=$(awk -F, '$1=="bandwidth"{print $4*1000}' "$work/bare.csv")
 wait
 block_lat=$(awk -F, '$1=="latency"&&$2==8{print $4}' "$work/bare_block.csv")
 block_bw=$(awk -F, '$1=="bandwidth"{print $4*1000}' "$work/bare_block.csv")
+# The path's limit: the better of the two ways to receive, per figure (a
+# polling receiver wins the ping-pong, a blocking one the stream: its spin
+# takes the cpu the kernel's receive processing needs).
+best_lat=$(awk -v a="$bare_lat" -v b="$block_lat" 'BEGIN{print (a<b)?a:b}')
+best_bw=$(awk -v a="$bare_bw" -v b="$block_bw" 'BEGIN{print (a>b)?a:b}')
 # rocl over tcp
 ROCL_TRANSPORTS=inproc,tcp "$roclrun" --launcher netns --timeout 300 --hosts h1,h2 -n 2 \
   "$build/bench/rocl-bench/rocl-bench" latency bandwidth --sizes 8,1M --bandwidth-sizes 1M \
@@ -103,9 +108,10 @@ RSH
 fi
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (b=="-"||b==0||a=="-") print "-"; else printf "%.2f", a/b}'; }
 printf "%-22s %12s %12s\n" "" "8 B (us)" "1 MiB (MB/s)"
-printf "%-22s %12s %12s\n" "bare TCP socket" "$bare_lat" "$bare_bw"
+printf "%-22s %12s %12s\n" "bare, polling recv" "$bare_lat" "$bare_bw"
 printf "%-22s %12s %12s\n" "bare, blocking recv" "$block_lat" "$block_bw"
 printf "%-22s %12s %12s\n" "rocl tcp" "$rocl_lat" "$rocl_bw"
 printf "%-22s %12s %12s\n" "Open MPI tcp" "$ompi_lat" "$ompi_bw"
-printf "%-22s %12s %12s\n" "rocl / bare" "$(ratio "$rocl_lat" "$bare_lat")" "$(ratio "$rocl_bw" "$bare_bw")"
+printf "%-22s %12s %12s\n" "bare, the better" "$best_lat" "$best_bw"
+printf "%-22s %12s %12s\n" "rocl / the better" "$(ratio "$rocl_lat" "$best_lat")" "$(ratio "$rocl_bw" "$best_bw")"
 printf "%-22s %12s %12s\n" "rocl / Open MPI" "$(ratio "$rocl_lat" "$ompi_lat")" "$(ratio "$rocl_bw" "$ompi_bw")"
