@@ -11,6 +11,7 @@
 #   - rocl-dir list at h2 (a multi-answer query) shows every context of
 #     every host exactly once, each with its host name and a tcp address on
 #     net 1;
+#   - a datagram that is not the job's is ignored and said on the log;
 #   - a rocld killed (-9) is dropped by the others once silent (3 s).
 #   directory_test.sh ROCLD EXCHANGE ROCL_DIR
 set -euo pipefail
@@ -121,6 +122,16 @@ for h in 1 2 3 4; do
 done
 [ "$(grep -c '^  process [0-9]* (context 0x' <<<"$job")" -eq 4 ] || fail "rocl-dir job: not 4 processes"
 [ "$(grep -c '^    0x.* type=exchange' <<<"$job")" -eq 4 ] || fail "rocl-dir job: not 4 resources"
+
+# A datagram that is not the job's (no magic, no MAC) sent to h1's server
+# from h2 is ignored, said once on its log, and the servers go on.
+"$hosts" exec h2 --prefix "$prefix" -- bash -c 'echo not-a-directory-packet >/dev/udp/10.201.0.1/7946'
+for _ in $(seq 50); do
+  grep -q "directory peers: ignored a datagram from 10.201.0.2" "$work/rocld1.log" && break
+  sleep 0.1
+done
+grep -q "directory peers: ignored a datagram from 10.201.0.2" "$work/rocld1.log" ||
+  fail "h1's server did not say it ignored a foreign datagram: $(cat "$work/rocld1.log")"
 
 # rocld of h4 killed: the others drop it within 3 s of silence.
 # (pids[] are the hosts.sh wrappers: the daemon is found by its socket.)
