@@ -5,26 +5,14 @@
 #include <cstdio>
 #include <cstring>
 
+#include "directory/little_endian.hpp"
 #include "status/status.hpp"
 
 namespace rocl::impl::dirproto {
 namespace {
 
-template <typename T>
-void put(std::byte *p, T v) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    p[i] = static_cast<std::byte>(static_cast<std::uint64_t>(v) >> (8 * i));
-  }
-}
-
-template <typename T>
-T get(const std::byte *p) {
-  std::uint64_t v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-  }
-  return static_cast<T>(v);
-}
+using le::get;
+using le::put;
 
 std::string format(const char *fmt, unsigned long long a, unsigned long long b = 0) {
   char buf[256];

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "directory/little_endian.hpp"
 #include "status/status.hpp"
 
 namespace rocl::impl::peerproto {
@@ -15,21 +16,8 @@ namespace {
 
 constexpr std::uint64_t kMaxGid = static_cast<std::uint64_t>(INT64_MAX);
 
-template <typename T>
-void put(std::byte *p, T v) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    p[i] = static_cast<std::byte>(static_cast<std::uint64_t>(v) >> (8 * i));
-  }
-}
-
-template <typename T>
-T get(const std::byte *p) {
-  std::uint64_t v = 0;
-  for (std::size_t i = 0; i < sizeof(T); ++i) {
-    v |= static_cast<std::uint64_t>(p[i]) << (8 * i);
-  }
-  return static_cast<T>(v);
-}
+using le::get;
+using le::put;
 
 std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string format(const char *fmt, ...) {

@@ -16,27 +16,14 @@
 #   directory_test.sh ROCLD EXCHANGE ROCL_DIR
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-hosts=$here/hosts.sh
 me=netns_directory
 [ $# -eq 3 ] || {
   echo "usage: $0 ROCLD EXCHANGE ROCL_DIR" >&2
   exit 2
 }
 rocld=$1 exchange=$2 rocl_dir=$3
-prefix=${ROCL_NETNS_PREFIX:-rocl}
-fail() {
-  echo "$me: FAILED: $*" >&2
-  exit 1
-}
-if [ "$(id -u)" -ne 0 ]; then
-  echo "$me: skipped: network namespaces need root" >&2
-  exit 77
-fi
-for i in 1 2 3 4; do
-  ip netns list 2>/dev/null | grep -E "^$prefix-h$i( |$)" >/dev/null ||
-    fail "host $prefix-h$i is missing: the fixture runs 'hosts.sh up 4 --nets 2' first"
-done
+# shellcheck source=tests/netns/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
 
 work=$(mktemp -d /tmp/rocl-netns-dir.XXXXXX)
 chmod 700 "$work"

@@ -20,20 +20,8 @@ me=netns_roclrun_hosts
   exit 2
 }
 roclrun=$1 exchange=$2 demo=$3 send_to_deleted=$4 all_pairs=$5
-prefix=${ROCL_NETNS_PREFIX:-rocl}
-export ROCL_NETNS_PREFIX=$prefix
-fail() {
-  echo "$me: FAILED: $*" >&2
-  exit 1
-}
-if [ "$(id -u)" -ne 0 ]; then
-  echo "$me: skipped: network namespaces need root" >&2
-  exit 77
-fi
-for i in 1 2 3 4; do
-  ip netns list 2>/dev/null | grep -E "^$prefix-h$i( |$)" >/dev/null ||
-    fail "host $prefix-h$i is missing: the fixture runs 'hosts.sh up 4 --nets 2' first"
-done
+# shellcheck source=tests/netns/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
 work=$(mktemp -d /tmp/rocl-netns-run.XXXXXX)
 cleanup() {
   pkill -KILL -f -- "--agent .* --job job-" 2>/dev/null || true

@@ -10,33 +10,19 @@
 #   ssh_launcher_test.sh ROCLRUN EXCHANGE DEMO
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-hosts=$here/hosts.sh
 me=netns_ssh_launcher
 [ $# -eq 3 ] || {
   echo "usage: $0 ROCLRUN EXCHANGE DEMO" >&2
   exit 2
 }
 roclrun=$1 exchange=$2 demo=$3
-prefix=${ROCL_NETNS_PREFIX:-rocl}
-export ROCL_NETNS_PREFIX=$prefix
-fail() {
-  echo "$me: FAILED: $*" >&2
-  exit 1
-}
-if [ "$(id -u)" -ne 0 ]; then
-  echo "$me: skipped: network namespaces need root" >&2
-  exit 77
-fi
+# shellcheck source=tests/netns/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
 sshd=/usr/sbin/sshd
 if [ ! -x "$sshd" ] || ! command -v ssh >/dev/null; then
   echo "$me: skipped: no OpenSSH (scripts/setup.sh installs openssh-server, openssh-client)" >&2
   exit 77
 fi
-for i in 1 2 3 4; do
-  ip netns list 2>/dev/null | grep -E "^$prefix-h$i( |$)" >/dev/null ||
-    fail "host $prefix-h$i is missing: the fixture runs 'hosts.sh up 4 --nets 2' first"
-done
 work=$(mktemp -d /tmp/rocl-netns-ssh.XXXXXX)
 chmod 700 "$work"
 cleanup() {
