@@ -12,6 +12,7 @@ packages=(
   clang-format clang-tidy cmake-format    # .ci/run's format and tidy checks
   dpkg-dev                                # cpack -G DEB: dpkg-shlibdeps
   iproute2 procps                         # multi-process and namespace tests
+  iperf3 sockperf                         # the bare TCP path's standard tools (bench/hosts)
   openssh-server openssh-client           # roclrun's ssh launcher, tested inside the test hosts
   openmpi-bin libopenmpi-dev mpich libmpich-dev   # anchors of rocl-bench compare: MPI,
   ucx-utils libzmq3-dev libnng-dev gnuplot-nox    # ucx_perftest, ZeroMQ, NNG; its plots

@@ -10,7 +10,9 @@
 //                   answers per second (and exactly H*K of them, once each)
 // each the median, min and max of R runs, and prints CSV rows
 //   benchmark,hosts,median,min,max,unit
-// Then it registers {type=bench-done}, which the others wait for.
+// The others sleep in rocl_recv meanwhile (a rocl_query_wait would ask
+// every server again and again, and its queries would be measured too);
+// rank 0 then sends each of them an empty message and they leave.
 #include <rocl/rocl.h>
 
 #include <algorithm>
@@ -75,15 +77,18 @@ int main(int argc, char **argv) {
     rocl_kill_attrl(a);
   }
   rocl_attrl_t *me = list({{"type", "bench-rank"}, {"rank", std::to_string(rank)}});
-  if (rocl_register(me) < 0) die("rocl_register");
+  const int64_t me_gid = rocl_register(me);
+  if (me_gid < 0) die("rocl_register");
   rocl_kill_attrl(me);
   rocl_attrl_t *ranks = list({{"type", "bench-rank"}});
   if (rocl_query_wait(ranks, size, 60000) < 0) die("rocl_query_wait (every rank)");
   rocl_kill_attrl(ranks);
   if (rank != 0) {
-    rocl_attrl_t *done = list({{"type", "bench-done"}});
-    if (rocl_query_wait(done, 1, 600000) < 0) die("rocl_query_wait (done)");
-    rocl_kill_attrl(done);
+    void *msg = nullptr;
+    if (rocl_recv(me_gid, ROCL_ANY, ROCL_ANY, &msg, nullptr, nullptr, nullptr, 600000) != ROCL_OK) {
+      die("rocl_recv (done)");
+    }
+    rocl_bfret(msg);
     rocl_exit();
     return 0;
   }
@@ -145,9 +150,16 @@ int main(int argc, char **argv) {
     rates.push_back(static_cast<double>(seen.size()) / secs);
   }
   row("multi-answer", stats(rates), "answers/s");
-  rocl_attrl_t *done = list({{"type", "bench-done"}});
-  if (rocl_register(done) < 0) die("rocl_register (done)");
-  rocl_kill_attrl(done);
+  {
+    rocl_attrl_t *others = list({{"type", "bench-rank"}});
+    rocl_handler_t *h = rocl_query_start(others);
+    if (h == nullptr) die("rocl_query_start (ranks)");
+    for (int64_t g; (g = rocl_query_next(h, nothing)) > 0;) {
+      if (g != me_gid && rocl_send(me_gid, g, 0, nullptr, 0) != ROCL_OK) die("rocl_send (done)");
+    }
+    rocl_query_stop(h);
+    rocl_kill_attrl(others);
+  }
   rocl_kill_attrl(own);
   rocl_kill_attrl(far);
   rocl_kill_attrl(nothing);

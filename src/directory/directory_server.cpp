@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -118,6 +119,9 @@ struct DirectoryServer::Loop {
   DirectoryServer *srv = nullptr;
   std::uint64_t next_serial = 1;
   bool handling = false;  // inside handle(): a reply made now needs no process()
+  // Requests waiting for other servers: the server thread does not spin
+  // for the next request then (the other servers need the cpu more).
+  std::size_t waiting_for_peers = 0;
 
   void log(const std::string &line) const {
     if (srv->log_) {
@@ -331,8 +335,10 @@ struct DirectoryServer::Loop {
   template <class Fn>
   PeerServers::Done resume_later(Conn &c, Fn fn) {
     c.parked = true;
+    ++waiting_for_peers;
     return [this, fd = c.fd, serial = c.serial, fn = std::move(fn)](
                int status, Answers answers, const std::string &why) mutable {
+      if (waiting_for_peers > 0) --waiting_for_peers;
       auto it = conns.find(fd);
       if (it == conns.end() || it->second->serial != serial) return;  // closed meanwhile
       Conn &c = *it->second;
@@ -950,6 +956,8 @@ int DirectoryServer::open_tcp_listener() {
 void DirectoryServer::run() {
   Loop &L = *loop_;
   epoll_event events[64];
+  using SpinClock = std::chrono::steady_clock;
+  SpinClock::time_point spin_until{};  // looks without sleeping until then
   for (;;) {
     int timeout = -1;
     if (peers_) {
@@ -957,7 +965,9 @@ void DirectoryServer::run() {
       timeout = static_cast<int>(std::clamp<long long>(
           std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1, 0, 1000));
     }
+    if (L.waiting_for_peers == 0 && SpinClock::now() < spin_until) timeout = 0;
     const int n = ::epoll_wait(L.epfd, events, 64, timeout);
+    if (n == 0 && timeout == 0) sched_yield();  // spinning: the client may need this cpu
     if (peers_) {
       peers_->on_tick();
       live_peers_.store(peers_->live().size(), std::memory_order_relaxed);
@@ -989,6 +999,8 @@ void DirectoryServer::run() {
       if (it == L.conns.end()) {
         continue;
       }
+      // A client asked: its next question may well come at once.
+      if (spin_.count() > 0) spin_until = SpinClock::now() + spin_;
       Conn &c = *it->second;
       if (events[i].events & EPOLLOUT) {
         if (!L.flush(c)) {

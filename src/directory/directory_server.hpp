@@ -22,6 +22,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -65,6 +66,12 @@ class DirectoryServer {
   // The width of the gids issued (directory.hpp; ROCL_GID_BITS): compact
   // ones allow server ids 1..127. Call before start().
   void set_gid_width(GidWidth width) { width_ = width; }
+  // How long the server thread keeps looking for the next request (epoll
+  // with no timeout) after serving one before it sleeps: a client's query
+  // that comes within it costs no wake-up of the server, which would cost
+  // more than the query itself. 0: sleep at once. Call before start().
+  static constexpr std::chrono::microseconds kDefaultSpin{50};
+  void set_spin(std::chrono::microseconds spin) { spin_ = spin; }
   // Thread safe, for tests and tools: how many other servers are live now,
   // and how many of their datagrams were ignored (peer_servers.hpp).
   std::size_t live_peers() const noexcept { return live_peers_.load(std::memory_order_relaxed); }
@@ -119,6 +126,7 @@ class DirectoryServer {
   std::string tcp_ip_;
   std::optional<PeerConfig> peer_config_;
   GidWidth width_ = GidWidth::kWide;
+  std::chrono::microseconds spin_ = kDefaultSpin;
   std::unique_ptr<PeerServers> peers_;
   std::atomic<std::size_t> live_peers_{0};
   std::atomic<std::uint64_t> ignored_peer_packets_{0};

@@ -203,19 +203,26 @@ void PeerServers::on_readable() {
     std::string what;
     if (peerproto::open(std::span(buf.data(), static_cast<std::size_t>(n)), secret_, &p, &what) !=
         ROCL_OK) {
-      ignore("a datagram from " + name_of(from) + " with " + what);
+      ignore(Ignored::kNotOurs, from, "a datagram from " + name_of(from) + " with " + what);
       continue;
     }
     handle(p, from);
   }
 }
 
-void PeerServers::ignore(const std::string &what) {
+void PeerServers::ignore(Ignored kind, const sockaddr_in &from, const std::string &what) {
   ++ignored_;
-  if (!ignored_said_ && log_) {
-    log_("directory peers: ignored " + what + " (further ones are only counted)");
+  if (ignored_said_.size() > kMaxSaid) return;
+  if (!ignored_said_.emplace(from.sin_addr.s_addr, kind).second) return;
+  if (!log_) return;
+  if (ignored_said_.size() > kMaxSaid) {
+    log_("directory peers: ignored datagrams from more than " + std::to_string(kMaxSaid) +
+         " sources; further ones are only counted");
+  } else {
+    log_("directory peers: ignored " + what +
+         " (further ones of this kind from there are only "
+         "counted)");
   }
-  ignored_said_ = true;
 }
 
 void PeerServers::handle(const peerproto::Packet &p, const sockaddr_in &from) {
@@ -242,7 +249,7 @@ void PeerServers::handle(const peerproto::Packet &p, const sockaddr_in &from) {
   }
   std::string why;
   if (!guard_.accept(p, realtime_ms(), &why)) {
-    ignore("a packet from " + name_of(from) + ": " + why);
+    ignore(Ignored::kRefused, from, "a packet from " + name_of(from) + ": " + why);
     return;
   }
   heard(p, from);

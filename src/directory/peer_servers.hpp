@@ -41,11 +41,14 @@
 #include <netinet/in.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "directory/attr_list.hpp"
@@ -174,7 +177,10 @@ class PeerServers {
   void take_answer(const peerproto::Packet &p);
   void finish(std::uint64_t id, int status, const std::string &why);
   void drop(std::uint16_t server, const std::string &why);
-  void ignore(const std::string &what);
+  // Counts an ignored datagram; says the first of each kind from each
+  // source (up to kMaxSaid of them) on the log.
+  enum class Ignored { kNotOurs, kRefused };
+  void ignore(Ignored kind, const sockaddr_in &from, const std::string &what);
 
   JobSecret secret_;
   std::uint16_t id_;
@@ -194,7 +200,8 @@ class PeerServers {
   std::map<std::uint64_t, Pending> pending_;
   peerproto::ReplayGuard guard_;
   std::uint64_t ignored_ = 0;
-  bool ignored_said_ = false;
+  static constexpr std::size_t kMaxSaid = 64;
+  std::set<std::pair<std::uint32_t, Ignored>> ignored_said_;  // (source address, kind)
   bool conflict_ = false;
   std::string conflict_why_;
   std::function<void(std::uint16_t)> dropped_;

@@ -5,12 +5,14 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -101,6 +103,7 @@ class Connection {
   // Reads one message with a checked header. false + *why on failure.
   bool read_message(dirproto::Header *h, std::vector<std::byte> *body, std::string *why) {
     std::byte raw[dirproto::kHeaderBytes];
+    wait_briefly();
     if (!recv_all(raw, sizeof raw, why)) {
       return false;
     }
@@ -160,6 +163,19 @@ class Connection {
   std::mutex mu;
 
  private:
+  // Looks for the reply without sleeping for a short while: a server that
+  // answers from its own table answers within it, and a sleeping client's
+  // wake-up would cost more than the question. It yields between looks: the
+  // server may be waiting for this very cpu.
+  void wait_briefly() {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
+    std::byte b;
+    do {
+      if (::recv(fd_, &b, 1, MSG_PEEK | MSG_DONTWAIT) != -1 || errno != EAGAIN) return;
+      sched_yield();
+    } while (std::chrono::steady_clock::now() < until);
+  }
+
   // recv() that also takes the descriptors the server may pass.
   ssize_t recv_some(std::byte *p, std::size_t n) {
     iovec iov{p, n};

@@ -12,7 +12,10 @@
 #     every host exactly once, each with its host name and a tcp address on
 #     net 1;
 #   - a datagram that is not the job's is ignored and said on the log;
-#   - a rocld killed (-9) is dropped by the others once silent (3 s).
+#   - a rocld killed (-9) is dropped by the others once silent (3 s);
+#   - from h4's address then: a genuine announcement of h2's, captured off
+#     the wire and sent again, is refused as a replay; a rocld with another
+#     secret is ignored (said on the log) and never joins.
 #   directory_test.sh ROCLD EXCHANGE ROCL_DIR
 set -euo pipefail
 
@@ -128,4 +131,46 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 grep -q "server 4 was silent" "$work/rocld1.log" || fail "h1 did not drop h4: $(cat "$work/rocld1.log")"
+
+# A replay: h2's next broadcast (an announcement comes every second, signed
+# with the job's secret) caught at h4 (bound to the broadcast address: not
+# what h2 sends h4 alone, which h1 never saw) and sent to h1 a moment after
+# h1 took it.
+"$hosts" exec h4 --prefix "$prefix" -- python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.201.0.255", 7946))
+s.settimeout(5)
+while True:
+    data, src = s.recvfrom(65536)
+    if src[0] == "10.201.0.2":
+        break
+time.sleep(0.2)
+s.sendto(data, ("10.201.0.1", 7946))
+' || fail "could not catch an announcement of h2's at h4"
+for _ in $(seq 50); do
+  grep -q "ignored a packet from 10.201.0.4.*replay" "$work/rocld1.log" && break
+  sleep 0.1
+done
+grep -q "ignored a packet from 10.201.0.4.*replay" "$work/rocld1.log" ||
+  fail "h1 did not refuse a replayed announcement: $(cat "$work/rocld1.log")"
+
+# Another job's server on h4 (its own secret, the same port): ignored by h1
+# (bad MAC), said once, and never a live peer.
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/other-secret"
+chmod 600 "$work/other-secret"
+joined_before=$(grep -c "server 4 at .* joined" "$work/rocld1.log" || true)
+run_on h4 "$rocld" --socket "$work/h4-other.sock" --secret-file "$work/other-secret" \
+  --peer-port 7946 >"$work/rocld4-other.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do
+  grep -q "ignored a datagram from 10.201.0.4.*MAC" "$work/rocld1.log" && break
+  sleep 0.1
+done
+grep -q "ignored a datagram from 10.201.0.4.*MAC" "$work/rocld1.log" ||
+  fail "h1 did not ignore a server with another secret: $(cat "$work/rocld1.log")"
+sleep 1.2  # another announcement of the stranger's
+[ "$(grep -c "server 4 at .* joined" "$work/rocld1.log" || true)" = "$joined_before" ] ||
+  fail "a server with another secret joined h1: $(cat "$work/rocld1.log")"
 echo "$me: ok"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,7 +28,7 @@ int usage(const char *why) {
   std::fprintf(stderr,
                "rocld: %s\n"
                "usage: rocld [--socket PATH] [--secret-file PATH] [--server-id N]\n"
-               "             [--listen [HOST:]PORT]\n"
+               "             [--listen [HOST:]PORT] [--spin-us N]\n"
                "             [--peer-port PORT [--peer ADDRESS[:PORT]]... [--bind NAME]]\n"
                "  --socket PATH       default $ROCL_DIRECTORY, else /tmp/rocl-<uid>/dir.sock\n"
                "  --secret-file PATH  the job secret (64 hex digits, mode 0600);\n"
@@ -42,7 +43,9 @@ int usage(const char *why) {
                "  --gid-bits 63|31    the gids' width (default $ROCL_GID_BITS, else 63); 31:\n"
                "                      gids that fit a C int (rocl/rocl_paper.h), ids 1..127\n"
                "  --listen [HOST:]PORT  also serve over tcp (ROCL_DIRECTORY=tcp:HOST:PORT);\n"
-               "                      HOST an address, an interface, auto or any (default)\n",
+               "                      HOST an address, an interface, auto or any (default)\n"
+               "  --spin-us N         after a request, look for the next one this long before\n"
+               "                      sleeping (default 50; 0: sleep at once)\n",
                why);
   return 2;
 }
@@ -78,6 +81,7 @@ int main(int argc, char **argv) {
   std::string socket_path;
   std::string secret_file;
   long server_id = 0;
+  long spin_us = rocl::impl::DirectoryServer::kDefaultSpin.count();
   std::string listen;
   const char *env_bits = std::getenv("ROCL_GID_BITS");
   std::string gid_bits = env_bits != nullptr ? env_bits : "";
@@ -110,6 +114,12 @@ int main(int argc, char **argv) {
       peers.bind = argv[++i];
     } else if (a == "--gid-bits") {
       gid_bits = argv[++i];
+    } else if (a == "--spin-us") {
+      char *end = nullptr;
+      spin_us = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || spin_us < 0 || spin_us > 1000000) {
+        return usage("--spin-us must be 0..1000000");
+      }
     } else if (a == "--server-id") {
       char *end = nullptr;
       server_id = std::strtol(argv[++i], &end, 10);
@@ -179,6 +189,7 @@ int main(int argc, char **argv) {
   }
   rocl::impl::DirectoryServer server(socket_path, secret, static_cast<std::uint16_t>(server_id));
   server.set_gid_width(width);
+  server.set_spin(std::chrono::microseconds(spin_us));
   if (!listen.empty()) server.listen_tcp(listen);
   if (federate) server.set_peers(peers);
   if (server.start() != ROCL_OK) {
