@@ -6,30 +6,32 @@
 #     second, with 2, 4, 8 and 16 hosts;
 #   - tcp between two hosts (h1 -> h2 over net 1, veth + bridge): rocl's
 #     8 B latency and 1 MiB bandwidth (rocl-bench's process benchmarks with
-#     ROCL_TRANSPORTS=inproc,tcp) next to a bare TCP socket (tcp_pingpong,
+#     ROCL_TRANSPORTS=inproc,tcp; with the default waiting and with
+#     ROCL_WAIT=spin, as the polling anchors wait) next to a bare TCP socket (tcp_pingpong,
 #     polling receives, cubic as rocl's connections; with blocking receives
 #     too), the standard tools over the same path (iperf3's stream: the
 #     path's limit for 1 MiB; sockperf's ping-pong, which checks the bare
 #     socket's blocking figure) and Open MPI's tcp BTL (mpi_pingpong.openmpi,
 #     mpirun launching its daemons into the hosts through `ip netns exec`;
 #     --bind-to none, since each host would bind its one rank to cpu 0).
-#   bench/hosts/hosts_bench.sh BUILD [--hosts 2,4,8,16] [--reps N] [--quick]
+#   bench/hosts/hosts_bench.sh BUILD [--hosts 2,4,8,16] [--reps N] [--rounds N] [--quick]
 # Makes its own test hosts (prefix rbench) and removes them at the end.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 [ $# -ge 1 ] || {
-  echo "usage: $0 BUILD [--hosts 2,4,8,16] [--reps N] [--quick]" >&2
+  echo "usage: $0 BUILD [--hosts 2,4,8,16] [--reps N] [--rounds N] [--quick]" >&2
   exit 2
 }
 build=$(cd "$1" && pwd)
 shift
-host_counts=2,4,8,16 reps=5 dir_reps=200 seconds=0.2 iperf_seconds=2
+host_counts=2,4,8,16 reps=5 dir_reps=200 seconds=0.2 tool_seconds=1 rounds=3
 while [ $# -gt 0 ]; do
   case $1 in
     --hosts) host_counts=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
-    --quick) host_counts=2,4 reps=1 dir_reps=20 seconds=0.05 iperf_seconds=1; shift ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --quick) host_counts=2,4 reps=1 dir_reps=20 seconds=0.05 tool_seconds=1 rounds=1; shift ;;
     *) echo "$0: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -61,90 +63,85 @@ for n in $(tr ',' ' ' <<<"$host_counts"); do
 done
 
 echo
-echo "## tcp between h1 and h2: 8 B one-way latency (us) and 1 MiB bandwidth, median of $reps"
-# bare socket
-"$hosts" exec h2 -- "$build/bench/hosts/tcp_pingpong" serve 10.201.0.2 5555 >/dev/null &
-"$hosts" exec h1 -- "$build/bench/hosts/tcp_pingpong" run 10.201.0.2 5555 --sizes 8 \
-  --bw-sizes 1M --reps "$reps" --time "$seconds" >"$work/bare.csv"
-wait
-bare_lat=$(awk -F, '$1=="latency"&&$2==8{print $4}' "$work/bare.csv")
-bare_bw=$(awk -F, '$1=="bandwidth"{print $4*1000}' "$work/bare.csv")
-"$hosts" exec h2 -- "$build/bench/hosts/tcp_pingpong" serve 10.201.0.2 5556 --block >/dev/null &
-"$hosts" exec h1 -- "$build/bench/hosts/tcp_pingpong" run 10.201.0.2 5556 --sizes 8 \
-  --bw-sizes 1M --reps "$reps" --time "$seconds" --block >"$work/bare_block.csv"
-wait
-block_lat=$(awk -F, '$1=="latency"&&$2==8{print $4}' "$work/bare_block.csv")
-block_bw=$(awk -F, '$1=="bandwidth"{print $4*1000}' "$work/bare_block.csv")
-# The standard tools over the same path. iperf3 streams 1 MiB writes
-# with cubic (as rocl's connections) for $iperf_seconds a run, median of
-# the reps; sockperf ping-pongs its smallest message (14 B) with blocking
-# receives.
-iperf_bw="-" sockperf_lat="-"
-if command -v iperf3 >/dev/null; then
-  runs=()
-  for ((r = 0; r < reps; ++r)); do
-    "$hosts" exec h2 -- iperf3 -s -1 -B 10.201.0.2 -p 5557 >/dev/null 2>&1 &
-    sleep 0.3
-    "$hosts" exec h1 -- iperf3 -c 10.201.0.2 -p 5557 -l 1M -C cubic -t "$iperf_seconds" -J \
-      >"$work/iperf.json" 2>&1 || true
-    wait || true
-    runs+=("$(python3 -c 'import json,sys
-try: print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8e6)
-except Exception: pass' "$work/iperf.json")")
-  done
-  iperf_bw=$(printf '%s\n' "${runs[@]}" | awk 'NF' | sort -g | awk '{v[NR]=$1} END{if (NR) print v[int((NR+1)/2)]; else print "-"}')
-fi
-if command -v sockperf >/dev/null; then
-  "$hosts" exec h2 -- sockperf server --tcp -i 10.201.0.2 -p 5558 >/dev/null 2>&1 &
-  server=$!
-  sleep 0.3
-  sockperf_lat=$("$hosts" exec h1 -- sockperf ping-pong --tcp -i 10.201.0.2 -p 5558 \
-    -t "$iperf_seconds" 2>&1 | sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')
-  [ -n "$sockperf_lat" ] || sockperf_lat="-"
-  kill "$server" 2>/dev/null || true
-  wait || true
-fi
-# The path's limit, per figure: the best of the bare socket's two ways to
-# receive (a polling receiver wins the ping-pong) and the standard tools.
-best_lat=$(printf '%s\n' "$bare_lat" "$block_lat" "$sockperf_lat" | grep -v '^-$' | sort -g | head -1)
-best_bw=$(printf '%s\n' "$bare_bw" "$block_bw" "$iperf_bw" | grep -v '^-$' | sort -g | tail -1)
-# rocl over tcp
-ROCL_TRANSPORTS=inproc,tcp "$roclrun" --launcher netns --timeout 300 --hosts h1,h2 -n 2 \
-  "$build/bench/rocl-bench/rocl-bench" latency bandwidth --sizes 8,1M --bandwidth-sizes 1M \
-  --pairs 1 --reps "$reps" --time "$seconds" --window 64 --process-rank tcp \
-  --rows-out "$work/rocl.csv" --no-cpu-pin >"$work/rocl.out" 2>&1 ||
-  { echo "rocl-bench across hosts failed:" >&2; cat "$work/rocl.out" >&2; exit 1; }
-rocl_lat=$(awk -F, '$1=="tcp-latency"&&$2==8{print $4}' "$work/rocl.csv")
-rocl_bw=$(awk -F, '$1=="tcp-bandwidth"&&$7=="MB/s"{print $4}' "$work/rocl.csv")
-# Open MPI's tcp BTL, its daemons started in the hosts through ip netns exec
-ompi_lat="-" ompi_bw="-"
-anchor=$build/bench/rocl-bench/compare/anchors/mpi_pingpong.openmpi
-if [ -x "$anchor" ] && command -v mpirun.openmpi >/dev/null; then
-  cat >"$work/netns-rsh" <<RSH
+echo "## tcp between h1 and h2: 8 B one-way latency (us) and 1 MiB bandwidth (MB/s)"
+echo "# $rounds rounds, each running every system once (median of $reps runs each);"
+echo "# the table gives the median round and the range; ratios are taken per round"
+cat >"$work/netns-rsh" <<RSH
 #!/bin/sh
 host=\$1
 shift
 exec ip netns exec rbench-\$host sh -c "\$*"
 RSH
-  chmod +x "$work/netns-rsh"
+chmod +x "$work/netns-rsh"
+anchor=$build/bench/rocl-bench/compare/anchors/mpi_pingpong.openmpi
+rows=$work/tcp.csv
+: >"$rows"
+row() { echo "$1,$2,${3:--},${4:--}" >>"$rows"; } # ROUND SYSTEM LAT BW
+bare() { # ROUND NAME [--block]
+  local port=$((5555 + RANDOM % 1000))
+  "$hosts" exec h2 -- "$build/bench/hosts/tcp_pingpong" serve 10.201.0.2 "$port" "${@:3}" >/dev/null &
+  sleep 0.2
+  "$hosts" exec h1 -- "$build/bench/hosts/tcp_pingpong" run 10.201.0.2 "$port" --sizes 8 \
+    --bw-sizes 1M --reps "$reps" --time "$seconds" "${@:3}" >"$work/bare.csv"
+  wait
+  row "$1" "$2" "$(awk -F, '$1=="latency"&&$2==8{print $4}' "$work/bare.csv")" \
+    "$(awk -F, '$1=="bandwidth"{print $4*1000}' "$work/bare.csv")"
+}
+# The standard tools over the same path: iperf3 streams 1 MiB writes with
+# cubic (as rocl's connections); sockperf ping-pongs its smallest message
+# (14 B) with blocking receives.
+iperf() { # ROUND
+  command -v iperf3 >/dev/null || return 0
+  "$hosts" exec h2 -- iperf3 -s -1 -B 10.201.0.2 -p 5557 >/dev/null 2>&1 &
+  sleep 0.3
+  "$hosts" exec h1 -- iperf3 -c 10.201.0.2 -p 5557 -l 1M -C cubic -t "$tool_seconds" -J \
+    >"$work/iperf.json" 2>&1 || true
+  wait || true
+  row "$1" iperf3 - "$(python3 -c 'import json,sys
+try: print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8e6)
+except Exception: print("-")' "$work/iperf.json")"
+}
+sockperf_run() { # ROUND
+  command -v sockperf >/dev/null || return 0
+  "$hosts" exec h2 -- sockperf server --tcp -i 10.201.0.2 -p 5558 >/dev/null 2>&1 &
+  local server=$!
+  sleep 0.3
+  row "$1" sockperf "$("$hosts" exec h1 -- sockperf ping-pong --tcp -i 10.201.0.2 -p 5558 \
+    -t "$tool_seconds" 2>&1 | sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')"
+  kill "$server" 2>/dev/null || true
+  wait || true
+}
+rocl() { # ROUND NAME [ROCL_WAIT]
+  ROCL_WAIT=${3:-auto} ROCL_TRANSPORTS=inproc,tcp "$roclrun" --launcher netns --timeout 300 --hosts h1,h2 -n 2 \
+    "$build/bench/rocl-bench/rocl-bench" latency bandwidth --sizes 8,1M --bandwidth-sizes 1M \
+    --pairs 1 --reps "$reps" --time "$seconds" --window 64 --process-rank tcp \
+    --rows-out "$work/rocl.csv" --no-cpu-pin >"$work/rocl.out" 2>&1 ||
+    { echo "rocl-bench across hosts failed:" >&2; cat "$work/rocl.out" >&2; exit 1; }
+  row "$1" "$2" "$(awk -F, '$1=="tcp-latency"&&$2==8{print $4}' "$work/rocl.csv")" \
+    "$(awk -F, '$1=="tcp-bandwidth"&&$7=="MB/s"{print $4}' "$work/rocl.csv")"
+}
+# Open MPI's tcp BTL, its daemons started in the hosts through ip netns
+# exec; --bind-to none, since each host would bind its one rank to cpu 0.
+ompi() { # ROUND
+  [ -x "$anchor" ] && command -v mpirun.openmpi >/dev/null || return 0
   if "$hosts" exec h1 -- mpirun.openmpi --allow-run-as-root --host h1,h2 --bind-to none \
     --mca plm_rsh_agent "$work/netns-rsh" --mca btl tcp,self --mca btl_tcp_if_include eth0 \
     --mca oob_tcp_if_include eth0 -n 2 "$anchor" --sizes 8 --bw-sizes 1M --reps "$reps" \
     --time "$seconds" >"$work/ompi.out" 2>&1; then
-    ompi_lat=$(awk -F, '$1=="latency"&&$2==8{print $4}' "$work/ompi.out")
-    ompi_bw=$(awk -F, '$1=="bandwidth"{print $4*1000}' "$work/ompi.out")
+    row "$1" ompi "$(awk -F, '$1=="latency"&&$2==8{print $4}' "$work/ompi.out")" \
+      "$(awk -F, '$1=="bandwidth"{print $4*1000}' "$work/ompi.out")"
   else
     echo "# Open MPI across the hosts failed: $(tail -3 "$work/ompi.out" | tr '\n' ' ')"
   fi
-fi
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{if (b=="-"||b==0||a=="-") print "-"; else printf "%.2f", a/b}'; }
-printf "%-22s %12s %12s\n" "" "8 B (us)" "1 MiB (MB/s)"
-printf "%-22s %12s %12s\n" "bare, polling recv" "$bare_lat" "$bare_bw"
-printf "%-22s %12s %12s\n" "bare, blocking recv" "$block_lat" "$block_bw"
-printf "%-22s %12s %12s\n" "iperf3 (cubic)" "-" "$iperf_bw"
-printf "%-22s %12s %12s\n" "sockperf (14 B)" "$sockperf_lat" "-"
-printf "%-22s %12s %12s\n" "rocl tcp" "$rocl_lat" "$rocl_bw"
-printf "%-22s %12s %12s\n" "Open MPI tcp" "$ompi_lat" "$ompi_bw"
-printf "%-22s %12s %12s\n" "the path (best)" "$best_lat" "$best_bw"
-printf "%-22s %12s %12s\n" "rocl / the path" "$(ratio "$rocl_lat" "$best_lat")" "$(ratio "$rocl_bw" "$best_bw")"
-printf "%-22s %12s %12s\n" "rocl / Open MPI" "$(ratio "$rocl_lat" "$ompi_lat")" "$(ratio "$rocl_bw" "$ompi_bw")"
+}
+for ((r = 1; r <= rounds; ++r)); do
+  bare "$r" bare-poll
+  bare "$r" bare-block --block
+  iperf "$r"
+  sockperf_run "$r"
+  rocl "$r" rocl
+  rocl "$r" rocl-spin spin
+  ompi "$r"
+done
+python3 "$here/tcp_table.py" "$rows"
+[ -z "${ROCL_HOSTS_BENCH_ROWS:-}" ] || cp "$rows" "$ROCL_HOSTS_BENCH_ROWS"
