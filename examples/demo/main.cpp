@@ -109,21 +109,22 @@ Settings parse(int argc, char **argv, int rank, bool in_job) {
 
 int main(int argc, char **argv) {
   using namespace demo;
-  // roclrun gives every process ROCL_RANK and ROCL_SIZE; without them the
-  // demo runs alone.
-  const char *rank_env = std::getenv("ROCL_RANK");
-  const char *size_env = std::getenv("ROCL_SIZE");
-  const int rank = rank_env != nullptr ? std::atoi(rank_env) : 0;
-  const int size = rank_env != nullptr && size_env != nullptr ? std::atoi(size_env) : 1;
-  if (size < 1 || rank < 0 || rank >= size) {
-    std::fprintf(stderr, "rocl-demo: ROCL_RANK=%s and ROCL_SIZE=%s make no sense together\n",
-                 rank_env, size_env != nullptr ? size_env : "(unset)");
-    return 2;
-  }
-  const Settings settings = parse(argc, argv, rank, size > 1);
-  if (size > 1) set_process_label("rank " + std::to_string(rank));
   try {
+    // rocl_init first: roclrun gives every process ROCL_RANK and ROCL_SIZE,
+    // and under mpirun or srun (PMIx) rocl_init sets them; without them the
+    // demo runs alone.
     rocl::Context context;
+    const char *rank_env = std::getenv("ROCL_RANK");
+    const char *size_env = std::getenv("ROCL_SIZE");
+    const int rank = rank_env != nullptr ? std::atoi(rank_env) : 0;
+    const int size = rank_env != nullptr && size_env != nullptr ? std::atoi(size_env) : 1;
+    if (size < 1 || rank < 0 || rank >= size) {
+      std::fprintf(stderr, "rocl-demo: ROCL_RANK=%s and ROCL_SIZE=%s make no sense together\n",
+                   rank_env, size_env != nullptr ? size_env : "(unset)");
+      return 2;
+    }
+    const Settings settings = parse(argc, argv, rank, size > 1);
+    if (size > 1) set_process_label("rank " + std::to_string(rank));
     Job job(rank, size);
     Shared s(settings, job);
     if (rank == 0) introduce(s, job, rank_env != nullptr);

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "bootstrap/job_bootstrap.hpp"
 #include "directory/attr_list.hpp"
 #include "directory/remote_directory.hpp"
 #include "os/host.hpp"
@@ -29,6 +30,9 @@ namespace {
 std::mutex g_init_mutex;
 int g_init_count = 0;
 std::unique_ptr<Context> g_context;
+// The job a launcher other than roclrun started this process in (PMIx):
+// joined before the global context reads its options, ended after it.
+std::unique_ptr<bootstrap::Job> g_job;
 
 // The in-process directory stands in for the node directory server, which
 // outlives the contexts that use it: one per process, so that a later
@@ -73,6 +77,7 @@ std::int64_t Context::acquire_global() {
   std::lock_guard lock(g_init_mutex);
   if (g_init_count == 0) {
     try {
+      if (!g_job) g_job = bootstrap::join_launchers_job();
       g_context = std::make_unique<Context>(load_options());
     } catch (const std::invalid_argument &e) {  // a configuration mistake
       return fail(ROCL_EINVAL, "rocl_init: %s", e.what());
@@ -94,6 +99,7 @@ int Context::release_global() {
   if (--g_init_count == 0) {
     current_.store(nullptr, std::memory_order_release);
     g_context.reset();
+    g_job.reset();
   }
   return ROCL_OK;
 }

@@ -83,6 +83,7 @@ PeerServers::PeerServers(const JobSecret &secret, std::uint16_t server_id, PeerC
       log_(std::move(log)) {}
 
 PeerServers::~PeerServers() {
+  if (config_.socket_fd >= 0) ::close(config_.socket_fd);  // handed over, never opened
   if (fd_ >= 0) {
     announce(Op::kBye);
     ::close(fd_);
@@ -104,7 +105,9 @@ int PeerServers::open() {
     }
     unicast_peers_.push_back(a);
   }
-  fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  fd_ = config_.socket_fd >= 0 ? config_.socket_fd
+                               : ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  config_.socket_fd = -1;  // ours now
   if (fd_ < 0) return fail(ROCL_EPEER, "directory peers: socket(): %s", std::strerror(errno));
   const int one = 1;
   ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -122,7 +125,14 @@ int PeerServers::open() {
   a.sin_addr.s_addr = htonl(INADDR_ANY);
   a.sin_port = htons(config_.port);
   socklen_t alen = sizeof a;
-  if (::bind(fd_, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
+  const bool bound = ::getsockname(fd_, reinterpret_cast<sockaddr *>(&a), &alen) == 0 &&
+                     a.sin_port != 0;  // handed over bound
+  if (!bound) {
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(config_.port);
+  }
+  if ((!bound && ::bind(fd_, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0) ||
       ::getsockname(fd_, reinterpret_cast<sockaddr *>(&a), &alen) != 0) {
     const int err = errno;
     ::close(fd_);
@@ -132,7 +142,7 @@ int PeerServers::open() {
   }
   port_ = ntohs(a.sin_port);
   in_addr b{};
-  if (os::broadcast_of(local, &b)) {
+  if (config_.broadcast && os::broadcast_of(local, &b)) {
     broadcast_.sin_family = AF_INET;
     broadcast_.sin_addr = b;
     broadcast_.sin_port = htons(port_);

@@ -70,6 +70,14 @@ struct PeerConfig {
   std::vector<std::string> peers;
   // The directory's tcp port, announced (0: none).
   std::uint16_t directory_tcp_port = 0;
+  // A UDP socket already bound (to every address) for the server to take
+  // over and close, instead of binding `port`: a job whose launcher hands
+  // every server the others' addresses (PMIx) binds an ephemeral port
+  // first and publishes it. -1: bind `port`.
+  int socket_fd = -1;
+  // Whether to broadcast on the host network besides telling `peers`
+  // (false when `peers` names every other server of the job).
+  bool broadcast = true;
   std::chrono::milliseconds announce_every{1000};
   int silent_periods = 3;
   std::chrono::milliseconds search_window{20};

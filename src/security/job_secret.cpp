@@ -71,15 +71,33 @@ int JobSecret::read_file(const std::string &path, JobSecret *out) {
   if (n < static_cast<ssize_t>(2 * kBytes)) {
     return fail(ROCL_EINVAL, "job secret file '%s' is too short", path.c_str());
   }
+  if (from_hex(std::string_view(text, 2 * kBytes), out) != ROCL_OK) {
+    return fail(ROCL_EINVAL, "job secret file '%s' holds something other than hex digits",
+                path.c_str());
+  }
+  return ROCL_OK;
+}
+
+int JobSecret::from_hex(std::string_view text, JobSecret *out) {
+  if (text.size() < 2 * kBytes) {
+    return fail(ROCL_EINVAL, "a job secret of %zu hex digits (64 expected)", text.size());
+  }
   for (std::size_t i = 0; i < kBytes; ++i) {
     int hi = hex_value(text[2 * i]), lo = hex_value(text[2 * i + 1]);
-    if (hi < 0 || lo < 0) {
-      return fail(ROCL_EINVAL, "job secret file '%s' holds something other than hex digits",
-                  path.c_str());
-    }
+    if (hi < 0 || lo < 0) return fail(ROCL_EINVAL, "a job secret with other digits than hex");
     out->key_[i] = static_cast<std::uint8_t>(hi << 4 | lo);
   }
   return ROCL_OK;
+}
+
+std::string JobSecret::to_hex() const {
+  static const char kHex[] = "0123456789abcdef";
+  std::string text(2 * kBytes, '0');
+  for (std::size_t i = 0; i < kBytes; ++i) {
+    text[2 * i] = kHex[key_[i] >> 4];
+    text[2 * i + 1] = kHex[key_[i] & 15];
+  }
+  return text;
 }
 
 int JobSecret::write_file(const std::string &path) const {
@@ -88,14 +106,8 @@ int JobSecret::write_file(const std::string &path) const {
     return fail(ROCL_EINVAL, "job secret file '%s' cannot be created: %s", path.c_str(),
                 std::strerror(errno));
   }
-  static const char kHex[] = "0123456789abcdef";
-  char text[2 * kBytes + 1];
-  for (std::size_t i = 0; i < kBytes; ++i) {
-    text[2 * i] = kHex[key_[i] >> 4];
-    text[2 * i + 1] = kHex[key_[i] & 15];
-  }
-  text[2 * kBytes] = '\n';
-  bool ok = ::write(fd, text, sizeof text) == static_cast<ssize_t>(sizeof text);
+  const std::string text = to_hex() + "\n";
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
   if (!ok) return fail(ROCL_EINVAL, "job secret file '%s' cannot be written", path.c_str());
   return ROCL_OK;

@@ -27,6 +27,10 @@ class JobSecret {
   static int read_file(const std::string &path, JobSecret *out);
   // Writes it to a new file readable by the owner only (fails if it exists).
   int write_file(const std::string &path) const;
+  // The secret as 64 hex digits (what a secret file holds), and back:
+  // ROCL_OK, or ROCL_EINVAL with a sentence (too short, not hex).
+  std::string to_hex() const;
+  static int from_hex(std::string_view text, JobSecret *out);
 
   // HMAC-SHA256(secret, label || challenge). The label keeps an answer for
   // one purpose (e.g. "rocl-dir") from being replayed for another.

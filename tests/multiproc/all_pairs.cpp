@@ -163,12 +163,14 @@ void worker(int rank, int size, int thread, int threads, int messages, int large
 }  // namespace
 
 int main() try {
-  g_rank = env("ROCL_RANK", 0);
-  const int size = env("ROCL_SIZE", 1);
   const int threads = env("ALL_PAIRS_THREADS", 4);
   const int messages = env("ALL_PAIRS_MESSAGES", 50);
   const int large_mb = env("ALL_PAIRS_LARGE_MB", 64);
   rocl::Context context;
+  // After the context: a process that mpirun or srun started learns its
+  // rank there (PMIx).
+  g_rank = env("ROCL_RANK", 0);
+  const int size = env("ROCL_SIZE", 1);
   std::vector<std::thread> ts;
   ts.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) {
