@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -73,6 +74,24 @@ int prefixed_fail(int code, const char *what, rocl_gid_t gid) {
   return fail(code, "%s: resource %s: %s", what, describe_gid(gid).c_str(), why.c_str());
 }
 
+// Where a server id's serials start in this process. A server that
+// restarts (a host's rocld killed and started again) must not hand out
+// the gids of its earlier life, which other processes may still hold or
+// have cached: wide ranges start at the microseconds since 2026, so a
+// later start begins beyond every serial an earlier one could have issued
+// at one registration per microsecond (a registration is a round trip of
+// several). That uses up 2^48 serials in 2034 at the earliest; from half
+// the range on, the start stays at its middle. Compact ranges (2^24
+// serials) are too small for it and start at 1 (docs/api.md).
+std::uint64_t first_serial(std::uint64_t most) {
+  if (most < (std::uint64_t{1} << 40)) return 1;
+  const auto since = std::chrono::system_clock::now().time_since_epoch();
+  const std::int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(since).count();
+  constexpr std::int64_t k2026 = 1767225600LL * 1000000;  // 2026-01-01T00:00Z
+  const std::uint64_t start = us > k2026 ? static_cast<std::uint64_t>(us - k2026) : 0;
+  return 1 + std::min(start, most / 2);
+}
+
 // Issues the next serial of server id `server`, or 0 when its range is used
 // up. The counters are process-wide: a directory created later with the same
 // id (a new context after rocl_exit, say) continues where the earlier one
@@ -84,7 +103,7 @@ std::uint64_t take_serial(std::uint16_t server, std::uint64_t most) {
   std::lock_guard lock(*mu);
   std::uint64_t &n = (*next)[server];
   if (n == 0) {
-    n = 1;
+    n = first_serial(most);
   }
   if (n > most) {
     return 0;
