@@ -14,6 +14,7 @@ packages=(
   iproute2 procps                         # multi-process and namespace tests
   iperf3 sockperf                         # the bare TCP path's standard tools (bench/hosts)
   openssh-server openssh-client           # roclrun's ssh launcher, tested inside the test hosts
+  slurm-wlm munge libpmix-dev             # srun --mpi=pmix and PMIx (tests/slurm, src/bootstrap)
   openmpi-bin libopenmpi-dev mpich libmpich-dev   # anchors of rocl-bench compare: MPI,
   ucx-utils libzmq3-dev libnng-dev gnuplot-nox    # ucx_perftest, ZeroMQ, NNG; its plots
   python3 universal-ctags                 # check-layers.py, check-class-size.py, tidy.sh
