@@ -175,6 +175,35 @@ int rocl_query_stop(rocl_handler_t *handler);
  * rocl_query / rocl_query_start give the resources. */
 int rocl_query_wait(rocl_attrl_t *pattern, int count, int timeout_ms);
 
+/* ---- threads started in other processes (ToCL 2, RoCL 5.1) ---------------- */
+
+/* A function other processes may start here: self is the gid of the new
+ * thread's own resource, arg/len a copy of the spawner's argument (valid
+ * until the function returns), user what rocl_export was given. */
+typedef void (*rocl_thread_fn)(rocl_gid_t self, const void *arg, size_t len, void *user);
+
+/* Exports fn under name (1..200 bytes, not yet exported here), so that
+ * rocl_spawn_thread can start it in this process. The first export starts
+ * the process's launcher: a thread serving a resource {type=rocl-launcher};
+ * each name is a resource {type=rocl-export, name=NAME, launcher=<gid>}.
+ * rocl_exit then deletes them (no new spawns) and waits until every thread
+ * spawned here has returned. Returns ROCL_OK, ROCL_EINVAL (NULL, bad or
+ * exported name), ROCL_ENOINIT. */
+int rocl_export(const char *name, rocl_thread_fn fn, void *user);
+
+/* Starts the function exported as name in the process whose context gid is
+ * process (ROCL_ANY_GID: any process that exports it), in a new thread
+ * there, with a copy of arg's len bytes. The thread gets a resource of its
+ * own, {type=rocl-thread, function=NAME}, registered before it starts and
+ * deleted when the function returns. Returns that resource's gid once it
+ * is registered, or ROCL_ENOTFOUND (no such process exports name: the
+ * sentence names both), ROCL_ETIMEDOUT (no answer within timeout_ms;
+ * negative: no limit), ROCL_EPEER (the launcher's process died before it
+ * answered: within ROCL_PEER_CHECK_MS), ROCL_EINVAL, ROCL_ENOINIT, or the
+ * launcher's failure with its sentence. */
+int64_t rocl_spawn_thread(rocl_gid_t process, const char *name, const void *arg, size_t len,
+                          int timeout_ms);
+
 /* ---- buffers (table 1, ToCL 4.1) ------------------------------------------ */
 
 /* A registered buffer of at least len bytes (len may be 0) from the pool.

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -371,6 +372,37 @@ inline std::vector<Found> query_wait(const Attributes &pattern, int count,
   auto list = pattern.to_c();
   detail::check(rocl_query_wait(list.get(), count, detail::to_ms(timeout)));
   return query_all(pattern);
+}
+
+// A function other processes may start in this one (rocl_export): it runs
+// in a new thread with the gid of that thread's own resource and a copy of
+// the spawner's argument. Kept until the process ends. Throws rocl::Error.
+using ThreadFunction = std::function<void(gid_t self, std::span<const std::byte> arg)>;
+inline void export_thread(const std::string &name, ThreadFunction fn) {
+  auto *kept = new ThreadFunction(std::move(fn));  // lives as long as the export
+  const int rc = rocl_export(
+      name.c_str(),
+      [](rocl_gid_t self, const void *arg, std::size_t len, void *user) {
+        (*static_cast<ThreadFunction *>(user))(
+            self, std::span<const std::byte>(static_cast<const std::byte *>(arg), len));
+      },
+      kept);
+  if (rc < 0) {
+    delete kept;
+    detail::raise(rc);
+  }
+}
+
+// Starts the function exported as `name` in the process whose context gid
+// is `process` (ROCL_ANY_GID: any that exports it) and returns the new
+// thread's resource gid (rocl_spawn_thread). Throws rocl::Error.
+inline gid_t spawn_thread(gid_t process, const std::string &name,
+                          std::span<const std::byte> arg = {},
+                          std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const std::int64_t g =
+      rocl_spawn_thread(process, name.c_str(), arg.data(), arg.size(), detail::to_ms(timeout));
+  if (g < 0) detail::raise(static_cast<int>(g));
+  return static_cast<gid_t>(g);
 }
 
 }  // namespace rocl

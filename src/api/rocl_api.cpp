@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "api/spawn.hpp"
 #include "core/context.hpp"
 #include "directory/attr_list.hpp"
 #include "directory/query_wait.hpp"
@@ -45,6 +46,8 @@ int64_t rocl_init(void) {
 
 int rocl_exit(void) {
   rocl::impl::clear_error();
+  // The last exit ends the launcher first: its threads use the context.
+  if (Context::global_references() == 1) rocl::impl::stop_launcher();
   return Context::release_global();
 }
 

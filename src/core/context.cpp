@@ -93,6 +93,11 @@ std::int64_t Context::acquire_global() {
   return static_cast<std::int64_t>(g_context->gid());
 }
 
+int Context::global_references() {
+  std::lock_guard lock(g_init_mutex);
+  return g_init_count;
+}
+
 int Context::release_global() {
   std::lock_guard lock(g_init_mutex);
   if (g_init_count == 0) return fail(ROCL_ENOINIT, "rocl_exit: rocl_init was not called");

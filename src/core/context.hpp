@@ -36,6 +36,8 @@ class Context final : public MessageSink {
   // rocl_init / rocl_exit: reference-counted process-wide instance.
   static std::int64_t acquire_global();
   static int release_global();
+  // How many rocl_init calls the global context has outstanding (0: none).
+  static int global_references();
   // The live context or nullptr. Valid while the caller's rocl_init
   // reference is held (calls racing with the last rocl_exit are the user's
   // bug, as in every C library).

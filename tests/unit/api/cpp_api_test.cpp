@@ -84,6 +84,7 @@ TEST_F(CppApi, SendBufferIsZeroCopy) {
   buf.resize(9);
   const std::byte *sent = buf.data();
   a.send(b.gid(), 3, std::move(buf));
+  // NOLINTNEXTLINE(bugprone-use-after-move): the moved-from state is what is tested
   EXPECT_FALSE(buf) << "the buffer moved into the library";
 
   std::optional<rocl::Message> m = b.recv(rocl::any_gid, rocl::any_tag, 2s);
@@ -151,6 +152,7 @@ TEST_F(CppApi, UnknownGidThrowsEBADGID) {
   rocl::Buffer buf = rocl::Buffer::get(10);
   const std::byte *p = buf.data();
   EXPECT_THROW(a.send(kUnknownGid, 0, std::move(buf)), rocl::Error);
+  // NOLINTNEXTLINE(bugprone-use-after-move): a failed send leaves the buffer owned
   EXPECT_TRUE(buf) << "still owned after the failed send";
   EXPECT_EQ(buf.data(), p);
   buf = rocl::Buffer();
@@ -284,6 +286,7 @@ TEST_F(CppApi, RequestMoveTransfersOwnership) {
   rocl::Resource b(rocl::Attributes{{"type", "cpp"}});
   rocl::Request r = b.irecv();
   rocl::Request s = std::move(r);
+  // NOLINTNEXTLINE(bugprone-use-after-move): the moved-from state is what is tested
   EXPECT_FALSE(r.pending());
   EXPECT_TRUE(s.pending());
   a.send(b.gid(), 0, std::string_view("moved"));
@@ -296,6 +299,7 @@ TEST_F(CppApi, RequestMoveTransfersOwnership) {
 
 TEST_F(CppApi, QueryAndQueryAll) {
   std::vector<rocl::Resource> rs;
+  rs.reserve(5);
   for (int i = 0; i < 5; ++i) {
     rs.emplace_back(rocl::Attributes{{"type", "cpp-svc"}, {"name", "n" + std::to_string(i)}});
   }
@@ -371,6 +375,7 @@ TEST_F(CppApi, BufferMoveSemanticsAndAutomaticReturn) {
     std::byte *p = a.data();
 
     rocl::Buffer b = std::move(a);
+    // NOLINTNEXTLINE(bugprone-use-after-move): the moved-from state is what is tested
     EXPECT_FALSE(a);
     EXPECT_EQ(a.data(), nullptr);
     EXPECT_EQ(a.capacity(), 0u);
@@ -404,7 +409,7 @@ TEST_F(CppApi, ReceivedMessagesReturnTheirBuffers) {
   rocl::Resource b(rocl::Attributes{{"type", "cpp"}});
   for (int i = 0; i < 50; ++i) {
     if (i % 2 == 0) {
-      rocl::Buffer buf = rocl::Buffer::get(static_cast<std::size_t>(i * 100));
+      rocl::Buffer buf = rocl::Buffer::get(static_cast<std::size_t>(i) * 100);
       a.send(b.gid(), i, std::move(buf));
     } else {
       a.send(b.gid(), i, std::string_view("text"));
@@ -416,6 +421,48 @@ TEST_F(CppApi, ReceivedMessagesReturnTheirBuffers) {
     EXPECT_EQ(m->tag, i);
   }
   expect_pool_at_baseline();
+}
+
+// A thread spawned in this very process: it runs with its own resource
+// and the argument's bytes, answers a message, and its resource leaves
+// the directory when it returns; names not exported are named errors.
+TEST_F(CppApi, SpawnedThreadRunsWithItsResourceAndArgument) {
+  rocl::export_thread("echo-once", [](rocl::gid_t self, std::span<const std::byte> arg) {
+    void *msg = nullptr;
+    rocl_gid_t from = ROCL_NULL_GID;
+    if (rocl_recv(self, ROCL_ANY_GID, 1, &msg, &from, nullptr, nullptr, 10000) != ROCL_OK) return;
+    rocl_bfret(msg);
+    std::string reply(reinterpret_cast<const char *>(arg.data()), arg.size());
+    rocl_send(self, from, 2, reply.data(), reply.size());
+  });
+  EXPECT_THROW(rocl::export_thread("echo-once", [](rocl::gid_t, std::span<const std::byte>) {}),
+               rocl::Error);
+  rocl::Resource me({{"type", "spawner"}});
+  const std::string arg = "argument";
+  const rocl::gid_t t =
+      rocl::spawn_thread(rocl_context_gid(), "echo-once", std::as_bytes(std::span(arg)));
+  me.send(t, 1, std::string_view("go"));
+  auto reply = me.recv(t, 2, std::chrono::seconds(10));
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(std::string(reinterpret_cast<const char *>(reply->buffer.data()), reply->buffer.size()),
+            arg);
+  bool gone = false;
+  for (int k = 0; k < 500 && !gone; ++k) {
+    rocl_gid_t g = t;
+    rocl_attrl_t *none = rocl_new_attrl(0);
+    gone = rocl_query(&g, none) == ROCL_ENOTFOUND;
+    rocl_kill_attrl(none);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_TRUE(gone) << "the returned thread's resource is still registered";
+  try {
+    rocl::spawn_thread(rocl_context_gid(), "not-exported");
+    ADD_FAILURE() << "spawned a function nobody exported";
+  } catch (const rocl::Error &e) {
+    EXPECT_EQ(e.code(), ROCL_ENOTFOUND);
+    EXPECT_NE(std::string(e.what()).find("does not export 'not-exported'"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(CppApi, ErrorCarriesCodeAndText) {
