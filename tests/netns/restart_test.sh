@@ -25,6 +25,7 @@ work=$(mktemp -d /tmp/rocl-netns-restart.XXXXXX)
 chmod 700 "$work"
 cleanup() {
   pkill -KILL -f -- "$work/" 2>/dev/null || true
+  pkill -KILL -f -- "^$stale_route" 2>/dev/null || true  # its processes in the hosts
   wait 2>/dev/null || true
   rm -rf "$work"
 }
@@ -82,7 +83,8 @@ grep -q "server 2 at .* restarted" "$work/rocld1.log" ||
 touch "$work/go"
 wait "$sender_pid" || fail "the sender: $(cat "$work/sender.out")"
 grep -q "stale route refused after" "$work/sender.out" || fail "sender: $(cat "$work/sender.out")"
-kill "$target_pid" 2>/dev/null || true
+pkill -KILL -f -- "^$stale_route" 2>/dev/null || true # the first target, still waiting
+wait "$target_pid" 2>/dev/null || true
 
 # A new target at the restarted server: a gid never issued before.
 run 1 h2 target2.out &
@@ -92,7 +94,8 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 second_gid=$(sed -n 's/^target //p' "$work/target2.out")
-kill "$second" 2>/dev/null || true
+pkill -KILL -f -- "^$stale_route" 2>/dev/null || true
+wait "$second" 2>/dev/null || true
 [ -n "$first_gid" ] && [ -n "$second_gid" ] || fail "no gids: $first_gid / $second_gid"
 [ "$first_gid" != "$second_gid" ] ||
   fail "the restarted server issued gid $second_gid again"
