@@ -18,7 +18,9 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -376,21 +378,31 @@ inline std::vector<Found> query_wait(const Attributes &pattern, int count,
 
 // A function other processes may start in this one (rocl_export): it runs
 // in a new thread with the gid of that thread's own resource and a copy of
-// the spawner's argument. Kept until the process ends. Throws rocl::Error.
+// the spawner's argument. Throws rocl::Error.
 using ThreadFunction = std::function<void(gid_t self, std::span<const std::byte> arg)>;
+namespace detail {
+// The exported functions by name: each stays until the same name is
+// exported again in a later context (rocl_exit waited for its threads).
+inline std::map<std::string, std::unique_ptr<ThreadFunction>> &exported_functions() {
+  static std::map<std::string, std::unique_ptr<ThreadFunction>> functions;
+  return functions;
+}
+inline std::mutex &exported_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+}  // namespace detail
 inline void export_thread(const std::string &name, ThreadFunction fn) {
-  auto *kept = new ThreadFunction(std::move(fn));  // lives as long as the export
-  const int rc = rocl_export(
+  auto kept = std::make_unique<ThreadFunction>(std::move(fn));
+  std::lock_guard lock(detail::exported_mutex());
+  detail::check(rocl_export(
       name.c_str(),
       [](rocl_gid_t self, const void *arg, std::size_t len, void *user) {
         (*static_cast<ThreadFunction *>(user))(
             self, std::span<const std::byte>(static_cast<const std::byte *>(arg), len));
       },
-      kept);
-  if (rc < 0) {
-    delete kept;
-    detail::raise(rc);
-  }
+      kept.get()));
+  detail::exported_functions()[name] = std::move(kept);
 }
 
 // Starts the function exported as `name` in the process whose context gid
