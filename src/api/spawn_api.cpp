@@ -7,6 +7,7 @@
 // a request is one message to the launcher, its answer one message back.
 #include "api/spawn.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -118,7 +119,7 @@ class Launcher {
   // No new spawns (the launcher's and the exports' resources leave), then
   // waits for the serving thread and for every thread it started.
   void stop() {
-    std::vector<std::thread> spawned;
+    std::vector<Spawned> spawned;
     {
       std::lock_guard lock(mu_);
       for (auto &[name, e] : fns_) rocl_delete(e.resource);
@@ -131,7 +132,7 @@ class Launcher {
       std::lock_guard lock(mu_);
       spawned.swap(spawned_);
     }
-    for (auto &t : spawned) t.join();
+    for (auto &t : spawned) t.thread.join();
   }
 
  private:
@@ -172,20 +173,48 @@ class Launcher {
     const std::int64_t g = rocl_register(a);
     rocl_kill_attrl(a);
     if (g < 0) return answer(id, g, rocl_last_error());
+    reap();
     const Exported e = it->second;
     auto copy = std::make_shared<std::string>(arg, arg_len);
-    spawned_.emplace_back([e, self = static_cast<rocl_gid_t>(g), copy] {
-      e.fn(self, copy->data(), copy->size(), e.user);
-      rocl_delete(self);  // a thread that returned leaves the directory
-    });
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    try {
+      spawned_.push_back(Spawned{std::thread([e, self = static_cast<rocl_gid_t>(g), copy, done] {
+                                   e.fn(self, copy->data(), copy->size(), e.user);
+                                   rocl_delete(
+                                       self);  // a thread that returned leaves the directory
+                                   done->store(true, std::memory_order_release);
+                                 }),
+                                 done});
+    } catch (const std::exception &x) {  // no thread to be had (limits, memory)
+      rocl_delete(static_cast<rocl_gid_t>(g));
+      return answer(id, ROCL_ENOMEM, std::string("no thread could be started: ") + x.what());
+    }
     return answer(id, g, "");
   }
+
+  // Joins the spawned threads that have returned, so that a long-lived
+  // launcher does not keep their stacks. Holding mu_.
+  void reap() {
+    for (auto it = spawned_.begin(); it != spawned_.end();) {
+      if (it->done->load(std::memory_order_acquire)) {
+        it->thread.join();
+        it = spawned_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  struct Spawned {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
 
   std::mutex mu_;
   std::map<std::string, Exported> fns_;
   rocl_gid_t gid_ = ROCL_NULL_GID;
   std::thread thread_;
-  std::vector<std::thread> spawned_;
+  std::vector<Spawned> spawned_;
 };
 
 std::mutex g_mu;
