@@ -87,7 +87,7 @@ std::uint64_t first_serial(std::uint64_t most) {
   if (most < (std::uint64_t{1} << 40)) return 1;
   const auto since = std::chrono::system_clock::now().time_since_epoch();
   const std::int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(since).count();
-  constexpr std::int64_t k2026 = 1767225600LL * 1000000;  // 2026-01-01T00:00Z
+  constexpr std::int64_t k2026 = 1767225600LL * 1000000;  // Unix time of the start of 2026, in us
   const std::uint64_t start = us > k2026 ? static_cast<std::uint64_t>(us - k2026) : 0;
   return 1 + std::min(start, most / 2);
 }

@@ -116,21 +116,13 @@ done
 # A datagram that is not the job's (no magic, no MAC) sent to h1's server
 # from h2 is ignored, said once on its log, and the servers go on.
 "$hosts" exec h2 --prefix "$prefix" -- bash -c 'echo not-a-directory-packet >/dev/udp/10.201.0.1/7946'
-for _ in $(seq 50); do
-  grep -q "directory peers: ignored a datagram from 10.201.0.2" "$work/rocld1.log" && break
-  sleep 0.1
-done
-grep -q "directory peers: ignored a datagram from 10.201.0.2" "$work/rocld1.log" ||
+wait_for_line "$work/rocld1.log" "directory peers: ignored a datagram from 10.201.0.2" ||
   fail "h1's server did not say it ignored a foreign datagram: $(cat "$work/rocld1.log")"
 
 # rocld of h4 killed: the others drop it within 3 s of silence.
 # (pids[] are the hosts.sh wrappers: the daemon is found by its socket.)
 pkill -KILL -f -- "--socket $work/h4.sock" || fail "no rocld of h4 to kill"
-for _ in $(seq 100); do
-  grep -q "server 4 was silent" "$work/rocld1.log" && break
-  sleep 0.1
-done
-grep -q "server 4 was silent" "$work/rocld1.log" || fail "h1 did not drop h4: $(cat "$work/rocld1.log")"
+wait_for_line "$work/rocld1.log" "server 4 was silent" 10 || fail "h1 did not drop h4: $(cat "$work/rocld1.log")"
 
 # A replay: h2's next broadcast (an announcement comes every second, signed
 # with the job's secret) caught at h4 (bound to the broadcast address: not
@@ -149,11 +141,7 @@ while True:
 time.sleep(0.2)
 s.sendto(data, ("10.201.0.1", 7946))
 ' || fail "could not catch an announcement of h2's at h4"
-for _ in $(seq 50); do
-  grep -q "ignored a packet from 10.201.0.4.*replay" "$work/rocld1.log" && break
-  sleep 0.1
-done
-grep -q "ignored a packet from 10.201.0.4.*replay" "$work/rocld1.log" ||
+wait_for_line "$work/rocld1.log" "ignored a packet from 10.201.0.4.*replay" ||
   fail "h1 did not refuse a replayed announcement: $(cat "$work/rocld1.log")"
 
 # Another job's server on h4 (its own secret, the same port): ignored by h1
@@ -164,11 +152,7 @@ joined_before=$(grep -c "server 4 at .* joined" "$work/rocld1.log" || true)
 run_on h4 "$rocld" --socket "$work/h4-other.sock" --secret-file "$work/other-secret" \
   --peer-port 7946 >"$work/rocld4-other.log" 2>&1 &
 pids+=($!)
-for _ in $(seq 50); do
-  grep -q "ignored a datagram from 10.201.0.4.*MAC" "$work/rocld1.log" && break
-  sleep 0.1
-done
-grep -q "ignored a datagram from 10.201.0.4.*MAC" "$work/rocld1.log" ||
+wait_for_line "$work/rocld1.log" "ignored a datagram from 10.201.0.4.*MAC" ||
   fail "h1 did not ignore a server with another secret: $(cat "$work/rocld1.log")"
 sleep 1.2  # another announcement of the stranger's
 [ "$(grep -c "server 4 at .* joined" "$work/rocld1.log" || true)" = "$joined_before" ] ||

@@ -44,10 +44,7 @@ start_rocld() { # HOST LOG
 }
 start_rocld h1 rocld1.log
 start_rocld h2 rocld2.log
-for _ in $(seq 50); do
-  grep -q "server 2 at .* joined" "$work/rocld1.log" && break
-  sleep 0.1
-done
+wait_for_line "$work/rocld1.log" "server 2 at .* joined" || fail "h2's server never joined h1's"
 
 export ROCL_SECRET_FILE=$work/secret ROCL_TCP_BIND=auto ROCL_TRANSPORTS=inproc,shm,tcp
 export ROCL_SIZE=2 STALE_ROUTE_GO=$work/go
@@ -59,11 +56,7 @@ run 1 h2 target.out &
 target_pid=$!
 run 0 h1 sender.out &
 sender_pid=$!
-for _ in $(seq 100); do
-  grep -q "^cached" "$work/sender.out" && break
-  sleep 0.1
-done
-grep -q "^cached" "$work/sender.out" || fail "no cached route: $(cat "$work/sender.out")"
+wait_for_line "$work/sender.out" "^cached" 10 || fail "no cached route: $(cat "$work/sender.out")"
 first_gid=$(sed -n 's/^target //p' "$work/target.out")
 
 # h2's server restarts (the daemon is found by its socket).
@@ -74,11 +67,7 @@ for _ in $(seq 50); do
 done
 rm -f "$work/h2.sock"
 start_rocld h2 rocld2.log
-for _ in $(seq 50); do
-  grep -q "server 2 at .* restarted" "$work/rocld1.log" && break
-  sleep 0.1
-done
-grep -q "server 2 at .* restarted" "$work/rocld1.log" ||
+wait_for_line "$work/rocld1.log" "server 2 at .* restarted" ||
   fail "h1 did not hear h2's server restart: $(cat "$work/rocld1.log")"
 touch "$work/go"
 wait "$sender_pid" || fail "the sender: $(cat "$work/sender.out")"
@@ -89,10 +78,7 @@ wait "$target_pid" 2>/dev/null || true
 # A new target at the restarted server: a gid never issued before.
 run 1 h2 target2.out &
 second=$!
-for _ in $(seq 100); do
-  grep -q "^target" "$work/target2.out" && break
-  sleep 0.1
-done
+wait_for_line "$work/target2.out" "^target" 10 || fail "no second target: $(cat "$work/target2.out")"
 second_gid=$(sed -n 's/^target //p' "$work/target2.out")
 pkill -KILL -f -- "^$stale_route" 2>/dev/null || true
 wait "$second" 2>/dev/null || true

@@ -19,3 +19,13 @@ for i in 1 2 3 4; do
   ip netns list 2>/dev/null | grep -E "^$prefix-h$i( |$)" >/dev/null ||
     fail "host $prefix-h$i is missing: the fixture runs 'hosts.sh up 4 --nets 2' first"
 done
+# wait_for_line FILE PATTERN [SECONDS]: waits (default 5 s) until a line of
+# FILE matches the grep PATTERN; false if none did in time.
+wait_for_line() {
+  local tries=$((${3:-5} * 10))
+  for _ in $(seq "$tries"); do
+    grep -q -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  grep -q -- "$2" "$1" 2>/dev/null
+}
