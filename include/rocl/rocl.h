@@ -204,6 +204,36 @@ int rocl_export(const char *name, rocl_thread_fn fn, void *user);
 int64_t rocl_spawn_thread(rocl_gid_t process, const char *name, const void *arg, size_t len,
                           int timeout_ms);
 
+/* ---- processes started on other hosts (ToCL 2; PVM's pvm_spawn) ------------ */
+
+/* Starts the program argv[0] (looked up in the PATH of the host's directory
+ * server; a NULL-terminated argv) on a host of the job, through that host's
+ * directory server, as part of the job: it gets the job's secret and
+ * directory, the ROCL_* options of the caller's environment (not its rank
+ * or size: a spawned process has none) and the caller's context gid as its
+ * parent (rocl_parent). host: a host's name (its {type=rocl-host} resource's
+ * "host" attribute: the names roclrun --hosts gave, else the system's),
+ * or "any" or NULL: the hosts that take spawns in turn. Returns once the new
+ * process's rocl_init has registered its context: that context's gid; or
+ * ROCL_ENOTFOUND (no host of that name takes spawns; no such program there),
+ * ROCL_EPEER (the host is unreachable or gone, its server refuses spawns,
+ * the program exited before its rocl_init, or no directory server to
+ * spawn through), ROCL_ETIMEDOUT (no context within timeout_ms, <= 0: no
+ * limit; the process was killed), ROCL_EINVAL, ROCL_ENOINIT; the sentence
+ * names the host and the reason. An unreachable host fails within about
+ * 1 s. The process runs until it exits or the job ends (its host's server
+ * stops it then); a spawned process may spawn in turn. */
+int64_t rocl_spawn(const char *host, const char *const argv[], int timeout_ms);
+
+/* As rocl_spawn, on the host whose directory server issued the gid where:
+ * a {type=rocl-host} resource found by query, or any resource of the job
+ * (a context: next to that process); ROCL_ANY_GID: any host. */
+int64_t rocl_spawn_at(rocl_gid_t where, const char *const argv[], int timeout_ms);
+
+/* The context gid of the process that spawned this one (rocl_spawn), or
+ * ROCL_NULL_GID if it was not spawned (or before rocl_init). */
+rocl_gid_t rocl_parent(void);
+
 /* ---- buffers (table 1, ToCL 4.1) ------------------------------------------ */
 
 /* A registered buffer of at least len bytes (len may be 0) from the pool.

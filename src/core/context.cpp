@@ -130,6 +130,12 @@ Context::Context(const Options &options) : options_(options), progress_(*this, a
   add("host", options_.host_name.empty() ? os::host_name() : options_.host_name);
   add("host.id", os::host_id());
   add("pid", std::to_string(::getpid()));
+  if (!options_.spawn_id.empty()) add("spawn", options_.spawn_id);
+  if (options_.parent != ROCL_NULL_GID) {
+    if (attrs.add("parent", &options_.parent, sizeof options_.parent) != ROCL_OK) {
+      throw std::runtime_error(last_error());
+    }
+  }
   for (auto &t : transports_) add("addr." + std::string(t->name()), t->address());
   std::int64_t gid = directory_->register_resource(attrs, ROCL_NULL_GID);
   if (gid < 0) throw std::runtime_error(last_error());

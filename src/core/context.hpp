@@ -50,6 +50,8 @@ class Context final : public MessageSink {
   const Options &options() const noexcept { return options_; }
   BufferPool &pool() noexcept { return *pool_; }
   Directory &directory() noexcept { return *directory_; }
+  // The job's secret, nullptr when the process is in no job.
+  const JobSecret *secret() const noexcept { return secret_ ? &*secret_ : nullptr; }
 
   // Resources (rocl_register / rocl_delete).
   std::int64_t register_resource(const AttrList &attrs);

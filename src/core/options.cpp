@@ -4,6 +4,7 @@
 #include "core/options.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -99,6 +100,15 @@ const OptionRow kCoreOptions[] = {
      "what rocl-dir list groups by). Empty: the system's host name. roclrun --hosts sets the "
      "name the host was given by.",
      OptionType::kString},
+    {"ROCL_SPAWN_ID", "",
+     "Set by the directory server that spawned this process (rocl_spawn): its context "
+     "registers with the attribute spawn=<this>, which tells the server the spawn is done. "
+     "Not for users.",
+     OptionType::kString},
+    {"ROCL_PARENT", "",
+     "Set by the directory server that spawned this process: the spawner's context gid "
+     "(decimal), the context's \"parent\" attribute and rocl_parent(). Not for users.",
+     OptionType::kString},
 };
 
 }  // namespace
@@ -134,6 +144,8 @@ Options options_from(const OptionValues &values) {
   o.directory = values.text("ROCL_DIRECTORY");
   o.secret_file = values.text("ROCL_SECRET_FILE");
   o.host_name = values.text("ROCL_HOST_NAME");
+  o.spawn_id = values.text("ROCL_SPAWN_ID");
+  o.parent = std::strtoull(values.text("ROCL_PARENT").c_str(), nullptr, 10);
   if (!parse_gid_bits(values.text("ROCL_GID_BITS").c_str(), &o.gid_width)) {
     std::fprintf(stderr, "rocl: ROCL_GID_BITS='%s' is neither 63 nor 31; using 63\n",
                  values.text("ROCL_GID_BITS").c_str());

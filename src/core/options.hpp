@@ -30,6 +30,8 @@ struct Options {
   std::string directory;                     // ROCL_DIRECTORY
   std::string secret_file;                   // ROCL_SECRET_FILE
   std::string host_name;                     // ROCL_HOST_NAME
+  std::string spawn_id;                      // ROCL_SPAWN_ID
+  rocl_gid_t parent = ROCL_NULL_GID;         // ROCL_PARENT
   GidWidth gid_width = GidWidth::kWide;      // ROCL_GID_BITS
   // Every option's value, the transports' own included: each transport
   // reads its rows from here (TransportEnv::options).

@@ -69,6 +69,8 @@ const char *op_name(std::uint16_t op) noexcept {
       return "QUERY_STOP";
     case Op::kRemoveContext:
       return "REMOVE_CONTEXT";
+    case Op::kSpawn:
+      return "SPAWN";
   }
   return "an unknown op";
 }
@@ -200,6 +202,13 @@ int check_request(const Message &m, AttrList *attrs, std::string *what, std::uin
     case Op::kQueryStop:
     case Op::kRemoveContext:
       return expect_len(name, m.body, 0, what);
+    case Op::kSpawn:
+      if (m.header.aux > kMaxSpawnLimitMs) {
+        *what = format("SPAWN with a time limit of %llu ms (at most %llu; 0: none)", m.header.aux,
+                       kMaxSpawnLimitMs);
+        return ROCL_EINVAL;
+      }
+      return decode_list(name, m.body, attrs, what);
     case Op::kHello:
     case Op::kReply:
       *what = std::string(name) + ", which only a server sends";

@@ -38,6 +38,11 @@
 //                    body = u32 most
 //     QUERY_STOP     aux = cursor                  -> status
 //     REMOVE_CONTEXT gid                           -> gid = how many removed
+//     SPAWN          gid = where (any gid: the host  -> gid = the new process's
+//                    of the server that issued it;      context, once registered
+//                    0: this host), aux = time limit    (spawn_table.hpp)
+//                    in ms (0: none), body = the
+//                    request (spawn_request.hpp)
 //   A failed request's REPLY has status < 0 and the sentence as body.
 //   A REPLY's body may exceed kMaxBody by kReplySlack (a batch of one answer
 //   is a whole resource: a REGISTER body plus "context", plus the framing);
@@ -140,8 +145,11 @@ enum class Op : std::uint16_t {
   kQueryNext = 8,
   kQueryStop = 9,
   kRemoveContext = 10,
+  kSpawn = 11,
 };
-inline constexpr std::uint16_t kMaxOp = 10;
+inline constexpr std::uint16_t kMaxOp = 11;
+// SPAWN's aux: its time limit in ms, at most this (0: none).
+inline constexpr std::uint64_t kMaxSpawnLimitMs = 0x7fffffff;
 
 // Name of an op ("HELLO", ...; "op <n>" style is up to the caller for unknown).
 const char *op_name(std::uint16_t op) noexcept;
@@ -183,8 +191,9 @@ int parse_message(std::span<const std::byte> buf, Message *out, std::size_t *con
                   std::string *what);
 
 // Checks a request for its op (requests: PROVE and REGISTER..
-// REMOVE_CONTEXT; HELLO and REPLY are server ops): PROVE 64 bytes; REGISTER,
-// QUERY, QUERY_START a valid AttrList (decoded into *attrs), QUERY_START's
+// SPAWN; HELLO and REPLY are server ops): PROVE 64 bytes; REGISTER,
+// QUERY, QUERY_START, SPAWN a valid AttrList (decoded into *attrs; SPAWN's
+// aux at most kMaxSpawnLimitMs), QUERY_START's
 // aux 1..kMaxBatchAnswers; QUERY_NEXT a 4-byte body 1..kMaxBatchAnswers;
 // REMOVE, QUERY_STOP, REMOVE_CONTEXT empty. The most answers of QUERY_START
 // and QUERY_NEXT go to *most if most != nullptr. ROCL_OK or ROCL_EINVAL +

@@ -145,6 +145,15 @@ class Directory {
   // Returns how many were removed (>= 0), or ROCL_EINVAL for ROCL_NULL_GID.
   virtual int remove_context(rocl_gid_t context) = 0;
 
+  // Starts a process on the host of the directory server that issued gid
+  // `where` (ROCL_NULL_GID: this host) through that host's server
+  // (spawn_table.hpp), request being an encoded SpawnRequest
+  // (spawn_request.hpp); waits until its context is registered, or for at
+  // most limit_ms (<= 0: no limit). Returns the context's gid (> 0) or the
+  // failure with the server's sentence. Only a node server spawns: the
+  // in-process directory fails with ROCL_EPEER.
+  virtual std::int64_t spawn(rocl_gid_t where, const AttrList &request, int limit_ms);
+
   // The removal counter (above), valid as long as this Directory; nullptr
   // when this directory has none (a node server that could not share one):
   // then cached answers can only be found stale by using them.

@@ -29,6 +29,8 @@
 
 #include "directory/dir_protocol.hpp"
 #include "directory/peer_servers.hpp"
+#include "directory/spawn_request.hpp"
+#include "os/host.hpp"
 #include "os/net.hpp"
 #include "status/status.hpp"
 
@@ -122,6 +124,9 @@ struct DirectoryServer::Loop {
   // Requests waiting for other servers: the server thread does not spin
   // for the next request then (the other servers need the cpu more).
   std::size_t waiting_for_peers = 0;
+  // Connections a callback replied to while another request was being
+  // handled: run() goes on with them (their later requests, the flush).
+  std::vector<int> touched;
 
   void log(const std::string &line) const {
     if (srv->log_) {
@@ -345,7 +350,11 @@ struct DirectoryServer::Loop {
       c.parked = false;
       clear_error();
       fn(c, status, std::move(answers), why);
-      if (!handling && !c.parked) process(c);  // later requests, and the flush
+      if (handling) {
+        touched.push_back(c.fd);
+      } else if (!c.parked) {
+        process(c);  // later requests, and the flush
+      }
     };
   }
 
@@ -461,6 +470,15 @@ struct DirectoryServer::Loop {
     reply(c, ROCL_OK, 0, answers_next || more ? id : 0, body);
   }
 
+  void drain_touched() {
+    while (!touched.empty()) {
+      const int fd = touched.back();
+      touched.pop_back();
+      auto it = conns.find(fd);
+      if (it != conns.end() && !it->second->parked) process(*it->second);
+    }
+  }
+
   // Another server left (or restarted): what it answered is gone.
   void forget_server(std::uint16_t server) {
     for (auto &[fd, c] : conns) {
@@ -470,6 +488,26 @@ struct DirectoryServer::Loop {
       }
     }
     bump_epoch();
+  }
+
+  // Starts a spawn on this host (a client's, or another server's):
+  // done(status, gid, why) now or once it is over.
+  void spawn_here(const AttrList &list, std::uint64_t limit_ms, SpawnTable::Done done) {
+    SpawnRequest request;
+    std::string what;
+    if (!srv->spawns_) {
+      done(ROCL_EPEER, ROCL_NULL_GID,
+           "rocl_spawn: host " + os::host_name() +
+               " does not spawn processes: its directory server was not started for it "
+               "(roclrun's servers spawn; rocld only with --spawn)");
+      return;
+    }
+    if (decode_spawn_request(list, &request, &what) != ROCL_OK) {
+      done(ROCL_EINVAL, ROCL_NULL_GID, "rocl_spawn: the server got " + what);
+      return;
+    }
+    srv->spawns_->start(request, std::chrono::milliseconds(limit_ms), std::move(done));
+    srv->spawned_running_.store(srv->spawns_->running(), std::memory_order_relaxed);
   }
 
   // Handles one checked-header message. false if the connection was closed.
@@ -539,10 +577,12 @@ struct DirectoryServer::Loop {
           reply_error(c, static_cast<int>(r));
           break;
         }
+        reply(c, ROCL_OK, static_cast<std::uint64_t>(r), 0);
         if (context == ROCL_NULL_GID) {
           c.contexts.insert(static_cast<rocl_gid_t>(r));
+          // A spawned process's context: its spawner hears of it now.
+          if (srv->spawns_) srv->spawns_->on_register(attrs, static_cast<rocl_gid_t>(r));
         }
-        reply(c, ROCL_OK, static_cast<std::uint64_t>(r), 0);
         break;
       }
       case Op::kRemove: {
@@ -672,6 +712,33 @@ struct DirectoryServer::Loop {
           count_removal();
         }
         reply(c, ROCL_OK, static_cast<std::uint64_t>(r), 0);
+        break;
+      }
+      case Op::kSpawn: {
+        const rocl_gid_t where = m.header.gid;
+        const std::uint16_t target = where == ROCL_NULL_GID ? srv->server_id_ : gid_server(where);
+        PeerServers::Done done = resume_later(c, [this](Conn &c, int st, Answers answers, const std::string &why) {
+          if (st < 0 || answers.empty()) {
+            fail(st < 0 ? st : ROCL_EINTERNAL, "%s", why.c_str());
+            reply_error(c, st < 0 ? st : ROCL_EINTERNAL);
+            return;
+          }
+          reply(c, ROCL_OK, answers.front().gid, 0);
+        });
+        if (target == srv->server_id_) {
+          spawn_here(attrs, m.header.aux, [done](int st, rocl_gid_t gid, const std::string &why) {
+            Answers answers;
+            if (st == ROCL_OK) answers.push_back(PeerServers::Answer{gid, 0, AttrList(1), false});
+            done(st, std::move(answers), why);
+          });
+        } else if (!srv->peers_) {
+          done(ROCL_EPEER, {},
+               "rocl_spawn: " + describe_gid(where) + " belongs to directory server " +
+                   std::to_string(target) +
+                   ", and this host's server is not joined to the job's other servers");
+        } else {
+          srv->peers_->spawn(target, attrs, m.header.aux, std::move(done));
+        }
         break;
       }
       case Op::kHello:
@@ -897,6 +964,37 @@ int DirectoryServer::start() {
     peers->on_removal([l](std::uint16_t) { l->bump_epoch(); });
     peers_ = std::move(peers);
   }
+  if (spawn_config_) {
+    const int epfd = loop->epfd;
+    spawns_ = std::make_unique<SpawnTable>(
+        *spawn_config_,
+        [epfd](int child_fd, bool add) {
+          epoll_event e{};
+          e.events = EPOLLIN;
+          e.data.fd = child_fd;
+          epoll_ctl(epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, child_fd, &e);
+        },
+        [this](const std::string &line) {
+          if (log_) log_(line);
+        });
+    if (host_gid_ == ROCL_NULL_GID) {
+      AttrList host(512);
+      const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+      host.add("type", std::string_view("rocl-host"));
+      host.add("host", std::string_view(spawn_config_->host_name));
+      host.add("cpus", std::string_view(std::to_string(cpus > 0 ? cpus : 1)));
+      host.add("server", std::string_view(std::to_string(server_id_)));
+      const std::int64_t gid = dir_->register_resource(host, ROCL_NULL_GID);
+      if (gid > 0) host_gid_ = static_cast<rocl_gid_t>(gid);
+    }
+    if (peers_) {
+      Loop *l = loop.get();
+      peers_->on_spawn([l](std::uint16_t, const AttrList &request, std::uint64_t limit_ms,
+                           PeerServers::SpawnReply reply) {
+        l->spawn_here(request, limit_ms, std::move(reply));
+      });
+    }
+  }
   listen_fd_ = fd;
   wake_fd_ = wake;
   loop_ = std::move(loop);
@@ -965,8 +1063,23 @@ void DirectoryServer::run() {
       timeout = static_cast<int>(std::clamp<long long>(
           std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1, 0, 1000));
     }
+    if (spawns_) {
+      const auto due = spawns_->next_deadline();
+      if (due != SpawnTable::Clock::time_point::max()) {
+        const long long ms = std::clamp<long long>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(due - SpawnTable::Clock::now())
+                    .count() +
+                1,
+            0, 1000);
+        timeout = timeout < 0 ? static_cast<int>(ms) : std::min(timeout, static_cast<int>(ms));
+      }
+    }
     if (L.waiting_for_peers == 0 && SpinClock::now() < spin_until) timeout = 0;
     const int n = ::epoll_wait(L.epfd, events, 64, timeout);
+    if (spawns_) {
+      spawns_->on_tick();
+      spawned_running_.store(spawns_->running(), std::memory_order_relaxed);
+    }
     if (n == 0 && timeout == 0) sched_yield();  // spinning: the client may need this cpu
     if (peers_) {
       peers_->on_tick();
@@ -995,6 +1108,11 @@ void DirectoryServer::run() {
         L.accept_all(fd, fd == tcp_fd_);
         continue;
       }
+      if (spawns_ && spawns_->owns(fd)) {
+        spawns_->on_exit(fd);
+        spawned_running_.store(spawns_->running(), std::memory_order_relaxed);
+        continue;
+      }
       auto it = L.conns.find(fd);
       if (it == L.conns.end()) {
         continue;
@@ -1015,6 +1133,7 @@ void DirectoryServer::run() {
         L.on_readable(c);
       }
     }
+    L.drain_touched();
   }
 }
 
@@ -1025,6 +1144,14 @@ void DirectoryServer::stop() {
   const std::uint64_t one = 1;
   [[maybe_unused]] ssize_t w = ::write(wake_fd_, &one, sizeof one);
   thread_.join();
+  // Spawned processes end with the server (the job); spawners still
+  // waiting hear why.
+  if (spawns_) {
+    spawns_->stop_all();
+    loop_->drain_touched();
+    spawns_.reset();
+    spawned_running_.store(0, std::memory_order_relaxed);
+  }
   while (!loop_->conns.empty()) {
     loop_->close_conn(*loop_->conns.begin()->second);
   }

@@ -34,6 +34,7 @@
 #include "directory/local_directory.hpp"
 #include "directory/peer_servers.hpp"
 #include "directory/removal_epoch.hpp"
+#include "directory/spawn_table.hpp"
 #include "security/job_secret.hpp"
 
 namespace rocl::impl {
@@ -63,6 +64,21 @@ class DirectoryServer {
   // multi-answer queries gather every server's matches). Without it this
   // server knows only its own clients' resources. Call before start().
   void set_peers(PeerConfig config);
+  // Start processes for rocl_spawn (spawn_table.hpp), asked by this
+  // server's clients or by the job's other servers, from start() on; the
+  // host is then a resource {type=rocl-host, host=NAME, cpus=N, server=ID}
+  // (a context of its own, the server's first gid) that spawners find by
+  // name. Without it SPAWN requests are refused with a sentence saying so.
+  // Spawned processes still running at stop() are stopped. Call before
+  // start().
+  void enable_spawn(SpawnConfig config) { spawn_config_ = std::move(config); }
+  // The host resource's gid (ROCL_NULL_GID without enable_spawn).
+  rocl_gid_t host_gid() const noexcept { return host_gid_; }
+  // Thread safe: processes spawned here and not yet ended.
+  std::size_t spawned_running() const noexcept {
+    return spawned_running_.load(std::memory_order_relaxed);
+  }
+
   // The width of the gids issued (directory.hpp; ROCL_GID_BITS): compact
   // ones allow server ids 1..127. Call before start().
   void set_gid_width(GidWidth width) { width_ = width; }
@@ -128,6 +144,10 @@ class DirectoryServer {
   GidWidth width_ = GidWidth::kWide;
   std::chrono::microseconds spin_ = kDefaultSpin;
   std::unique_ptr<PeerServers> peers_;
+  std::optional<SpawnConfig> spawn_config_;
+  std::unique_ptr<SpawnTable> spawns_;
+  rocl_gid_t host_gid_ = ROCL_NULL_GID;
+  std::atomic<std::size_t> spawned_running_{0};
   std::atomic<std::size_t> live_peers_{0};
   std::atomic<std::uint64_t> ignored_peer_packets_{0};
   unsigned long long socket_ino_ = 0;

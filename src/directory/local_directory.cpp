@@ -29,6 +29,12 @@ std::string describe_gid(rocl_gid_t gid) {
   return buf;
 }
 
+std::int64_t Directory::spawn(rocl_gid_t, const AttrList &, int) {
+  return fail(ROCL_EPEER,
+              "rocl_spawn: this process has no node directory server to spawn through (run it "
+              "under roclrun, or with ROCL_DIRECTORY naming a rocld started with --spawn)");
+}
+
 namespace {
 
 // Index key of an attribute: name, NUL, value bytes (names have no NUL).

@@ -80,7 +80,8 @@ Header decode_header(const std::byte *p) {
 }
 
 bool has_list(Op op, std::uint16_t flags) {
-  return op == Op::kQuery || op == Op::kNext || (op == Op::kAnswer && (flags & kNone) == 0);
+  return op == Op::kQuery || op == Op::kNext || op == Op::kSpawn ||
+         (op == Op::kAnswer && (flags & kNone) == 0) || (op == Op::kSpawned && (flags & kNone) != 0);
 }
 
 // The flags an op may carry.
@@ -90,6 +91,8 @@ std::uint16_t allowed_flags(Op op) {
       return kMore | kNone;
     case Op::kQuery:
       return kMulti;
+    case Op::kSpawned:
+      return kMore | kNone;
     default:
       return 0;
   }
@@ -121,7 +124,8 @@ int check_header(const Header &h, std::string *what) {
                             static_cast<ull>(h.version), static_cast<ull>(kVersion)));
   }
   if (h.op == 0 || h.op > kMaxOp) {
-    return bad(what, format("an unknown op %llu (1..%llu are ANNOUNCE, BYE, QUERY, ANSWER, NEXT)",
+    return bad(what, format("an unknown op %llu (1..%llu are ANNOUNCE, BYE, QUERY, ANSWER, NEXT, "
+                            "SPAWN, SPAWNED)",
                             static_cast<ull>(h.op), static_cast<ull>(kMaxOp)));
   }
   const auto op = static_cast<Op>(h.op);
@@ -229,6 +233,42 @@ int check_header(const Header &h, std::string *what) {
         }
       }
       return ROCL_OK;
+    case Op::kSpawn:
+      if (h.query == 0) {
+        return bad(what, "SPAWN with query 0 (an asker's request ids are never 0)");
+      }
+      if (h.aux > kMaxSpawnLimitMs) {
+        return bad(what, format("SPAWN with aux (its time limit) %llu ms (at most %llu; 0: none)",
+                                static_cast<ull>(h.aux), static_cast<ull>(kMaxSpawnLimitMs)));
+      }
+      return expect_zero(name, "gid", h.gid, "", what);
+    case Op::kSpawned:
+      if (h.query == 0) {
+        return bad(what, "SPAWNED with query 0 (it echoes the asker's request id, never 0)");
+      }
+      if (h.flags == (kMore | kNone)) {
+        return bad(what, "SPAWNED with both kMore (still starting) and kNone (failed)");
+      }
+      if (h.flags == kMore) {
+        if ((rc = expect_zero(name, "gid", h.gid, " with kMore", what)) != ROCL_OK ||
+            (rc = expect_zero(name, "aux", h.aux, " with kMore", what)) != ROCL_OK) {
+          return rc;
+        }
+        return expect_zero(name, "body_len", h.body_len, " with kMore", what);
+      }
+      if (h.flags == kNone) {
+        if (h.aux == 0 || h.aux > kMaxSpawnError) {
+          return bad(what, format("SPAWNED failing with aux %llu (minus a ROCL_E* code, 1..%llu)",
+                                  static_cast<ull>(h.aux), static_cast<ull>(kMaxSpawnError)));
+        }
+        return expect_zero(name, "gid", h.gid, " with kNone", what);
+      }
+      if (h.gid == 0 || h.gid > kMaxGid) {
+        return bad(what, format("SPAWNED with gid 0x%llx (the new context's gid, 1..INT64_MAX)",
+                                static_cast<ull>(h.gid)));
+      }
+      if ((rc = expect_zero(name, "aux", h.aux, "", what)) != ROCL_OK) return rc;
+      return expect_zero(name, "body_len", h.body_len, ": a spawn done has no body", what);
   }
   return bad(what, "an unknown op");  // not reached: the op was checked above
 }
@@ -259,6 +299,10 @@ const char *op_name(std::uint16_t op) noexcept {
       return "ANSWER";
     case Op::kNext:
       return "NEXT";
+    case Op::kSpawn:
+      return "SPAWN";
+    case Op::kSpawned:
+      return "SPAWNED";
   }
   return "an unknown op";
 }

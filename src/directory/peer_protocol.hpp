@@ -13,21 +13,24 @@
 //     off 10 u16 flags        ANSWER: kMore (more matches follow this one at that
 //                             server), kNone (no match: gid 0 and no body), not
 //                             both; QUERY: kMulti (the start of a multi-answer
-//                             query, by pattern only); no other bit, and no bit
-//                             for the other ops
+//                             query, by pattern only); SPAWNED: kMore (still
+//                             starting), kNone (failed), not both; no other
+//                             bit, and no bit for the other ops
 //     off 12 u32 body_len     bytes of body between the header and the MAC
 //     off 16 u64 incarnation  the sender's random id for this start of the
 //                             server, != 0
 //     off 24 u64 seq          per (server, incarnation): 1 for the first packet
 //                             sent, +1 per packet (any destination), != 0
 //     off 32 u64 sent_ms      the sender's CLOCK_REALTIME in milliseconds
-//     off 40 u64 query        QUERY/NEXT: the asker's query id, != 0; ANSWER: the
-//                             id echoed (!= 0); ANNOUNCE/BYE: 0
+//     off 40 u64 query        QUERY/NEXT/SPAWN: the asker's request id, != 0;
+//                             ANSWER/SPAWNED: the id echoed (!= 0); ANNOUNCE/BYE: 0
 //     off 48 u64 gid          QUERY: the gid looked up (a unicast QUERY by gid,
 //                             1..INT64_MAX), or 0 for a search by pattern;
 //                             NEXT: `after`, 1..INT64_MAX (answers have a gid
 //                             above it); ANSWER: the answer's gid, 1..INT64_MAX,
-//                             or 0 with kNone; ANNOUNCE/BYE: 0
+//                             or 0 with kNone; SPAWNED done: the new process's
+//                             context gid, 1..INT64_MAX; ANNOUNCE/BYE/SPAWN and
+//                             SPAWNED with kMore or kNone: 0
 //     off 56 u64 aux          ANNOUNCE: the server's start time (CLOCK_REALTIME
 //                             ms), != 0; QUERY by pattern: `after`,
 //                             0..INT64_MAX (0: from the start); ANSWER: its
@@ -35,7 +38,10 @@
 //                             (total 1..kMaxBatch, index < total; one request
 //                             may be answered by a batch of datagrams, each an
 //                             answer, in increasing gid), 0 with kNone; QUERY
-//                             by gid, NEXT (its `after` is gid), BYE: 0
+//                             by gid, NEXT (its `after` is gid), BYE: 0;
+//                             SPAWN: its time limit in ms, 0..kMaxSpawnLimitMs
+//                             (0: none); SPAWNED with kNone: minus the ROCL_E*
+//                             code, 1..kMaxSpawnError; other SPAWNED: 0
 //   body, body_len bytes:
 //     ANNOUNCE  8 bytes: u16 the directory's TCP port (0: none), u16 the
 //               server's peer UDP port (!= 0), u32 its removal count (how
@@ -47,6 +53,8 @@
 //               attributes the asker wants (a QUERY by gid, may be empty)
 //     NEXT      an AttrList encoding: the pattern
 //     ANSWER    the resource's whole AttrList encoding; empty with kNone
+//     SPAWN     an AttrList encoding: the spawn request (spawn_request.hpp)
+//     SPAWNED   with kNone an AttrList encoding {why: the sentence}; else empty
 //   MAC, 32 bytes: JobSecret::prove(kMacLabel, header bytes + body bytes)
 //   (HMAC-SHA256 with the job secret).
 //
@@ -140,8 +148,14 @@ enum class Op : std::uint16_t {
   kQuery = 3,
   kAnswer = 4,
   kNext = 5,
+  kSpawn = 6,
+  kSpawned = 7,
 };
-inline constexpr std::uint16_t kMaxOp = 5;
+inline constexpr std::uint16_t kMaxOp = 7;
+// SPAWN's aux: its time limit in ms, at most this (0: none).
+inline constexpr std::uint64_t kMaxSpawnLimitMs = 0x7fffffff;
+// SPAWNED with kNone: aux is minus a ROCL_E* code, 1..this.
+inline constexpr std::uint64_t kMaxSpawnError = 1000;
 
 // "ANNOUNCE", ..., "NEXT"; "an unknown op" for anything else.
 const char *op_name(std::uint16_t op) noexcept;

@@ -276,7 +276,96 @@ void PeerServers::handle(const peerproto::Packet &p, const sockaddr_in &from) {
     case Op::kAnswer:
       take_answer(p);
       return;
+    case Op::kSpawn:
+      serve_spawn(p, from);
+      return;
+    case Op::kSpawned:
+      take_spawned(p);
+      return;
   }
+}
+
+void PeerServers::serve_spawn(const peerproto::Packet &p, const sockaddr_in &from) {
+  const ServedKey key{p.server, p.incarnation, p.query};
+  auto [it, fresh] = served_.try_emplace(key);
+  if (!fresh) {
+    send_spawned(key, it->second);  // a resend: say how far it got
+    return;
+  }
+  constexpr std::size_t kMaxServed = 4096;
+  if (served_.size() > kMaxServed || !spawn_handler_) {
+    Served &s = it->second;
+    s.done = true;
+    s.status = ROCL_EPEER;
+    s.why = spawn_handler_ ? "rocl_spawn: the host's directory server has " +
+                                 std::to_string(kMaxServed) + " spawns to remember already"
+                           : "rocl_spawn: the host's directory server does not spawn processes";
+    s.forget_at = Clock::now() + kSpawnMemory;
+    send_spawned(key, s);
+    return;
+  }
+  send_spawned(key, it->second);  // still starting: the asker waits on
+  (void)from;
+  spawn_handler_(p.server, p.list, p.aux,
+                 [this, key](int status, rocl_gid_t gid, const std::string &why) {
+                   auto found = served_.find(key);
+                   if (found == served_.end()) return;
+                   Served &s = found->second;
+                   s.done = true;
+                   s.status = status;
+                   s.gid = gid;
+                   s.why = why;
+                   s.forget_at = Clock::now() + kSpawnMemory;
+                   send_spawned(key, s);
+                 });
+}
+
+void PeerServers::send_spawned(const ServedKey &key, const Served &s) {
+  auto peer = table_.find(std::get<0>(key));
+  if (peer == table_.end()) return;  // the asker left: nobody to tell
+  peerproto::Packet reply;
+  reply.op = Op::kSpawned;
+  reply.query = std::get<2>(key);
+  if (!s.done) {
+    reply.flags = peerproto::kMore;
+  } else if (s.status < 0) {
+    reply.flags = peerproto::kNone;
+    reply.aux = static_cast<std::uint64_t>(-std::max(s.status, -static_cast<int>(peerproto::kMaxSpawnError)));
+    AttrList why(static_cast<int>(s.why.size() + 64));
+    why.add("why", s.why);
+    reply.list = std::move(why);
+  } else {
+    reply.gid = s.gid;
+  }
+  std::vector<std::byte> d;
+  if (seal(reply, &d)) send_to(peer->second.address, d);
+}
+
+void PeerServers::take_spawned(const peerproto::Packet &p) {
+  auto it = pending_.find(p.query);
+  if (it == pending_.end()) return;  // late, or a duplicate
+  Pending &q = it->second;
+  if (q.kind != Kind::kSpawn || p.server != q.target) return;
+  if (p.flags == peerproto::kMore) {
+    // Alive and starting it: ask again later, as often as it takes.
+    q.tries_left = config_.unicast_tries * 2;
+    q.deadline = Clock::now() + config_.unicast_timeout * 2;
+    return;
+  }
+  if (p.flags == peerproto::kNone) {
+    std::size_t len = 0;
+    const std::byte *why = p.list.get("why", &len);
+    finish(p.query, -static_cast<int>(p.aux),
+           why != nullptr ? std::string(reinterpret_cast<const char *>(why), len)
+                          : std::string("rocl_spawn failed on directory server ") +
+                                std::to_string(p.server));
+    return;
+  }
+  Answer a;
+  a.server = p.server;
+  a.gid = p.gid;
+  q.answers.push_back(std::move(a));
+  finish(p.query, ROCL_OK, {});
 }
 
 void PeerServers::heard(const peerproto::Packet &p, const sockaddr_in &from) {
@@ -407,15 +496,18 @@ std::uint64_t PeerServers::ask(Kind kind, peerproto::Packet &p, std::uint16_t ta
   q.done = std::move(done);
   q.target = target;
   q.request = p;
-  if (kind == Kind::kLookup || kind == Kind::kNext) {
+  if (kind == Kind::kLookup || kind == Kind::kNext || kind == Kind::kSpawn) {
     send_to(table_.at(target).address, d);
   } else {
     broadcast(d);
   }
   if (kind == Kind::kMulti) q.awaited = live();
-  q.tries_left = kind == Kind::kSearch ? 0 : config_.unicast_tries - 1;
-  q.deadline =
-      Clock::now() + (kind == Kind::kSearch ? config_.search_window : config_.unicast_timeout);
+  q.tries_left = kind == Kind::kSearch  ? 0
+                 : kind == Kind::kSpawn ? config_.unicast_tries * 2
+                                        : config_.unicast_tries - 1;
+  q.deadline = Clock::now() + (kind == Kind::kSearch  ? config_.search_window
+                               : kind == Kind::kSpawn ? config_.unicast_timeout * 2
+                                                      : config_.unicast_timeout);
   pending_.emplace(id, std::move(q));
   return id;
 }
@@ -486,6 +578,21 @@ void PeerServers::next(std::uint16_t server, const AttrList &pattern, rocl_gid_t
   ask(Kind::kNext, p, server, std::move(done));
 }
 
+void PeerServers::spawn(std::uint16_t target, const AttrList &request, std::uint64_t limit_ms,
+                        Done done) {
+  if (table_.count(target) == 0) {
+    done(ROCL_EPEER, {},
+         "rocl_spawn: the host of directory server " + std::to_string(target) +
+             " is not reachable: that server is not among the live servers of the job");
+    return;
+  }
+  peerproto::Packet p;
+  p.op = Op::kSpawn;
+  p.aux = std::min<std::uint64_t>(limit_ms, peerproto::kMaxSpawnLimitMs);
+  p.list = request;
+  ask(Kind::kSpawn, p, target, std::move(done));
+}
+
 void PeerServers::count_removal() {
   ++removals_;
   announce(Op::kAnnounce);
@@ -507,7 +614,8 @@ void PeerServers::drop(std::uint16_t server, const std::string &why) {
       auto w = std::find(q.awaited.begin(), q.awaited.end(), server);
       if (w != q.awaited.end()) q.awaited.erase(w);
       if (q.awaited.empty()) failed.push_back(id);
-    } else if ((q.kind == Kind::kLookup || q.kind == Kind::kNext) && q.target == server) {
+    } else if ((q.kind == Kind::kLookup || q.kind == Kind::kNext || q.kind == Kind::kSpawn) &&
+               q.target == server) {
       failed.push_back(id);
     }
   }
@@ -515,6 +623,10 @@ void PeerServers::drop(std::uint16_t server, const std::string &why) {
     const Kind kind = pending_.at(id).kind;
     if (kind == Kind::kMulti) {
       finish(id, ROCL_OK, {});
+    } else if (kind == Kind::kSpawn) {
+      finish(id, ROCL_EPEER,
+             "rocl_spawn: the host of directory server " + std::to_string(server) +
+                 " went away before the spawn was done (the server " + why + ")");
     } else {
       finish(id, ROCL_EPEER, "directory server " + std::to_string(server) + " " + why);
     }
@@ -537,6 +649,9 @@ void PeerServers::on_tick() {
                   " ms");
     }
   }
+  for (auto it = served_.begin(); it != served_.end();) {
+    it = it->second.forget_at <= now ? served_.erase(it) : std::next(it);
+  }
   std::vector<std::uint64_t> due;
   for (const auto &[id, q] : pending_) {
     if (now >= q.deadline) due.push_back(id);
@@ -547,7 +662,8 @@ void PeerServers::on_tick() {
     Pending &q = it->second;
     if (q.tries_left > 0) {
       --q.tries_left;
-      q.deadline = now + config_.unicast_timeout;
+      q.deadline = now + (q.kind == Kind::kSpawn ? config_.unicast_timeout * 2
+                                                 : config_.unicast_timeout);
       resend(q);
       continue;
     }
@@ -558,6 +674,12 @@ void PeerServers::on_tick() {
       for (std::uint16_t s : q.awaited) missing += " " + std::to_string(s);
       if (log_) log_("directory peers: a multi-answer query went on without servers" + missing);
       finish(id, ROCL_OK, {});
+    } else if (q.kind == Kind::kSpawn) {
+      finish(id, ROCL_EPEER,
+             "rocl_spawn: the host of directory server " + std::to_string(q.target) +
+                 " is not reachable: its server did not answer " +
+                 std::to_string(config_.unicast_tries * 2 + 1) + " spawn requests " +
+                 std::to_string(config_.unicast_timeout.count() * 2) + " ms apart");
     } else {
       finish(id, ROCL_EPEER,
              "directory server " + std::to_string(q.target) + " did not answer " +

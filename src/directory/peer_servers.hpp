@@ -22,6 +22,16 @@
 //    batch (up to 64 answers in as many datagrams, about 48 KiB of lists). The asker keeps the
 //    state (directory_server.cpp); the answering side keeps none: a NEXT carries the pattern and
 //    the gid after which to look.
+//  - Spawning on another host (rocl_spawn, spawn_table.hpp): a unicast
+//    SPAWN to that host's server, resent every `unicast_timeout` * 2 until
+//    it answers. Its server answers every SPAWN at once: SPAWNED with kMore
+//    while the process is still starting (the asker then waits on), the
+//    final SPAWNED (the context gid, or the failure and its sentence) once
+//    it is done, and again to every resend after that (it keeps the outcome
+//    for kSpawnMemory). A spawn is started once per (asker, incarnation,
+//    request id), however often the request arrives. No word from the host
+//    for `unicast_tries` * 2 resends, or the host's server dropped: the
+//    spawn fails with ROCL_EPEER naming the server.
 //  - Requests from other servers are answered from the LocalDirectory at
 //    once, on the server thread.
 //  - Every packet is signed with the job secret; a packet that fails to
@@ -48,6 +58,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -125,6 +136,19 @@ class PeerServers {
   void start_multi(const AttrList &pattern, rocl_gid_t after, Done done);
   void next(std::uint16_t server, const AttrList &pattern, rocl_gid_t after, Done done);
 
+  // Spawning (above): done(status, answers, why) with one answer whose gid
+  // is the new context's, or status < 0 and the sentence. limit_ms: 0 none.
+  void spawn(std::uint16_t target, const AttrList &request, std::uint64_t limit_ms, Done done);
+  // The answering side: handler(asker's server id, request, limit_ms,
+  // reply) starts a spawn another server asked for; reply(status, gid,
+  // why) once, now or later, on the loop thread. Without one, spawns are
+  // refused.
+  using SpawnReply = std::function<void(int status, rocl_gid_t gid, const std::string &why)>;
+  using SpawnHandler = std::function<void(std::uint16_t from, const AttrList &request,
+                                          std::uint64_t limit_ms, SpawnReply reply)>;
+  void on_spawn(SpawnHandler handler) { spawn_handler_ = std::move(handler); }
+  static constexpr std::chrono::seconds kSpawnMemory{60};
+
   // Ids of the live servers (ourselves excluded), increasing.
   std::vector<std::uint16_t> live() const;
   bool is_live(std::uint16_t server) const { return table_.count(server) != 0; }
@@ -152,7 +176,16 @@ class PeerServers {
     std::uint32_t removals = 0;
     Clock::time_point heard{};
   };
-  enum class Kind { kLookup, kSearch, kMulti, kNext };
+  enum class Kind { kLookup, kSearch, kMulti, kNext, kSpawn };
+  // A spawn another server asked for, by (server, incarnation, request id).
+  struct Served {
+    bool done = false;
+    int status = ROCL_OK;
+    rocl_gid_t gid = ROCL_NULL_GID;
+    std::string why;
+    Clock::time_point forget_at = Clock::time_point::max();
+  };
+  using ServedKey = std::tuple<std::uint16_t, std::uint64_t, std::uint64_t>;
   // A server's reply in several datagrams (peer_protocol.hpp, ANSWER's aux).
   struct Batch {
     unsigned total = 0;
@@ -183,6 +216,9 @@ class PeerServers {
   void heard(const peerproto::Packet &p, const sockaddr_in &from);
   void answer_query(const peerproto::Packet &p, const sockaddr_in &from);
   void take_answer(const peerproto::Packet &p);
+  void serve_spawn(const peerproto::Packet &p, const sockaddr_in &from);
+  void send_spawned(const ServedKey &key, const Served &s);
+  void take_spawned(const peerproto::Packet &p);
   void finish(std::uint64_t id, int status, const std::string &why);
   void drop(std::uint16_t server, const std::string &why);
   // Counts an ignored datagram; says the first of each kind from each
@@ -215,6 +251,8 @@ class PeerServers {
   std::function<void(std::uint16_t)> dropped_;
   std::function<void(std::uint16_t)> removal_;
   std::uint32_t removals_ = 0;
+  SpawnHandler spawn_handler_;
+  std::map<ServedKey, Served> served_;
 };
 
 }  // namespace rocl::impl

@@ -88,7 +88,7 @@ class Connection {
           continue;
         }
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-          *why = "no reply within " + std::to_string(kReplyTimeoutSeconds) + " s";
+          *why = "no reply within " + std::to_string(reply_timeout_s_) + " s";
         } else {
           *why = std::string("receiving failed: ") + std::strerror(errno);
         }
@@ -140,7 +140,9 @@ class Connection {
       return lose(what, "the server sent " + bad);
     }
     if (reply->status < 0) {
-      if (reply->status == ROCL_EPEER) {  // the server drops us after this
+      // The server drops us after an EPEER, except a spawn's: that names
+      // the host or the program that failed.
+      if (reply->status == ROCL_EPEER && op != Op::kSpawn) {
         lose(what, sentence);
       }
       return fail(reply->status, "%s", sentence.c_str());
@@ -158,6 +160,13 @@ class Connection {
   // decode_batch rejected): the connection is lost, as for any bad reply.
   int broken(const char *what, const std::string &bad) {
     return lose(what, "the server sent " + bad);
+  }
+
+  // How long a reply may take (seconds; 0: no limit), from now on.
+  void set_reply_timeout(long seconds) {
+    reply_timeout_s_ = seconds;
+    timeval tv{seconds, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   }
 
   std::mutex mu;
@@ -222,6 +231,7 @@ class Connection {
   bool accept_fd_ = false;
   int passed_fd_ = -1;
   bool fd_truncated_ = false;
+  long reply_timeout_s_ = kReplyTimeoutSeconds;
 };
 
 // A reply's list must be the request's list, answered.
@@ -430,6 +440,24 @@ class RemoteDirectory final : public Directory {
     }
     return std::make_unique<RemoteCursor>(conn_, epoch_, std::move(copy), cursor, epoch,
                                           std::move(first));
+  }
+
+  std::int64_t spawn(rocl_gid_t where, const AttrList &request, int limit_ms) override {
+    std::lock_guard lock(conn_->mu);
+    // The server answers within the limit (or when the host is found
+    // unreachable); the reply timeout only guards against a lost server.
+    conn_->set_reply_timeout(limit_ms > 0 ? limit_ms / 1000 + kReplyTimeoutSeconds : 0);
+    dirproto::Header h;
+    const int rc = conn_->call("rocl_spawn", Op::kSpawn, where,
+                               static_cast<std::uint64_t>(limit_ms > 0 ? limit_ms : 0),
+                               request.bytes(), &h, nullptr);
+    conn_->set_reply_timeout(kReplyTimeoutSeconds);
+    if (rc != ROCL_OK) return rc;
+    if (h.gid == 0 || h.gid > static_cast<std::uint64_t>(INT64_MAX)) {
+      return fail(ROCL_EPEER, "rocl_spawn: directory server at %s answered gid 0x%llx",
+                  conn_->path().c_str(), static_cast<unsigned long long>(h.gid));
+    }
+    return static_cast<std::int64_t>(h.gid);
   }
 
   int remove_context(rocl_gid_t context) override {

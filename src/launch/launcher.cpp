@@ -803,6 +803,7 @@ int Launcher::run() {
   info.directory_socket = job_dir + "/dir.sock";
   info.directory_address = "unix:" + info.directory_socket;
   info.secret = &secret;
+  info.grace_ms = opt_.grace_ms;
   if (secret.write_file(info.secret_file) != ROCL_OK) {
     say(opt_.err_fd, "%s", last_error());
     return 1;

@@ -33,6 +33,7 @@ struct JobInfo {
   std::string directory_socket;       // job_dir + "/dir.sock" (not created yet)
   std::string directory_address;      // "unix:" + directory_socket (ROCL_DIRECTORY)
   const JobSecret *secret = nullptr;  // valid from start() until stop() returns
+  int grace_ms = 2000;                // SIGTERM -> SIGKILL delay when stopping
 };
 
 // Something the launcher runs for the job's lifetime, in its own process:

@@ -1,7 +1,7 @@
 // rocld - the node directory server in the foreground until SIGINT/SIGTERM.
 //
 //   rocld [--socket PATH] [--secret-file PATH] [--server-id N] [--listen [HOST:]PORT]
-//         [--peer-port PORT [--peer ADDRESS[:PORT]]... [--bind NAME]]
+//         [--peer-port PORT [--peer ADDRESS[:PORT]]... [--bind NAME]] [--spawn]
 //
 // Defaults: the socket from ROCL_DIRECTORY, else /tmp/rocl-<uid>/dir.sock
 // (the folder is made 0700 if missing); the secret from ROCL_SECRET_FILE.
@@ -18,6 +18,7 @@
 #include <string>
 
 #include "directory/directory_server.hpp"
+#include "os/host.hpp"
 #include "os/net.hpp"
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
@@ -30,6 +31,7 @@ int usage(const char *why) {
                "usage: rocld [--socket PATH] [--secret-file PATH] [--server-id N]\n"
                "             [--listen [HOST:]PORT] [--spin-us N]\n"
                "             [--peer-port PORT [--peer ADDRESS[:PORT]]... [--bind NAME]]\n"
+               "             [--spawn]\n"
                "  --socket PATH       default $ROCL_DIRECTORY, else /tmp/rocl-<uid>/dir.sock\n"
                "  --secret-file PATH  the job secret (64 hex digits, mode 0600);\n"
                "                      default $ROCL_SECRET_FILE\n"
@@ -45,7 +47,11 @@ int usage(const char *why) {
                "  --listen [HOST:]PORT  also serve over tcp (ROCL_DIRECTORY=tcp:HOST:PORT);\n"
                "                      HOST an address, an interface, auto or any (default)\n"
                "  --spin-us N         after a request, look for the next one this long before\n"
-               "                      sleeping (default 50; 0: sleep at once)\n",
+               "                      sleeping (default 50; 0: sleep at once)\n"
+               "  --spawn             start programs for rocl_spawn (anyone with the secret\n"
+               "                      may then run programs here as this user); the host is\n"
+               "                      then the resource {type=rocl-host, host=$ROCL_HOST_NAME\n"
+               "                      or the system's name}\n",
                why);
   return 2;
 }
@@ -87,11 +93,16 @@ int main(int argc, char **argv) {
   std::string gid_bits = env_bits != nullptr ? env_bits : "";
   rocl::impl::PeerConfig peers;
   bool federate = false;
+  bool spawn = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       usage("the node directory server");
       return 0;
+    }
+    if (a == "--spawn") {
+      spawn = true;
+      continue;
     }
     if (i + 1 >= argc) {
       return usage(("missing value after " + a).c_str());
@@ -192,6 +203,15 @@ int main(int argc, char **argv) {
   server.set_spin(std::chrono::microseconds(spin_us));
   if (!listen.empty()) server.listen_tcp(listen);
   if (federate) server.set_peers(peers);
+  if (spawn) {
+    rocl::impl::SpawnConfig config;
+    const char *name = std::getenv("ROCL_HOST_NAME");
+    config.host_name = name != nullptr && *name != '\0' ? name : rocl::impl::os::host_name();
+    config.environment = {"ROCL_DIRECTORY=unix:" + socket_path, "ROCL_SECRET_FILE=" + secret_file,
+                          "ROCL_HOST_NAME=" + config.host_name};
+    if (federate) config.environment.push_back("ROCL_TCP_BIND=auto");
+    server.enable_spawn(std::move(config));
+  }
   if (server.start() != ROCL_OK) {
     std::fprintf(stderr, "rocld: %s\n", rocl::impl::last_error());
     return 1;

@@ -7,8 +7,10 @@
 //     stdin, makes the host's job folder /tmp/rocl-<uid>/<job>-<host>
 //     (0700) with the secret file (0600) and serves the job's directory
 //     there (dir.sock), joined to the other hosts' servers on the peer port
-//     (broadcast on the host network). Stops when stdin closes or on
-//     SIGTERM/SIGINT, and removes the folder.
+//     (broadcast on the host network); it spawns processes for rocl_spawn
+//     (their output goes where the agent's does). Stops when stdin closes
+//     or on SIGTERM/SIGINT (stopping the processes it spawned), and removes
+//     the folder.
 //   rank: waits (up to 15 s) for the host's directory, then runs the
 //     program with ROCL_RANK, ROCL_SIZE, ROCL_JOB_DIR, ROCL_SECRET_FILE,
 //     ROCL_DIRECTORY, ROCL_HOST_NAME and the forwarded ROCL_* options
@@ -173,6 +175,12 @@ int serve_directory(const Args &a) {
   peers.port = static_cast<std::uint16_t>(a.peer_port);
   peers.bind = "auto";
   server.set_peers(peers);
+  SpawnConfig spawn;
+  spawn.host_name = a.host;
+  spawn.environment = {"ROCL_JOB_DIR=" + folder, "ROCL_SECRET_FILE=" + secret_file,
+                       "ROCL_DIRECTORY=unix:" + folder + "/dir.sock", "ROCL_HOST_NAME=" + a.host,
+                       "ROCL_TCP_BIND=auto"};
+  server.enable_spawn(std::move(spawn));
   if (server.start() != ROCL_OK) return agent_fail("%s", last_error());
   wait_for_end();
   server.stop();
