@@ -34,7 +34,8 @@ done
 "$cxx" "${flags[@]}" tests/fuzz/wire_fuzz.cpp "${sources[@]}" src/status/status.cpp \
   -o "$out/wire_fuzz"
 "$cxx" "${flags[@]}" tests/fuzz/peer_fuzz.cpp src/directory/peer_protocol.cpp \
-  src/directory/attr_list.cpp src/security/job_secret.cpp src/status/status.cpp -lcrypto \
+  src/directory/attr_list.cpp src/directory/spawn_request.cpp src/security/job_secret.cpp \
+  src/status/status.cpp -lcrypto \
   -o "$out/peer_fuzz"
 
 status=0

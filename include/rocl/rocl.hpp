@@ -417,4 +417,34 @@ inline gid_t spawn_thread(gid_t process, const std::string &name,
   return static_cast<gid_t>(g);
 }
 
+// Starts the program argv[0] with argv on a host of the job ("any": the
+// hosts that take spawns in turn) and returns the new process's context
+// gid once its rocl_init registered it (rocl_spawn). Throws rocl::Error.
+inline gid_t spawn(const std::string &host, const std::vector<std::string> &argv,
+                   std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  std::vector<const char *> args;
+  for (const std::string &a : argv) args.push_back(a.c_str());
+  args.push_back(nullptr);
+  const std::int64_t g = rocl_spawn(host.c_str(), args.data(), detail::to_ms(timeout));
+  if (g < 0) detail::raise(static_cast<int>(g));
+  return static_cast<gid_t>(g);
+}
+
+// As spawn, on the host of the directory server that issued `where` (a
+// {type=rocl-host} resource, or any resource of the job).
+inline gid_t spawn_at(gid_t where, const std::vector<std::string> &argv,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  std::vector<const char *> args;
+  for (const std::string &a : argv) args.push_back(a.c_str());
+  args.push_back(nullptr);
+  const std::int64_t g = rocl_spawn_at(where, args.data(), detail::to_ms(timeout));
+  if (g < 0) detail::raise(static_cast<int>(g));
+  return static_cast<gid_t>(g);
+}
+
+// The context gid of the process that spawned this one, 0 for none.
+inline gid_t parent() noexcept {
+  return rocl_parent();
+}
+
 }  // namespace rocl

@@ -90,7 +90,7 @@ TEST(DirProtocol, BadHeadersAreRejectedBeforeTheBody) {
   EXPECT_EQ(parse_message(bad, &m, &used, &what), ROCL_EINVAL);
   EXPECT_NE(what.find("version 4"), std::string::npos) << what;
 
-  for (std::uint16_t op : {0, 11, 0xffff}) {
+  for (std::uint16_t op : {0, 12, 0xffff}) {
     bad = msg;
     bad[6] = static_cast<std::byte>(op & 0xff);
     bad[7] = static_cast<std::byte>(op >> 8);
@@ -139,6 +139,16 @@ TEST(DirProtocol, BodiesAreCheckedPerOp) {
   msg = encode_message(Op::kProve, 0, 0, 0, std::as_bytes(std::span(junk)));
   ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
   EXPECT_EQ(check_request(m, &attrs, &what), ROCL_EINVAL);
+
+  // SPAWN: a list, and a time limit of at most kMaxSpawnLimitMs.
+  msg = encode_message(Op::kSpawn, 0, 0, kMaxSpawnLimitMs, l.bytes());
+  ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+  EXPECT_EQ(check_request(m, &attrs, &what), ROCL_OK) << what;
+  EXPECT_STREQ(op_name(static_cast<std::uint16_t>(Op::kSpawn)), "SPAWN");
+  msg = encode_message(Op::kSpawn, 0, 0, kMaxSpawnLimitMs + 1, l.bytes());
+  ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+  EXPECT_EQ(check_request(m, &attrs, &what), ROCL_EINVAL);
+  EXPECT_NE(what.find("time limit"), std::string::npos) << what;
 
   // Server ops are not requests.
   msg = encode_message(Op::kHello, 0, 0, 0, {});

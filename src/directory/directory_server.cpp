@@ -496,8 +496,9 @@ struct DirectoryServer::Loop {
     SpawnRequest request;
     std::string what;
     if (!srv->spawns_) {
+      const char *name = std::getenv("ROCL_HOST_NAME");
       done(ROCL_EPEER, ROCL_NULL_GID,
-           "rocl_spawn: host " + os::host_name() +
+           "rocl_spawn: host " + (name != nullptr && *name != '\0' ? name : os::host_name()) +
                " does not spawn processes: its directory server was not started for it "
                "(roclrun's servers spawn; rocld only with --spawn)");
       return;
@@ -717,14 +718,15 @@ struct DirectoryServer::Loop {
       case Op::kSpawn: {
         const rocl_gid_t where = m.header.gid;
         const std::uint16_t target = where == ROCL_NULL_GID ? srv->server_id_ : gid_server(where);
-        PeerServers::Done done = resume_later(c, [this](Conn &c, int st, Answers answers, const std::string &why) {
-          if (st < 0 || answers.empty()) {
-            fail(st < 0 ? st : ROCL_EINTERNAL, "%s", why.c_str());
-            reply_error(c, st < 0 ? st : ROCL_EINTERNAL);
-            return;
-          }
-          reply(c, ROCL_OK, answers.front().gid, 0);
-        });
+        PeerServers::Done done =
+            resume_later(c, [this](Conn &c, int st, Answers answers, const std::string &why) {
+              if (st < 0 || answers.empty()) {
+                fail(st < 0 ? st : ROCL_EINTERNAL, "%s", why.c_str());
+                reply_error(c, st < 0 ? st : ROCL_EINTERNAL);
+                return;
+              }
+              reply(c, ROCL_OK, answers.front().gid, 0);
+            });
         if (target == srv->server_id_) {
           spawn_here(attrs, m.header.aux, [done](int st, rocl_gid_t gid, const std::string &why) {
             Answers answers;
@@ -987,13 +989,13 @@ int DirectoryServer::start() {
       const std::int64_t gid = dir_->register_resource(host, ROCL_NULL_GID);
       if (gid > 0) host_gid_ = static_cast<rocl_gid_t>(gid);
     }
-    if (peers_) {
-      Loop *l = loop.get();
-      peers_->on_spawn([l](std::uint16_t, const AttrList &request, std::uint64_t limit_ms,
-                           PeerServers::SpawnReply reply) {
-        l->spawn_here(request, limit_ms, std::move(reply));
-      });
-    }
+  }
+  if (peers_) {
+    // Other servers' spawns: started here, or refused with this host's name.
+    Loop *l = loop.get();
+    peers_->on_spawn(
+        [l](std::uint16_t, const AttrList &request, std::uint64_t limit_ms,
+            PeerServers::SpawnReply reply) { l->spawn_here(request, limit_ms, std::move(reply)); });
   }
   listen_fd_ = fd;
   wake_fd_ = wake;

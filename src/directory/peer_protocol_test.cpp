@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "directory/spawn_request.hpp"
 #include "status/status.hpp"
 
 namespace rocl::impl::peerproto {
@@ -62,6 +63,20 @@ Packet base(Op op) {
       p.gid = 0x0001000000000008ull;
       p.aux = (std::uint64_t{3} << 16) | 2;  // the last of a batch of 3
       p.list = sample_list();
+      break;
+    case Op::kSpawn: {
+      p.query = 77;
+      p.aux = 2500;  // the time limit
+      SpawnRequest r;
+      r.argv = {"/bin/worker", "-n", ""};
+      r.env = {"ROCL_SPIN_US=0"};
+      r.parent = 0x0001000000000003ull;
+      EXPECT_EQ(encode_spawn_request(r, &p.list), ROCL_OK) << last_error();
+      break;
+    }
+    case Op::kSpawned:
+      p.query = 77;
+      p.gid = 0x0002000000000009ull;  // done: the new context
       break;
   }
   return p;
@@ -161,6 +176,18 @@ std::vector<Packet> every_kind() {
   none.aux = 0;
   none.list = AttrList(1);
   all.push_back(none);
+  all.push_back(base(Op::kSpawn));
+  all.push_back(base(Op::kSpawned));
+  Packet starting = base(Op::kSpawned);
+  starting.flags = kMore;
+  starting.gid = 0;
+  all.push_back(starting);
+  Packet failed = starting;
+  failed.flags = kNone;
+  failed.aux = 9;  // ROCL_ENOTFOUND
+  failed.list = AttrList(64);
+  EXPECT_EQ(failed.list.add("why", std::string_view("no such program")), ROCL_OK);
+  all.push_back(failed);
   return all;
 }
 
@@ -216,8 +243,10 @@ TEST(PeerProtocol, OpNames) {
   EXPECT_STREQ(op_name(3), "QUERY");
   EXPECT_STREQ(op_name(4), "ANSWER");
   EXPECT_STREQ(op_name(5), "NEXT");
+  EXPECT_STREQ(op_name(6), "SPAWN");
+  EXPECT_STREQ(op_name(7), "SPAWNED");
   EXPECT_STREQ(op_name(0), "an unknown op");
-  EXPECT_STREQ(op_name(6), "an unknown op");
+  EXPECT_STREQ(op_name(8), "an unknown op");
 }
 
 struct Corruption {
@@ -305,6 +334,12 @@ const Corruption kCorruptions[] = {
     {"ANSWER batch of 0", Op::kAnswer, 0, 56, 8, 7, "aux 0x7"},
     {"ANSWER batch past the most", Op::kAnswer, 0, 56, 8, std::uint64_t{65} << 16, "aux 0x410000"},
     {"aux on kNone", Op::kAnswer, 2, 56, 8, 1, "aux 0x1"},
+    {"gid on SPAWN", Op::kSpawn, 0, 48, 8, 5, "gid 0x5"},
+    {"SPAWN limit too long", Op::kSpawn, 0, 56, 8, 0x80000000u, "time limit"},
+    {"SPAWN without a request id", Op::kSpawn, 0, 40, 8, 0, "SPAWN with query 0"},
+    {"SPAWNED done with aux", Op::kSpawned, 0, 56, 8, 2, "aux 0x2"},
+    {"SPAWNED done without a gid", Op::kSpawned, 0, 48, 8, 0, "gid 0x0"},
+    {"SPAWNED both starting and failed", Op::kSpawned, 0, 10, 2, 3, "both kMore"},
 };
 
 TEST(PeerProtocol, EveryCorruptedHeaderFieldIsRefusedByName) {

@@ -26,6 +26,8 @@
 //         open() of the result: an accepted one seals to the same bytes,
 //         and was not changed unless signed again; a refused one has a
 //         sentence.
+// A SPAWN that opens has its request decoded too (spawn_request.hpp):
+// decoded with a program, or refused with a sentence.
 // Any broken invariant aborts.
 //
 // With ROCL_FUZZ_WRITE_SEEDS=<dir> in the environment the binary writes
@@ -41,6 +43,7 @@
 #include <vector>
 
 #include "directory/peer_protocol.hpp"
+#include "directory/spawn_request.hpp"
 #include "status/status.hpp"
 
 using namespace rocl::impl;
@@ -102,7 +105,9 @@ class Reader {
 };
 
 bool has_list(const Packet &p) {
-  return p.op == Op::kQuery || p.op == Op::kNext || (p.op == Op::kAnswer && (p.flags & kNone) == 0);
+  return p.op == Op::kQuery || p.op == Op::kNext || p.op == Op::kSpawn ||
+         (p.op == Op::kAnswer && (p.flags & kNone) == 0) ||
+         (p.op == Op::kSpawned && (p.flags & kNone) != 0);
 }
 
 bool same_list(const AttrList &a, const AttrList &b) {
@@ -145,6 +150,27 @@ void check_valid(const Packet &p) {
             "ANSWER aux %" PRIx64, p.aux);
       CHECK((p.flags & kNone) != 0 ? p.gid == 0 && p.list.empty() : p.gid != 0 && p.gid <= kMaxGid,
             "ANSWER gid %" PRIx64, p.gid);
+      break;
+    case Op::kSpawn: {
+      CHECK(p.flags == 0 && p.query != 0 && p.gid == 0 && p.aux <= kMaxSpawnLimitMs,
+            "SPAWN fields");
+      // The request inside: decoded, or refused with a sentence.
+      SpawnRequest r;
+      std::string what;
+      if (decode_spawn_request(p.list, &r, &what) == ROCL_OK) {
+        CHECK(!r.argv.empty() && !r.argv[0].empty(), "a spawn request without a program");
+      } else {
+        CHECK(!what.empty(), "a refused spawn request without a sentence");
+      }
+      break;
+    }
+    case Op::kSpawned:
+      CHECK(p.query != 0 && p.flags != (kMore | kNone) && (p.flags & ~(kMore | kNone)) == 0,
+            "SPAWNED flags %#x", unsigned(p.flags));
+      CHECK(p.flags == kMore   ? p.gid == 0 && p.aux == 0
+            : p.flags == kNone ? p.gid == 0 && p.aux >= 1 && p.aux <= kMaxSpawnError
+                               : p.gid != 0 && p.gid <= kMaxGid && p.aux == 0,
+            "SPAWNED gid %" PRIx64 " aux %" PRIx64, p.gid, p.aux);
       break;
   }
   if (p.op != Op::kAnnounce) {
@@ -348,6 +374,31 @@ std::vector<Packet> seed_packets() {
   none.aux = 0;
   none.list = AttrList(1);
   all.push_back(none);
+  Packet sp = p;
+  sp.op = Op::kSpawn;
+  sp.query = 43;
+  sp.aux = 5000;
+  SpawnRequest r;
+  r.argv = {"/usr/bin/worker", "--steps", "10"};
+  r.env = {"ROCL_WAIT=block"};
+  r.parent = 0x0003000000000001ull;
+  (void)encode_spawn_request(r, &sp.list);
+  all.push_back(sp);
+  Packet done = p;
+  done.op = Op::kSpawned;
+  done.query = 43;
+  done.gid = 0x0002000000000005ull;
+  all.push_back(done);
+  Packet starting = done;
+  starting.flags = kMore;
+  starting.gid = 0;
+  all.push_back(starting);
+  Packet failed = starting;
+  failed.flags = kNone;
+  failed.aux = 9;
+  failed.list = AttrList(128);
+  (void)failed.list.add("why", std::string_view("no such program"));
+  all.push_back(failed);
   return all;
 }
 

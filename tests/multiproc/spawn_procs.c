@@ -78,8 +78,7 @@ static rocl_gid_t register_as(const char *type, int index) {
   return (rocl_gid_t)g;
 }
 
-/* Sends token to peer's resource (found as {type, index}) and checks the
- * answer token+1. */
+/* The resource {type, index}, waiting up to 10 s for it. */
 static rocl_gid_t find_as(const char *type, int index) {
   char text[16];
   snprintf(text, sizeof text, "%d", index);
@@ -93,6 +92,7 @@ static rocl_gid_t find_as(const char *type, int index) {
   return gid;
 }
 
+/* Sends token to peer and checks the answer token+1. */
 static void ask(rocl_gid_t me, rocl_gid_t peer, int token) {
   CHECK(rocl_send(me, peer, 1, &token, sizeof token) == ROCL_OK, "sending a token");
   void *msg = NULL;
@@ -159,11 +159,12 @@ static int spawned(const char *role, int index) {
 
 static void expect_failure(int64_t rc, int code, const char *words, const char *what) {
   if (rc != code || strstr(rocl_last_error(), words) == NULL) {
-    fprintf(stderr, "spawn_procs: %s gave %lld '%s', expected %s with '%s'\n", what,
-            (long long)rc, rocl_last_error(), rocl_strerror(code), words);
+    fprintf(stderr, "spawn_procs: %s gave %lld '%s', expected %s with '%s'\n", what, (long long)rc,
+            rocl_last_error(), rocl_strerror(code), words);
     exit(1);
   }
   printf("spawn_procs: %s: %s\n", what, rocl_last_error());
+  fflush(stdout);
 }
 
 static void errors(const char *next_host) {
@@ -250,15 +251,21 @@ int main(int argc, char **argv) {
   rocl_add_attr(q, "type", "spawn_procs_done", 16);
   CHECK(rocl_query_wait(q, size, 60000) == size, "every rank done");
   rocl_kill_attrl(q);
-  /* Rank 0 stays until every other rank has seen it done. */
+  /* Nobody leaves (taking its resources along) before everyone has seen
+   * them: the others tell rank 0, which lets them go. */
+  void *msg = NULL;
   if (rank == 0) {
     for (int i = 1; i < size; ++i) {
-      void *msg = NULL;
       CHECK(rocl_recv(me, ROCL_ANY, 4, &msg, NULL, NULL, NULL, 60000) == ROCL_OK, "seen");
       rocl_bfret(msg);
     }
+    for (int i = 1; i < size; ++i) {
+      CHECK(rocl_send(me, find_as("spawn_procs_rank", i), 5, "x", 1) == ROCL_OK, "letting go");
+    }
   } else {
     CHECK(rocl_send(me, find_as("spawn_procs_rank", 0), 4, "x", 1) == ROCL_OK, "sending seen");
+    CHECK(rocl_recv(me, ROCL_ANY, 5, &msg, NULL, NULL, NULL, 60000) == ROCL_OK, "let go");
+    rocl_bfret(msg);
   }
   stop(me, child_resource);
   printf("spawn_procs: %d processes ok\n", size);

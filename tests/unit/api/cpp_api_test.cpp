@@ -465,6 +465,29 @@ TEST_F(CppApi, SpawnedThreadRunsWithItsResourceAndArgument) {
   }
 }
 
+// A process alone (no node directory server): no host takes spawns, and
+// a spawn next to itself says why.
+TEST_F(CppApi, SpawningWithoutADirectoryServerIsANamedError) {
+  EXPECT_EQ(rocl::parent(), 0u);
+  try {
+    rocl::spawn("any", {"/bin/true"});
+    ADD_FAILURE() << "spawned with no host that takes spawns";
+  } catch (const rocl::Error &e) {
+    EXPECT_EQ(e.code(), ROCL_ENOTFOUND);
+    EXPECT_NE(std::string(e.what()).find("no host of this job takes spawns"), std::string::npos)
+        << e.what();
+  }
+  try {
+    rocl::spawn_at(rocl_context_gid(), {"/bin/true"});
+    ADD_FAILURE() << "spawned with no directory server";
+  } catch (const rocl::Error &e) {
+    EXPECT_EQ(e.code(), ROCL_EPEER);
+    EXPECT_NE(std::string(e.what()).find("no node directory server"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(rocl::spawn("any", {}), rocl::Error);
+}
+
 TEST_F(CppApi, ErrorCarriesCodeAndText) {
   rocl::Error e(ROCL_EBUSY, "busy here");
   EXPECT_EQ(e.code(), ROCL_EBUSY);
