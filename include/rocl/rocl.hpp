@@ -423,6 +423,7 @@ inline gid_t spawn_thread(gid_t process, const std::string &name,
 inline gid_t spawn(const std::string &host, const std::vector<std::string> &argv,
                    std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   std::vector<const char *> args;
+  args.reserve(argv.size() + 1);
   for (const std::string &a : argv) args.push_back(a.c_str());
   args.push_back(nullptr);
   const std::int64_t g = rocl_spawn(host.c_str(), args.data(), detail::to_ms(timeout));
@@ -435,6 +436,7 @@ inline gid_t spawn(const std::string &host, const std::vector<std::string> &argv
 inline gid_t spawn_at(gid_t where, const std::vector<std::string> &argv,
                       std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   std::vector<const char *> args;
+  args.reserve(argv.size() + 1);
   for (const std::string &a : argv) args.push_back(a.c_str());
   args.push_back(nullptr);
   const std::int64_t g = rocl_spawn_at(where, args.data(), detail::to_ms(timeout));

@@ -281,7 +281,7 @@ TEST(DirProtocol, BatchWriterStopsAtCountAndBytes) {
   // 20 KiB answers: three fit 64 KiB; a fourth does not.
   BatchWriter by_bytes(kMaxBatchAnswers);
   int taken = 0;
-  while (by_bytes.add(static_cast<std::uint64_t>(taken + 1), numbered(taken, 20000).bytes())) {
+  while (by_bytes.add(static_cast<std::uint64_t>(taken) + 1, numbered(taken, 20000).bytes())) {
     ++taken;
   }
   EXPECT_EQ(taken, 3);
