@@ -1,4 +1,6 @@
 // pmix_bootstrap.cpp - join_launchers_job() over PMIx (job_bootstrap.hpp).
+#include <dirent.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <pmix.h>
 #include <sys/socket.h>
@@ -130,6 +132,49 @@ std::string job_folder(const std::string &nspace) {
   return folder;
 }
 
+// Removes the folders of this user's PMIx jobs that crashed: every process
+// of a job keeps its secret file secret.<rank>.<pid> there until it ends,
+// so a folder whose secret files all name dead processes is left over.
+// (A folder with none is a job starting, or one that ended cleanly and
+// removed it already.) Only processes of this host share /tmp and pids.
+void remove_crashed_job_folders(const std::string &base, const std::string &ours) {
+  DIR *d = ::opendir(base.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> stale;
+  while (dirent *e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const std::string folder = base + "/" + name;
+    if (name.rfind("pmix-", 0) != 0 || folder == ours) continue;
+    DIR *f = ::opendir(folder.c_str());
+    if (f == nullptr) continue;
+    bool any = false, alive = false;
+    while (dirent *g = ::readdir(f)) {
+      const std::string file = g->d_name;
+      if (file.rfind("secret.", 0) != 0) continue;
+      const auto dot = file.rfind('.');
+      const long pid = std::strtol(file.c_str() + dot + 1, nullptr, 10);
+      if (dot < 7 || pid <= 0) continue;
+      any = true;
+      alive = alive || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+    }
+    ::closedir(f);
+    if (any && !alive) stale.push_back(folder);
+  }
+  ::closedir(d);
+  for (const std::string &folder : stale) {
+    if (DIR *f = ::opendir(folder.c_str())) {
+      while (dirent *g = ::readdir(f)) {
+        if (g->d_name[0] != '.') ::unlink((folder + "/" + g->d_name).c_str());
+      }
+      ::closedir(f);
+    }
+    if (::rmdir(folder.c_str()) == 0) {
+      std::fprintf(stderr, "rocl: removed %s, left by a PMIx job whose processes are gone\n",
+                   folder.c_str());
+    }
+  }
+}
+
 // A UDP socket bound to an ephemeral port on every address (the directory
 // server takes it over), and that port.
 int bound_udp(std::uint16_t *port) {
@@ -157,6 +202,9 @@ class PmixJob final : public Job {
     const std::uint32_t node = pmix_.number(PMIX_NODEID, false);
     const bool hosts_server = pmix_.number(PMIX_LOCAL_RANK, false) == 0;
     folder_ = job_folder(pmix_.nspace());
+    if (hosts_server) {
+      remove_crashed_job_folders(folder_.substr(0, folder_.rfind('/')), folder_);
+    }
     if (node + 1 > kMaxServerId) refuse("the host's server id", "more hosts than server ids");
 
     // The secret from rank 0; each host's first rank publishes where its
@@ -179,7 +227,8 @@ class PmixJob final : public Job {
     pmix_.fence("exchanging the secret and the directory servers' addresses", true);
     const std::string secret_hex = pmix_.text(0, kSecretKey);
     if (secret_hex.size() != 2 * JobSecret::kBytes) refuse("the job secret", "rank 0 gave none");
-    secret_file_ = folder_ + "/secret." + std::to_string(pmix_.rank());
+    secret_file_ =
+        folder_ + "/secret." + std::to_string(pmix_.rank()) + "." + std::to_string(::getpid());
     ::unlink(secret_file_.c_str());
     if (JobSecret::from_hex(secret_hex, &secret_) != ROCL_OK ||
         secret_.write_file(secret_file_) != ROCL_OK) {

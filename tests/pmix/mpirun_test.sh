@@ -25,8 +25,17 @@ fi
 root_args=()
 [ "$(id -u)" -ne 0 ] || root_args=(--allow-run-as-root)
 work=$(mktemp -d /tmp/rocl-pmix-test.XXXXXX)
-trap 'rm -rf "$work"' EXIT
 folders() { find "/tmp/rocl-$(id -u)" -maxdepth 1 -name 'pmix-*' 2>/dev/null | sort; }
+# What a crashed job leaves (its processes' secret files name dead pids),
+# which the next job's first process on this host removes, and a live
+# job's folder (this script's pid), which it keeps.
+user_dir=/tmp/rocl-$(id -u)
+mkdir -p -m 700 "$user_dir"
+crashed=$user_dir/pmix-rocl-test-crashed-$$ live=$user_dir/pmix-rocl-test-live-$$
+dead_pid=$(sh -c 'echo $$')
+mkdir -m 700 "$crashed" "$live"
+touch "$crashed/secret.0.$dead_pid" "$crashed/secret.1.$dead_pid" "$live/secret.0.$$"
+trap 'rm -rf "$work" "$crashed" "$live"' EXIT
 folders >"$work/before"
 if [ -z "$across" ]; then
   timeout 300 mpirun.openmpi "${root_args[@]}" --oversubscribe --bind-to none -n 4 \
@@ -65,4 +74,6 @@ cat "$work/out"
 folders >"$work/after"
 left=$(comm -13 "$work/before" "$work/after")
 [ -z "$left" ] || { echo "$me: FAILED: job folder left behind: $left" >&2; exit 1; }
+[ ! -e "$crashed" ] || { echo "$me: FAILED: a crashed job's folder was kept: $crashed" >&2; exit 1; }
+[ -e "$live/secret.0.$$" ] || { echo "$me: FAILED: a live job's folder was removed" >&2; exit 1; }
 echo "$me: ok"
