@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "find_rank.h"
@@ -244,6 +245,23 @@ int main(int argc, char **argv) {
     qsort(ms, 20, sizeof ms[0], cmp);
     printf("spawn_procs: median spawn on host %s from %s %.2f ms (min %.2f, max %.2f)\n", next,
            mine, ms[10], ms[0], ms[19]);
+    /* What the program costs run here directly (fork, exec, rocl_init,
+     * rocl_exit, exit): the floor a spawn's own path adds to. */
+    for (int i = 0; i < 20; ++i) {
+      const double t0 = now_ms();
+      const pid_t pid = fork();
+      CHECK(pid >= 0, "fork");
+      if (pid == 0) {
+        execv(argv[0], (char *const *)idle);
+        _exit(127);
+      }
+      int status = 0;
+      CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "running the idle program directly");
+      ms[i] = now_ms() - t0;
+    }
+    qsort(ms, 20, sizeof ms[0], cmp);
+    printf("spawn_procs: median direct run of the same program on %s %.2f ms\n", mine, ms[10]);
   }
   /* Everyone is done asking: the children may go. */
   register_as("spawn_procs_done", rank);
