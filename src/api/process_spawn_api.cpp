@@ -139,8 +139,7 @@ int64_t rocl_spawn(const char *host, const char *const argv[], int timeout_ms) {
     const char *rank = std::getenv("ROCL_RANK");
     g_next_host.store(rank != nullptr ? static_cast<unsigned>(std::atoi(rank)) : 0);
   });
-  const rocl_gid_t where =
-      any ? found[g_next_host.fetch_add(1) % found.size()] : found.front();
+  const rocl_gid_t where = any ? found[g_next_host.fetch_add(1) % found.size()] : found.front();
   const std::int64_t gid = rocl_spawn_at(where, argv, timeout_ms);
   if (gid < 0 && !any) {
     const std::string why = reason();

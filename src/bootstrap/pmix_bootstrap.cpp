@@ -1,8 +1,8 @@
 // pmix_bootstrap.cpp - join_launchers_job() over PMIx (job_bootstrap.hpp).
 #include <dirent.h>
-#include <signal.h>
 #include <netinet/in.h>
 #include <pmix.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>

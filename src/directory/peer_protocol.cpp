@@ -81,7 +81,8 @@ Header decode_header(const std::byte *p) {
 
 bool has_list(Op op, std::uint16_t flags) {
   return op == Op::kQuery || op == Op::kNext || op == Op::kSpawn ||
-         (op == Op::kAnswer && (flags & kNone) == 0) || (op == Op::kSpawned && (flags & kNone) != 0);
+         (op == Op::kAnswer && (flags & kNone) == 0) ||
+         (op == Op::kSpawned && (flags & kNone) != 0);
 }
 
 // The flags an op may carry.

@@ -330,7 +330,8 @@ void PeerServers::send_spawned(const ServedKey &key, const Served &s) {
     reply.flags = peerproto::kMore;
   } else if (s.status < 0) {
     reply.flags = peerproto::kNone;
-    reply.aux = static_cast<std::uint64_t>(-std::max(s.status, -static_cast<int>(peerproto::kMaxSpawnError)));
+    reply.aux = static_cast<std::uint64_t>(
+        -std::max(s.status, -static_cast<int>(peerproto::kMaxSpawnError)));
     AttrList why(static_cast<int>(s.why.size() + 64));
     why.add("why", s.why);
     reply.list = std::move(why);
@@ -356,9 +357,9 @@ void PeerServers::take_spawned(const peerproto::Packet &p) {
     std::size_t len = 0;
     const std::byte *why = p.list.get("why", &len);
     finish(p.query, -static_cast<int>(p.aux),
-           why != nullptr ? std::string(reinterpret_cast<const char *>(why), len)
-                          : std::string("rocl_spawn failed on directory server ") +
-                                std::to_string(p.server));
+           why != nullptr
+               ? std::string(reinterpret_cast<const char *>(why), len)
+               : std::string("rocl_spawn failed on directory server ") + std::to_string(p.server));
     return;
   }
   Answer a;
@@ -662,8 +663,8 @@ void PeerServers::on_tick() {
     Pending &q = it->second;
     if (q.tries_left > 0) {
       --q.tries_left;
-      q.deadline = now + (q.kind == Kind::kSpawn ? config_.unicast_timeout * 2
-                                                 : config_.unicast_timeout);
+      q.deadline =
+          now + (q.kind == Kind::kSpawn ? config_.unicast_timeout * 2 : config_.unicast_timeout);
       resend(q);
       continue;
     }

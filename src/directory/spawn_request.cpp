@@ -12,9 +12,8 @@ namespace rocl::impl {
 namespace {
 
 constexpr const char *kJobVariables[] = {
-    "ROCL_RANK",       "ROCL_SIZE",      "ROCL_JOB_DIR",  "ROCL_SECRET_FILE",
-    "ROCL_DIRECTORY",  "ROCL_HOST_NAME", "ROCL_SPAWN_ID", "ROCL_PARENT",
-    "ROCL_LOCAL_RANK", "ROCL_TCP_BIND"};
+    "ROCL_RANK",      "ROCL_SIZE",     "ROCL_JOB_DIR", "ROCL_SECRET_FILE", "ROCL_DIRECTORY",
+    "ROCL_HOST_NAME", "ROCL_SPAWN_ID", "ROCL_PARENT",  "ROCL_LOCAL_RANK",  "ROCL_TCP_BIND"};
 
 std::string joined(const std::vector<std::string> &parts) {
   std::string s;

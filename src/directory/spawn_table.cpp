@@ -62,11 +62,11 @@ void SpawnTable::start(const SpawnRequest &r, std::chrono::milliseconds limit, D
   e.parent = r.parent;
   const int err = os::start_child(r.argv, environment_for(r, id), &e.child);
   if (err != 0) {
-    const char *reason = err == ENOENT    ? "no such program"
+    const char *reason = err == ENOENT   ? "no such program"
                          : err == EACCES ? "not an executable program (permission denied)"
                                          : nullptr;
-    const std::string why = "rocl_spawn: host " + config_.host_name + " cannot run '" +
-                            e.program + "': " + (reason ? reason : std::strerror(err));
+    const std::string why = "rocl_spawn: host " + config_.host_name + " cannot run '" + e.program +
+                            "': " + (reason ? reason : std::strerror(err));
     done(err == ENOENT ? ROCL_ENOTFOUND : ROCL_EPEER, ROCL_NULL_GID, why);
     return;
   }

@@ -25,9 +25,8 @@ class DirectoryService final : public JobServices {
                   std::getenv("ROCL_GID_BITS"));
     }
     server_->set_gid_width(width);
-    server_->set_log([](const std::string &line) {
-      std::fprintf(stderr, "roclrun: %s\n", line.c_str());
-    });
+    server_->set_log(
+        [](const std::string &line) { std::fprintf(stderr, "roclrun: %s\n", line.c_str()); });
     // The job's processes may spawn more on this machine; those still
     // running when the ranks are done are stopped with the job.
     SpawnConfig spawn;
