@@ -23,8 +23,8 @@ typedef struct rocl_mpi_datatype *MPI_Datatype;
 typedef struct rocl_mpi_op *MPI_Op;
 typedef struct rocl_mpi_request *MPI_Request;
 typedef struct rocl_mpi_errhandler *MPI_Errhandler;
-typedef struct rocl_mpi_group *MPI_Group;     /* only for the unsupported calls */
-typedef struct rocl_mpi_info *MPI_Info;       /* only for the unsupported calls */
+typedef struct rocl_mpi_group *MPI_Group;
+typedef struct rocl_mpi_info *MPI_Info;
 typedef struct rocl_mpi_win *MPI_Win;         /* only for the unsupported calls */
 typedef struct rocl_mpi_message *MPI_Message; /* only for the unsupported calls */
 typedef intptr_t MPI_Aint;
@@ -125,6 +125,8 @@ extern struct rocl_mpi_errhandler rocl_mpi_errors_are_fatal, rocl_mpi_errors_ret
 
 #define MPI_REQUEST_NULL ((MPI_Request)0)
 #define MPI_GROUP_NULL ((MPI_Group)0)
+extern struct rocl_mpi_group rocl_mpi_group_empty;
+#define MPI_GROUP_EMPTY (&rocl_mpi_group_empty)
 #define MPI_INFO_NULL ((MPI_Info)0)
 #define MPI_WIN_NULL ((MPI_Win)0)
 #define MPI_MESSAGE_NULL ((MPI_Message)0)
@@ -144,6 +146,14 @@ extern struct rocl_mpi_errhandler rocl_mpi_errors_are_fatal, rocl_mpi_errors_ret
 #define MPI_MAX_PROCESSOR_NAME 256
 #define MPI_MAX_ERROR_STRING 512
 #define MPI_MAX_LIBRARY_VERSION_STRING 256
+#define MPI_MAX_OBJECT_NAME 128
+#define MPI_MAX_INFO_KEY 255
+#define MPI_MAX_INFO_VAL 1024
+#define MPI_MAX_PORT_NAME 256
+#define MPI_MAX_DATAREP_STRING 128
+#define MPI_ARGV_NULL ((char **)0)
+#define MPI_ARGVS_NULL ((char ***)0)
+#define MPI_ERRCODES_IGNORE ((int *)0)
 #define MPI_IDENT 0
 #define MPI_CONGRUENT 1
 #define MPI_SIMILAR 2
@@ -152,11 +162,15 @@ extern struct rocl_mpi_errhandler rocl_mpi_errors_are_fatal, rocl_mpi_errors_ret
 #define MPI_THREAD_FUNNELED 1
 #define MPI_THREAD_SERIALIZED 2
 #define MPI_THREAD_MULTIPLE 3
+#define MPI_COMM_TYPE_SHARED 1
 /* Attribute keys of Comm_get_attr. */
 #define MPI_TAG_UB 1
 #define MPI_HOST 2
 #define MPI_IO 3
 #define MPI_WTIME_IS_GLOBAL 4
+#define MPI_UNIVERSE_SIZE 5
+#define MPI_APPNUM 6
+#define MPI_LASTUSEDCODE 7
 
 /* Error classes; a returned code is a class plus a multiple of 256 that
  * MPI_Error_string turns into the sentence that says what was wrong. */
@@ -185,6 +199,9 @@ extern struct rocl_mpi_errhandler rocl_mpi_errors_are_fatal, rocl_mpi_errors_ret
 #define MPI_ERR_KEYVAL 22
 #define MPI_ERR_WIN 23
 #define MPI_ERR_INFO 24
+#define MPI_ERR_INFO_KEY 25
+#define MPI_ERR_INFO_VALUE 26
+#define MPI_ERR_INFO_NOKEY 27
 #define MPI_ERR_LASTCODE 0x7fff
 
 /* ---- environment ---------------------------------------------------------- */
@@ -218,6 +235,40 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
 int MPI_Comm_free(MPI_Comm *comm);
 int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm);
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
+int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
+int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
+
+/* ---- info objects (hints: kept, not read) ------------------------------------------- */
+
+int MPI_Info_create(MPI_Info *info);
+int MPI_Info_set(MPI_Info info, const char *key, const char *value);
+int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
+int MPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+int MPI_Info_delete(MPI_Info info, const char *key);
+int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int MPI_Info_free(MPI_Info *info);
+
+/* ---- groups (ordered sets of processes, by their MPI_COMM_WORLD rank) ------------- */
+
+int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
+int MPI_Group_size(MPI_Group group, int *size);
+int MPI_Group_rank(MPI_Group group, int *rank);
+int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_intersection(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_difference(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup);
+int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2,
+                              int ranks2[]);
+int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
+int MPI_Group_free(MPI_Group *group);
 
 /* ---- point to point ------------------------------------------------------------ */
 
@@ -312,6 +363,14 @@ int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype 
 
 /* ---- datatypes ------------------------------------------------------------------------ */
 
+int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name);
+int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen);
+int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize,
+             int *position, MPI_Comm comm);
+int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
+               MPI_Datatype datatype, MPI_Comm comm);
+int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
+
 int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype);
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
                     MPI_Datatype *newtype);
@@ -361,9 +420,6 @@ int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
                MPI_Request *request);
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request);
-int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
-int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
-int MPI_Group_free(MPI_Group *group);
 int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
                    MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
 

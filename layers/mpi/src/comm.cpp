@@ -76,6 +76,14 @@ void fill(MPI_Comm c, int rank, std::vector<rocl_gid_t> gids, std::vector<int> w
 
 }  // namespace
 
+MPI_Comm new_comm(int rank, std::vector<rocl_gid_t> gids, std::vector<int> world,
+                  MPI_Errhandler errhandler) {
+  auto *c = new rocl_mpi_comm;
+  fill(c, rank, std::move(gids), std::move(world));
+  c->errhandler = errhandler;
+  return c;
+}
+
 rocl_gid_t register_comm_resource(const char *kind, int rank) {
   rocl_attrl_t *a = attributes(kind, rank);
   const std::int64_t gid = rocl_register(a);

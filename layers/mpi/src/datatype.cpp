@@ -23,6 +23,7 @@ rocl_mpi_datatype predefined(std::size_t size, std::size_t extent, rmpi::Chooser
           .basic_count = 1,
           .predefined = true,
           .committed = true,
+          .name = {},
           .refs = {}};
 }
 template <class T>

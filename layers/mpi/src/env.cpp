@@ -35,7 +35,7 @@ const char *class_text(int cls) {
       "invalid dimensions", "invalid argument",      "unknown error",        "message truncated",
       "other error",        "internal error",        "error code in status", "pending request",
       "out of memory",      "unsupported operation", "invalid keyval",       "invalid window",
-      "invalid info"};
+      "invalid info",       "invalid info key",      "invalid info value",   "info key not found"};
   return cls >= 0 && cls < int(sizeof kText / sizeof *kText) ? kText[cls] : "unknown error class";
 }
 
@@ -299,11 +299,17 @@ int MPI_Errhandler_free(MPI_Errhandler *errhandler) {
 
 int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag) {
   if (int rc = check_comm(comm, "MPI_Comm_get_attr")) return rc;
-  static int tag_ub = kTagUb, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, global = 0;
+  static int tag_ub = kTagUb, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, global = 0, appnum = 0,
+             lastcode = MPI_ERR_LASTCODE;
+  static int universe = 0;
+  universe = MPI_COMM_WORLD->size;  // no process is spawned yet: the job is the world
   int *value = keyval == MPI_TAG_UB            ? &tag_ub
                : keyval == MPI_HOST            ? &host
                : keyval == MPI_IO              ? &io
                : keyval == MPI_WTIME_IS_GLOBAL ? &global
+               : keyval == MPI_UNIVERSE_SIZE   ? &universe
+               : keyval == MPI_APPNUM          ? &appnum
+               : keyval == MPI_LASTUSEDCODE    ? &lastcode
                                                : nullptr;
   *flag = value != nullptr;
   if (value != nullptr) *static_cast<int **>(attribute_val) = value;

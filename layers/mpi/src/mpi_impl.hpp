@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -78,6 +79,7 @@ struct rocl_mpi_comm {
   std::vector<int> world;           // rank -> rank in MPI_COMM_WORLD (Comm_compare)
   std::unordered_map<rocl_gid_t, int> rank_of;
   MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
+  std::string name;  // MPI_Comm_set_name's
   // The handle's reference plus one per active request: Comm_free with a
   // receive pending deletes the resource when the receive completes
   // (retain_comm, release_comm).
@@ -111,6 +113,7 @@ struct rocl_mpi_datatype {
   std::size_t basic_count = 0;      // basic elements per element
   bool predefined = false;
   bool committed = false;
+  std::string name;  // MPI_Type_set_name's (predefined: their standard one)
   // The handle's reference plus one per request using the type: a type
   // freed while a receive into it is pending lives until the request goes.
   RefCount refs;
@@ -172,6 +175,9 @@ int exchange_bytes(MPI_Comm comm, int partner, int tag, Domain d, const void *mi
 int recv_bytes(MPI_Comm comm, int from, int tag, Domain d, void *p, std::size_t n);
 // The resource of a new communicator (comm.cpp) and its end.
 rocl_gid_t register_comm_resource(const char *kind, int rank);
+// A new communicator of these resources (rank -> gid) and world ranks.
+MPI_Comm new_comm(int rank, std::vector<rocl_gid_t> gids, std::vector<int> world,
+                  MPI_Errhandler errhandler);
 // A reference to comm for an active request, and its end (the handle's
 // own ends in MPI_Comm_free): the last one deletes comm.
 void retain_comm(MPI_Comm comm);

@@ -62,15 +62,6 @@ int MPI_Ibcast(void *, int, MPI_Datatype, int, MPI_Comm comm, MPI_Request *) {
 int MPI_Iallreduce(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm comm, MPI_Request *) {
   return unsupported(comm, "MPI_Iallreduce");
 }
-int MPI_Comm_group(MPI_Comm comm, MPI_Group *) {
-  return unsupported(comm, "MPI_Comm_group");
-}
-int MPI_Comm_create(MPI_Comm comm, MPI_Group, MPI_Comm *) {
-  return unsupported(comm, "MPI_Comm_create");
-}
-int MPI_Group_free(MPI_Group *) {
-  return unsupported(nullptr, "MPI_Group_free");
-}
 int MPI_Comm_spawn(const char *, char *[], int, MPI_Info, int, MPI_Comm comm, MPI_Comm *, int[]) {
   return unsupported(comm, "MPI_Comm_spawn");
 }
