@@ -4,7 +4,10 @@
 // (deliver) happens under the transport's receive lock, where sending could
 // wait for ring room that only that lock's holder can make: there the
 // acknowledgement is queued (AckQueue) and sent once the progress round is
-// over (progressed(), or the caller's own progress loop).
+// over (progressed(), or the caller's own progress loop). The receiver may
+// be deleted by then (its receive completed as the match signalled it, and
+// its thread went on): an acknowledgement still goes, from the gid that
+// matched (send_as), since its synchronous sender waits for it.
 
 #include "core/context.hpp"
 
@@ -16,11 +19,13 @@ void Context::acknowledge(rocl_gid_t receiver, const CoreHeader &h, bool may_sen
   const AckQueue::Ack ack{receiver, h.source, h.tag, (h.domain & kDomainMask) | ROCL_ACK_DOMAIN};
   // Sent now if it may be, or if there is nowhere to keep it; a peer gone
   // is not our failure.
-  if (may_send_now || !acks_.push(ack)) send(ack.from, ack.to, ack.tag, ack.domain, nullptr, 0);
+  if (may_send_now || !acks_.push(ack)) {
+    send_as(ack.from, ack.to, ack.tag, ack.domain, nullptr, 0);
+  }
 }
 
 void Context::send_acks() noexcept {
-  for (const AckQueue::Ack &a : acks_.take()) send(a.from, a.to, a.tag, a.domain, nullptr, 0);
+  for (const AckQueue::Ack &a : acks_.take()) send_as(a.from, a.to, a.tag, a.domain, nullptr, 0);
 }
 
 }  // namespace rocl::impl

@@ -231,6 +231,10 @@ std::int64_t Context::register_resource(const AttrList &attrs) {
 }
 
 int Context::delete_resource(rocl_gid_t gid) {
+  // Acknowledgements of messages it matched in a transport's progress
+  // (acks.cpp) go out first, while it is still the resource they come
+  // from: their synchronous senders wait for them.
+  if (acks_.waiting()) send_acks();
   Resource *r = resources_.remove(gid);
   if (r == nullptr) {
     return fail(ROCL_EBADGID, "rocl_delete: gid %#llx is not a resource of this context",

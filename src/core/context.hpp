@@ -131,6 +131,10 @@ class Context final : public MessageSink {
     if ((h.flags() & ROCL_FLAG_ACK) != 0) acknowledge(receiver, h, may_send_now);
   }
   void acknowledge(rocl_gid_t receiver, const CoreHeader &h, bool may_send_now) noexcept;
+  // send() without the check that ogid is a resource of ours: for an
+  // acknowledgement from a receiver deleted since it matched.
+  int send_as(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
+              std::size_t len) noexcept;
   void send_acks() noexcept;
 
   static std::atomic<Context *> current_;

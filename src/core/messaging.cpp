@@ -91,6 +91,11 @@ int Context::check_send_args(rocl_gid_t ogid, int tag) noexcept {
 int Context::send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word, void *ptr,
                   std::size_t len) noexcept {
   if (int rc = check_send_args(ogid, tag); rc != ROCL_OK) return rc;
+  return send_as(ogid, dgid, tag, domain_word, ptr, len);
+}
+
+int Context::send_as(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_t domain_word,
+                     void *ptr, std::size_t len) noexcept {
   if (int rc; router_.send_small(dgid, CoreHeader{ogid, tag, domain_word}, ptr, len, &rc)) {
     if (rc == ROCL_OK) progressed();
     return rc;

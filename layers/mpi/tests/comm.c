@@ -1,7 +1,8 @@
 /* comm: communicators and error handlers.
  * Comm_dup, Comm_split (colors, reversed keys, MPI_UNDEFINED ->
  * MPI_COMM_NULL), Comm_compare (IDENT, CONGRUENT, SIMILAR, UNEQUAL),
- * Comm_free with traffic still pending on the freed communicator, context
+ * Comm_free with traffic still pending on the freed communicator (300
+ * times against an Ssend), context
  * separation (same tags on different communicators), MPI_COMM_SELF,
  * 300 live communicators, Comm_set/get_errhandler with MPI_ERRORS_RETURN,
  * Error_class/Error_string, errhandler inheritance by dup/split. */
@@ -195,6 +196,30 @@ static void test_free_pending(void) {
   CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* The same with a synchronous send, many times: the receiver frees its
+ * dup while the receive is pending and then waits; the sender's Ssend
+ * must get its acknowledgement whatever the order of the match and the
+ * free (the freed communicator lives until its operations complete). */
+static void test_free_pending_ssend(void) {
+  if (size < 2) return;
+  for (int i = 0; i < 300; i++) {
+    MPI_Comm dup;
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    if (rank == 1) {
+      int v = -1;
+      MPI_Request r1;
+      CHECK_MPI(MPI_Irecv(&v, 1, MPI_INT, 0, 4, dup, &r1));
+      CHECK_MPI(MPI_Comm_free(&dup));
+      CHECK_MPI(MPI_Wait(&r1, MPI_STATUS_IGNORE));
+      CHECK(v == i, "round %d: received %d", i, v);
+    } else {
+      if (rank == 0) CHECK_MPI(MPI_Ssend(&i, 1, MPI_INT, 1, 4, dup));
+      CHECK_MPI(MPI_Comm_free(&dup));
+    }
+  }
+  CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 static void test_self(void) {
   int r = -1, s = -1;
   CHECK_MPI(MPI_Comm_rank(MPI_COMM_SELF, &r));
@@ -333,6 +358,7 @@ int main(int argc, char **argv) {
   test_split();
   test_isolation();
   test_free_pending();
+  test_free_pending_ssend();
   if (size < 2)
     test_note("comm: receive pending across Comm_free with a later send skipped (needs 2 ranks)");
   test_self();
