@@ -296,6 +296,18 @@ int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, i
                   MPI_Comm comm, MPI_Request *request) {
   return isend(kStandard, buf, count, datatype, dest, tag, comm, request, true);
 }
+int MPI_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request *request) {
+  return isend(kSync, buf, count, datatype, dest, tag, comm, request, true);
+}
+int MPI_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request *request) {
+  return isend(kBuffered, buf, count, datatype, dest, tag, comm, request, true);
+}
+int MPI_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                   MPI_Comm comm, MPI_Request *request) {
+  return isend(kReady, buf, count, datatype, dest, tag, comm, request, true);
+}
 int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                   MPI_Request *request) {
   return irecv(buf, count, datatype, source, tag, comm, request, true);

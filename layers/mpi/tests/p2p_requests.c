@@ -3,7 +3,8 @@
  * Testsome (incl. MPI_REQUEST_NULL entries and all-null arrays: empty
  * status, MPI_UNDEFINED index/outcount), Cancel + Test_cancelled,
  * Request_free on a send, Request_get_status (does not free), persistent
- * requests (Send_init/Recv_init/Start/Startall, inactive = empty status),
+ * requests (Send_init/Recv_init/Start/Startall, inactive = empty status;
+ * Ssend_init/Bsend_init/Rsend_init),
  * status.MPI_ERROR untouched by single-completion calls, Probe/Iprobe.
  * Exchanges run over all ranks (1 rank = self). */
 #include "mpi_check.h"
@@ -446,6 +447,44 @@ static void test_persistent(void) {
   free(brb);
 }
 
+/* Persistent sends in the other three modes, started with Startall:
+ * synchronous, buffered (a buffer attached) and ready (the receives are
+ * posted before a barrier, the sends after it). */
+static void test_persistent_modes(void) {
+  int sv[3], rv[3];
+  MPI_Request recvs[3], sends[3];
+  const int bsize = 4 * ((int)sizeof(int) + MPI_BSEND_OVERHEAD);
+  char *bbuf = malloc(bsize);
+  CHECK_MPI(MPI_Buffer_attach(bbuf, bsize));
+  for (int k = 0; k < 3; k++)
+    CHECK_MPI(MPI_Recv_init(&rv[k], 1, MPI_INT, prev, 510 + k, MPI_COMM_WORLD, &recvs[k]));
+  CHECK_MPI(MPI_Ssend_init(&sv[0], 1, MPI_INT, next, 510, MPI_COMM_WORLD, &sends[0]));
+  CHECK_MPI(MPI_Bsend_init(&sv[1], 1, MPI_INT, next, 511, MPI_COMM_WORLD, &sends[1]));
+  CHECK_MPI(MPI_Rsend_init(&sv[2], 1, MPI_INT, next, 512, MPI_COMM_WORLD, &sends[2]));
+  for (int it = 0; it < 4; it++) {
+    for (int k = 0; k < 3; k++) {
+      sv[k] = 1000 * it + 10 * rank + k;
+      rv[k] = -1;
+    }
+    CHECK_MPI(MPI_Startall(3, recvs));
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Startall(3, sends));
+    CHECK_MPI(MPI_Waitall(3, sends, MPI_STATUSES_IGNORE));
+    CHECK_MPI(MPI_Waitall(3, recvs, MPI_STATUSES_IGNORE));
+    for (int k = 0; k < 3; k++)
+      CHECK(rv[k] == 1000 * it + 10 * prev + k, "iteration %d mode %d got %d", it, k, rv[k]);
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  }
+  for (int k = 0; k < 3; k++) {
+    CHECK_MPI(MPI_Request_free(&recvs[k]));
+    CHECK_MPI(MPI_Request_free(&sends[k]));
+  }
+  void *addr;
+  int got;
+  CHECK_MPI(MPI_Buffer_detach(&addr, &got));
+  free(bbuf);
+}
+
 /* ---- MPI_ERROR untouched by single-completion calls ---- */
 
 static void test_status_error_field(void) {
@@ -554,6 +593,7 @@ int main(int argc, char **argv) {
   test_test();
   test_cancel_free_getstatus();
   test_persistent();
+  test_persistent_modes();
   test_status_error_field();
   test_probe();
   test_done("p2p_requests");
