@@ -25,8 +25,8 @@ typedef struct rocl_mpi_request *MPI_Request;
 typedef struct rocl_mpi_errhandler *MPI_Errhandler;
 typedef struct rocl_mpi_group *MPI_Group;
 typedef struct rocl_mpi_info *MPI_Info;
-typedef struct rocl_mpi_win *MPI_Win;         /* only for the unsupported calls */
-typedef struct rocl_mpi_message *MPI_Message; /* only for the unsupported calls */
+typedef struct rocl_mpi_win *MPI_Win; /* only for the unsupported calls */
+typedef struct rocl_mpi_message *MPI_Message;
 typedef intptr_t MPI_Aint;
 typedef long long MPI_Count;
 typedef long long MPI_Offset;
@@ -130,6 +130,8 @@ extern struct rocl_mpi_group rocl_mpi_group_empty;
 #define MPI_INFO_NULL ((MPI_Info)0)
 #define MPI_WIN_NULL ((MPI_Win)0)
 #define MPI_MESSAGE_NULL ((MPI_Message)0)
+extern struct rocl_mpi_message rocl_mpi_message_no_proc;
+#define MPI_MESSAGE_NO_PROC (&rocl_mpi_message_no_proc)
 
 /* ---- constants ---------------------------------------------------------- */
 
@@ -286,6 +288,14 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
 int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+/* Matched probes: the message is taken off the queue by the probe. */
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                MPI_Status *status);
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+              MPI_Status *status);
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
+               MPI_Request *request);
 int MPI_Buffer_attach(void *buffer, int size);
 int MPI_Buffer_detach(void *buffer_addr, int *size);
 int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
@@ -414,13 +424,6 @@ int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, i
 int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
                    int target_rank, MPI_Aint target_disp, int target_count,
                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
-int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
-int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
-                MPI_Status *status);
-int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
-              MPI_Status *status);
-int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message,
-               MPI_Request *request);
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request);
 int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                MPI_Request *request);

@@ -182,6 +182,9 @@ MPI_Comm new_comm(int rank, std::vector<rocl_gid_t> gids, std::vector<int> world
 // own ends in MPI_Comm_free): the last one deletes comm.
 void retain_comm(MPI_Comm comm);
 void release_comm(MPI_Comm comm);
+// A request that is complete already (request.cpp): MPI_Imrecv's, whose
+// message was taken by the matched probe.
+MPI_Request completed_request(MPI_Comm comm, const MPI_Status &status, int error);
 // Whether the thread level is below MPI_THREAD_MULTIPLE (env.cpp).
 bool one_caller_at_a_time();
 // Collective helper (coll.cpp): every rank's n bytes, in rank order.

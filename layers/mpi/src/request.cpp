@@ -251,6 +251,20 @@ int irecv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm co
   return start_recv(r, "MPI_Irecv");
 }
 
+}  // namespace
+
+MPI_Request completed_request(MPI_Comm comm, const MPI_Status &status, int error) {
+  MPI_Request r =
+      make(rocl_mpi_request::Kind::kRecv, 0, nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, comm, false);
+  r->active = true;
+  retain_comm(comm);
+  r->status = status;
+  finish(r, error);
+  return r;
+}
+
+namespace {
+
 bool is_live(MPI_Request r) {
   return r != MPI_REQUEST_NULL && r->active;
 }

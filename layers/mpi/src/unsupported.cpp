@@ -1,7 +1,6 @@
 // unsupported.cpp - functions common programs reference but rarely call
-// (one-sided windows, matched probes, non-blocking collectives, groups,
-// spawning): they link, and each call returns MPI_ERR_UNSUPPORTED_OPERATION
-// through the communicator's error handler, naming itself.
+// (one-sided windows, non-blocking collectives, spawning): they link, and each call returns
+// MPI_ERR_UNSUPPORTED_OPERATION through the communicator's error handler, naming itself.
 #include "mpi_impl.hpp"
 
 namespace {
@@ -40,18 +39,6 @@ int MPI_Get(void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win
 int MPI_Accumulate(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Op,
                    MPI_Win) {
   return unsupported(nullptr, "MPI_Accumulate");
-}
-int MPI_Mprobe(int, int, MPI_Comm comm, MPI_Message *, MPI_Status *) {
-  return unsupported(comm, "MPI_Mprobe");
-}
-int MPI_Improbe(int, int, MPI_Comm comm, int *, MPI_Message *, MPI_Status *) {
-  return unsupported(comm, "MPI_Improbe");
-}
-int MPI_Mrecv(void *, int, MPI_Datatype, MPI_Message *, MPI_Status *) {
-  return unsupported(nullptr, "MPI_Mrecv");
-}
-int MPI_Imrecv(void *, int, MPI_Datatype, MPI_Message *, MPI_Request *) {
-  return unsupported(nullptr, "MPI_Imrecv");
 }
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *) {
   return unsupported(comm, "MPI_Ibarrier");

@@ -43,6 +43,11 @@
     OMPI_RELEASE_VERSION <= 4
 #define REF_BUG_ULONG_MINMAX 1
 #endif
+/* MPICH 4.0.2 hangs when threads of a single process take messages it
+ * sends itself with matched probes (mprobe.c's threads part at np 1). */
+#if defined(MPICH_NUMVERSION) && MPICH_NUMVERSION < 40100000
+#define REF_BUG_MPROBE_THREADS_SELF 1
+#endif
 /* Open MPI 4.1 (ob1) writes the whole message past the end of the receive
  * buffer when a message above the eager limit is truncated. */
 #if defined(OPEN_MPI)

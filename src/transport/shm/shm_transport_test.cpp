@@ -342,22 +342,36 @@ TEST(ShmTransport, ACallerBehindAStreamingSenderTakesSeveralMessagesAPoll) {
   End a{1, &secret}, b{2, &secret};
   ASSERT_NO_FATAL_FAILURE(claim_and_poll(a, b));
   constexpr int kStream = 48;
-  for (int i = 0; i < kStream; ++i) {
-    ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 8, i, 11, 1)), ROCL_OK);
-  }
   std::vector<int> taken;  // messages per poll that found any
-  for (auto end = std::chrono::steady_clock::now() + 2s;
-       b.sink.snapshot().size() < kStream + 1 && std::chrono::steady_clock::now() < end;) {
-    if (const int n = b.t->progress(nullptr); n > 0) taken.push_back(n);
+  // On a loaded machine (sanitizers, a parallel build) this thread may be
+  // descheduled for a lease period, and the transport's thread takes the
+  // whole stream: then the stream goes again, up to three times.
+  std::size_t expected = 1;
+  for (int attempt = 0; attempt < 3 && taken.empty(); ++attempt) {
+    if (attempt > 0) {  // as claim_and_poll: the thread leaves the ring to us
+      b.t->poll_begin();
+      for (auto end = std::chrono::steady_clock::now() + 20ms;
+           std::chrono::steady_clock::now() < end;) {
+        b.t->progress(nullptr);
+      }
+    }
+    for (int i = 0; i < kStream; ++i) {
+      ASSERT_EQ(a.t->send(2, b.t->address(), 21, make_message(a.pool, 8, i, 11, 1)), ROCL_OK);
+    }
+    expected += kStream;
+    for (auto end = std::chrono::steady_clock::now() + 2s;
+         b.sink.snapshot().size() < expected && std::chrono::steady_clock::now() < end;) {
+      if (const int n = b.t->progress(nullptr); n > 0) taken.push_back(n);
+    }
+    b.t->poll_end(false);
+    ASSERT_TRUE(b.sink.wait_for(expected));
   }
-  b.t->poll_end(false);
-  ASSERT_TRUE(b.sink.wait_for(kStream + 1));
-  ASSERT_FALSE(taken.empty());
+  ASSERT_FALSE(taken.empty()) << "the transport's thread took the stream three times";
   EXPECT_EQ(taken[0], 1) << "the first message after empty looks ends its poll";
   EXPECT_LE(*std::max_element(taken.begin(), taken.end()), 16) << "bounded per poll";
   EXPECT_LT(taken.size(), 10u) << "one message per poll: " << taken.size() << " polls";
   const auto got = b.sink.snapshot();
-  for (int i = 0; i < kStream; ++i) EXPECT_EQ(got[i + 1].length, 8u);
+  for (std::size_t i = 1; i < expected; ++i) EXPECT_EQ(got[i].length, 8u);
 }
 
 // take_arrived (transport.hpp): a receive takes the message at the ring's
