@@ -124,6 +124,7 @@ int create_among(MPI_Comm parent, const std::vector<int> &members, int tag, MPI_
     return rc;
   }
   std::vector<int> world;
+  world.reserve(members.size());
   for (int r : members) world.push_back(parent->world[r]);
   *newcomm = new_comm(me, std::move(gids), std::move(world), parent->errhandler);
   return MPI_SUCCESS;
@@ -155,6 +156,7 @@ int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgrou
   if (int rc = check_group(group, "MPI_Group_incl")) return rc;
   if (int rc = check_ranks(group, n, ranks, "MPI_Group_incl")) return rc;
   std::vector<int> world;
+  world.reserve(std::size_t(n));
   for (int i = 0; i < n; ++i) world.push_back(group->world[ranks[i]]);
   *newgroup = make(std::move(world));
   return MPI_SUCCESS;
