@@ -29,7 +29,8 @@ enum Tag {
   kAlltoall,
   kScan,
   kReduceScatter,
-  kCommCreate
+  kCommCreate,
+  kExscan
 };
 
 char *at(const void *buf, MPI_Aint displacement_elements, MPI_Datatype t) {
@@ -470,6 +471,60 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
       return rc;
   }
   deliver(acc, recvbuf, datatype);
+  return MPI_SUCCESS;
+}
+
+// Rank r gets the operation over ranks 0..r-1 (rank 0's recvbuf is left
+// alone), passed along the ranks as MPI_Scan's running result is.
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               MPI_Comm comm) {
+  if (int rc = check_coll(comm, count, datatype, "MPI_Exscan")) return rc;
+  if (int rc = check_op(comm, op, datatype, "MPI_Exscan")) return rc;
+  std::vector<char> acc = contribution(sendbuf, recvbuf, count, datatype);
+  std::vector<char> before;
+  if (comm->rank > 0) {
+    before.resize(acc.size());
+    if (int rc =
+            recv_bytes(comm, comm->rank - 1, kExscan, kCollective, before.data(), before.size()))
+      return rc;
+    if (int rc = reduce_local(comm, op, datatype, before.data(), acc.data(), count, "MPI_Exscan"))
+      return rc;
+  }
+  if (comm->rank + 1 < comm->size) {
+    if (int rc = send_bytes(comm, comm->rank + 1, kExscan, kCollective, acc.data(), acc.size()))
+      return rc;
+  }
+  if (comm->rank > 0) deliver(before, recvbuf, datatype);
+  return MPI_SUCCESS;
+}
+
+// The reduction of every rank's whole vector at rank 0, then each rank's
+// recvcounts[r] elements sent to it.
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  const char *who = "MPI_Reduce_scatter";
+  if (int rc = check_comm(comm, who)) return rc;
+  int total = 0;
+  for (int r = 0; r < comm->size; ++r) {
+    if (int rc = check_count(comm, recvcounts[r], who)) return rc;
+    total += recvcounts[r];
+  }
+  if (int rc = check_coll(comm, total, datatype, who)) return rc;
+  if (int rc = check_op(comm, op, datatype, who)) return rc;
+  std::vector<char> acc = contribution(sendbuf, recvbuf, total, datatype);
+  if (int rc = reduce_to_zero(comm, acc, total, datatype, op, who)) return rc;
+  const std::size_t per = datatype->packed;
+  char *mine = static_cast<char *>(recvbuf) + datatype->first();
+  const std::size_t my_bytes = per * std::size_t(recvcounts[comm->rank]);
+  if (comm->rank != 0) return recv_bytes(comm, 0, kReduceScatter, kCollective, mine, my_bytes);
+  std::size_t offset = per * std::size_t(recvcounts[0]);
+  for (int j = 1; j < comm->size; ++j) {
+    const std::size_t n = per * std::size_t(recvcounts[j]);
+    if (int rc = send_bytes(comm, j, kReduceScatter, kCollective, acc.data() + offset, n))
+      return rc;
+    offset += n;
+  }
+  if (my_bytes != 0) std::memcpy(mine, acc.data(), my_bytes);
   return MPI_SUCCESS;
 }
 

@@ -285,6 +285,166 @@ int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent) {
   return MPI_SUCCESS;
 }
 
+int MPI_Type_create_indexed_block(int count, int blocklength, const int displacements[],
+                                  MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  if (int rc = new_type(oldtype, "MPI_Type_create_indexed_block", count)) return rc;
+  std::vector<MPI_Aint> at;
+  for (int i = 0; i < count; ++i) {
+    for (int j = 0; j < blocklength; ++j) {
+      at.push_back((MPI_Aint(displacements[i]) + j) * oldtype->extent);
+    }
+  }
+  *newtype = replicate(oldtype, at);
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint displacements[],
+                             MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  if (int rc = new_type(oldtype, "MPI_Type_create_hindexed", count)) return rc;
+  std::vector<MPI_Aint> at;
+  for (int i = 0; i < count; ++i) {
+    for (int j = 0; j < blocklengths[i]; ++j) at.push_back(displacements[i] + j * oldtype->extent);
+  }
+  *newtype = replicate(oldtype, at);
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint displacements[],
+                                   MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  if (int rc = new_type(oldtype, "MPI_Type_create_hindexed_block", count)) return rc;
+  std::vector<MPI_Aint> at;
+  for (int i = 0; i < count; ++i) {
+    for (int j = 0; j < blocklength; ++j) at.push_back(displacements[i] + j * oldtype->extent);
+  }
+  *newtype = replicate(oldtype, at);
+  return MPI_SUCCESS;
+}
+
+// The elements of a subarray, in the order the array stores them (C: the
+// last dimension fastest), then resized to the whole array's extent.
+int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[], const int starts[],
+                             int order, MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  const char *who = "MPI_Type_create_subarray";
+  if (int rc = new_type(oldtype, who, ndims)) return rc;
+  if (ndims < 1) return fail(nullptr, MPI_ERR_ARG, who, "%d dimensions", ndims);
+  if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN) {
+    return fail(nullptr, MPI_ERR_ARG, who, "order %d is neither MPI_ORDER_C nor MPI_ORDER_FORTRAN",
+                order);
+  }
+  for (int d = 0; d < ndims; ++d) {
+    if (sizes[d] < 1 || subsizes[d] < 1 || starts[d] < 0 || starts[d] + subsizes[d] > sizes[d]) {
+      return fail(nullptr, MPI_ERR_ARG, who,
+                  "dimension %d: size %d, subsize %d, start %d do not make a subarray", d, sizes[d],
+                  subsizes[d], starts[d]);
+    }
+  }
+  // Dimensions from the slowest to the fastest.
+  std::vector<int> dims(static_cast<std::size_t>(ndims));
+  for (int d = 0; d < ndims; ++d) dims[std::size_t(d)] = order == MPI_ORDER_C ? d : ndims - 1 - d;
+  std::vector<MPI_Aint> stride(static_cast<std::size_t>(ndims));
+  MPI_Aint s = oldtype->extent;
+  for (int k = ndims - 1; k >= 0; --k) {
+    stride[std::size_t(k)] = s;
+    s *= sizes[dims[std::size_t(k)]];
+  }
+  const MPI_Aint whole = s;
+  std::vector<MPI_Aint> at;
+  std::vector<int> idx(static_cast<std::size_t>(ndims), 0);
+  for (;;) {
+    MPI_Aint off = 0;
+    for (int k = 0; k < ndims; ++k) {
+      const int d = dims[std::size_t(k)];
+      off += MPI_Aint(starts[d] + idx[std::size_t(k)]) * stride[std::size_t(k)];
+    }
+    at.push_back(off);
+    int k = ndims - 1;
+    while (k >= 0 && ++idx[std::size_t(k)] == subsizes[dims[std::size_t(k)]]) {
+      idx[std::size_t(k)] = 0;
+      --k;
+    }
+    if (k < 0) break;
+  }
+  MPI_Datatype elements = replicate(oldtype, at);
+  const int rc = MPI_Type_create_resized(elements, 0, whole, newtype);
+  delete elements;
+  return rc;
+}
+
+int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  if (int rc = new_type(oldtype, "MPI_Type_dup", 0)) return rc;
+  auto *t = new rocl_mpi_datatype(*oldtype);
+  t->predefined = false;
+  t->name.clear();
+  *newtype = t;
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent) {
+  if (int rc = new_type(datatype, "MPI_Type_get_true_extent", 0)) return rc;
+  MPI_Aint lo = 0, hi = 0;
+  bool any = false;
+  for (const Block &b : datatype->blocks) {
+    lo = any ? std::min(lo, b.disp) : b.disp;
+    hi = any ? std::max(hi, b.disp + MPI_Aint(b.len)) : b.disp + MPI_Aint(b.len);
+    any = true;
+  }
+  *true_lb = lo;
+  *true_extent = hi - lo;
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_size_x(MPI_Datatype datatype, MPI_Count *size) {
+  if (int rc = new_type(datatype, "MPI_Type_size_x", 0)) return rc;
+  *size = MPI_Count(datatype->size);
+  return MPI_SUCCESS;
+}
+
+int MPI_Type_get_extent_x(MPI_Datatype datatype, MPI_Count *lb, MPI_Count *extent) {
+  if (int rc = new_type(datatype, "MPI_Type_get_extent_x", 0)) return rc;
+  *lb = datatype->lb;
+  *extent = datatype->extent;
+  return MPI_SUCCESS;
+}
+
+// Basic elements received: whole elements times their basic count, and of
+// a part of an element as many basic elements as fit, where every basic
+// element of the type has one size (else MPI_UNDEFINED for a part).
+int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Count *count) {
+  if (int rc = new_type(datatype, "MPI_Get_elements", 0)) return rc;
+  const std::size_t bytes = std::size_t(status->rocl_bytes);
+  if (datatype->packed == 0 || datatype->basic_count == 0) {
+    *count = 0;
+    return MPI_SUCCESS;
+  }
+  const std::size_t whole = bytes / datatype->packed, rest = bytes % datatype->packed;
+  MPI_Count n = MPI_Count(whole * datatype->basic_count);
+  if (rest != 0) {
+    const std::size_t each = datatype->size / datatype->basic_count;
+    if (each == 0 || datatype->size % datatype->basic_count != 0 || rest % each != 0) {
+      *count = MPI_UNDEFINED;
+      return MPI_SUCCESS;
+    }
+    n += MPI_Count(rest / each);
+  }
+  *count = n;
+  return MPI_SUCCESS;
+}
+
+int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count) {
+  MPI_Count n = 0;
+  if (int rc = MPI_Get_elements_x(status, datatype, &n)) return rc;
+  *count = n > INT_MAX ? MPI_UNDEFINED : int(n);
+  return MPI_SUCCESS;
+}
+
+MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp) {
+  return base + disp;
+}
+
+MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2) {
+  return addr1 - addr2;
+}
+
 int MPI_Get_address(const void *location, MPI_Aint *address) {
   *address = reinterpret_cast<MPI_Aint>(location);
   return MPI_SUCCESS;

@@ -4,7 +4,8 @@
  * MPI_IN_PLACE), MAXLOC/MINLOC on all pair types with ties (lowest index
  * wins), Gather(v)/Scatter(v)/Allgather(v)/Alltoall(v) incl. zero counts,
  * NULL buffers where nothing is sent, gaps in displacements and
- * MPI_IN_PLACE, Reduce_scatter_block, Scan, user ops (commutative and a
+ * MPI_IN_PLACE, Reduce_scatter_block, Reduce_scatter (unequal counts),
+ * Scan, Exscan, user ops (commutative and a
  * non-commutative 2x2 matrix product whose order is checked), Op_free, and
  * collectives on split communicators. */
 #include "mpi_check.h"
@@ -371,6 +372,19 @@ static void test_scan(void) {
   long l = 1L << rank;
   CHECK_MPI(MPI_Scan(MPI_IN_PLACE, &l, 1, MPI_LONG, MPI_BOR, MPI_COMM_WORLD));
   CHECK(l == (1L << (rank + 1)) - 1, "Scan in place BOR: %ld", l);
+
+  /* Exscan: ranks 0..r-1; rank 0's buffer untouched. */
+  int x[2] = {rank + 1, 1 << rank}, y[2] = {-7, -7};
+  CHECK_MPI(MPI_Exscan(x, y, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  if (rank == 0) {
+    CHECK(y[0] == -7 && y[1] == -7, "Exscan wrote rank 0's buffer: %d %d", y[0], y[1]);
+  } else {
+    CHECK(y[0] == rank * (rank + 1) / 2 && y[1] == (1 << rank) - 1, "Exscan SUM: %d %d", y[0],
+          y[1]);
+  }
+  long bits = 1L << rank;
+  CHECK_MPI(MPI_Exscan(MPI_IN_PLACE, &bits, 1, MPI_LONG, MPI_BOR, MPI_COMM_WORLD));
+  if (rank > 0) CHECK(bits == (1L << rank) - 1, "Exscan in place BOR: %ld", bits);
 }
 
 /* ---- Gather / Scatter families ---- */
@@ -545,6 +559,24 @@ static void test_reduce_scatter(void) {
   for (int t = 0; t < K; t++)
     CHECK(in[t] == n * (rank * K + t + 1), "Reduce_scatter_block in place element %d", t);
   free(in);
+
+  /* Reduce_scatter: rank r gets r+1 elements (rank 0 one, ...). */
+  int counts[64], total = 0;
+  for (int r = 0; r < n; r++) total += counts[r] = r + 1;
+  int *v = malloc(total * sizeof *v), *got = malloc((rank + 1) * sizeof *got);
+  for (int j = 0; j < total; j++) v[j] = rank + j;
+  CHECK_MPI(MPI_Reduce_scatter(v, got, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  int first = 0;
+  for (int r = 0; r < rank; r++) first += counts[r];
+  for (int t = 0; t <= rank; t++)
+    CHECK(got[t] == n * (n - 1) / 2 + n * (first + t), "Reduce_scatter element %d: %d", t, got[t]);
+  /* In place. */
+  for (int j = 0; j < total; j++) v[j] = (rank + 1) * (j + 1);
+  CHECK_MPI(MPI_Reduce_scatter(MPI_IN_PLACE, v, counts, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  for (int t = 0; t <= rank; t++)
+    CHECK(v[t] == n * (first + t + 1), "Reduce_scatter in place element %d: %d", t, v[t]);
+  free(v);
+  free(got);
 }
 
 /* ---- collectives on split communicators ---- */

@@ -6,7 +6,9 @@
  * derived types (incl. MPI_UNDEFINED), Get_address (relative displacements,
  * MPI_BOTTOM with absolute displacements), Type_free (handle becomes
  * MPI_DATATYPE_NULL; types built from it and pending operations are
- * unaffected), derived types in collectives. Ring exchange (1 rank = self). */
+ * unaffected), derived types in collectives; subarrays (both orders),
+ * indexed blocks, hindexed (block), Type_dup, true extents, the _x
+ * inquiries, Get_elements, Aint_add/diff. Ring exchange (1 rank = self). */
 #define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS */
 #include "mpi_check.h"
 
@@ -436,6 +438,89 @@ static void test_pairs(void) {
   CHECK_MPI(MPI_Type_free(&every_other));
 }
 
+/* Subarrays (C and Fortran order), indexed blocks, hindexed, Type_dup,
+ * true extents, the _x inquiries, Get_elements, Aint arithmetic. */
+static void test_more_constructors(void) {
+  /* A 3x2 block at (1, 2) of a 4x5 C array of ints, sent whole and received
+   * contiguous. */
+  int sizes[2] = {4, 5}, sub[2] = {3, 2}, starts[2] = {1, 2};
+  MPI_Datatype block;
+  CHECK_MPI(MPI_Type_create_subarray(2, sizes, sub, starts, MPI_ORDER_C, MPI_INT, &block));
+  CHECK_MPI(MPI_Type_commit(&block));
+  check_type(block, 6 * (int)sizeof(int), 0, 20 * (MPI_Aint)sizeof(int), "subarray C");
+  int a[20], got[6];
+  for (int i = 0; i < 20; i++) a[i] = 100 * rank + i;
+  CHECK_MPI(MPI_Sendrecv(a, 1, block, next, 40, got, 6, MPI_INT, prev, 40, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE));
+  for (int r = 0; r < 3; r++)
+    for (int c = 0; c < 2; c++)
+      CHECK(got[r * 2 + c] == 100 * prev + (1 + r) * 5 + 2 + c, "subarray C (%d, %d): %d", r, c,
+            got[r * 2 + c]);
+  MPI_Aint tlb = -1, text = -1;
+  CHECK_MPI(MPI_Type_get_true_extent(block, &tlb, &text));
+  CHECK(tlb == 7 * (MPI_Aint)sizeof(int) && text == 12 * (MPI_Aint)sizeof(int),
+        "subarray true lb %ld extent %ld", (long)tlb, (long)text);
+  CHECK_MPI(MPI_Type_free(&block));
+  /* Fortran order: the first index fastest. sizes (4, 5) column-major. */
+  CHECK_MPI(MPI_Type_create_subarray(2, sizes, sub, starts, MPI_ORDER_FORTRAN, MPI_INT, &block));
+  CHECK_MPI(MPI_Type_commit(&block));
+  CHECK_MPI(MPI_Sendrecv(a, 1, block, next, 41, got, 6, MPI_INT, prev, 41, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE));
+  for (int c = 0; c < 2; c++)
+    for (int r = 0; r < 3; r++)
+      CHECK(got[c * 3 + r] == 100 * prev + (2 + c) * 4 + 1 + r, "subarray Fortran (%d, %d)", r, c);
+  CHECK_MPI(MPI_Type_free(&block));
+
+  /* Indexed blocks of 2 at 0, 5 and 8; hindexed the same in bytes. */
+  int displs[3] = {8, 0, 5};
+  MPI_Aint hdispls[3] = {8 * sizeof(int), 0, 5 * sizeof(int)};
+  int lens[3] = {2, 2, 2};
+  MPI_Datatype ib, hi, hib, dup;
+  CHECK_MPI(MPI_Type_create_indexed_block(3, 2, displs, MPI_INT, &ib));
+  CHECK_MPI(MPI_Type_create_hindexed(3, lens, hdispls, MPI_INT, &hi));
+  CHECK_MPI(MPI_Type_create_hindexed_block(3, 2, hdispls, MPI_INT, &hib));
+  CHECK_MPI(MPI_Type_dup(ib, &dup));
+  MPI_Datatype all[4] = {ib, hi, hib, dup};
+  for (int k = 0; k < 4; k++) {
+    CHECK_MPI(MPI_Type_commit(&all[k]));
+    check_type(all[k], 6 * (int)sizeof(int), 0, 10 * (MPI_Aint)sizeof(int), "indexed blocks");
+    CHECK_MPI(MPI_Sendrecv(a, 1, all[k], next, 42, got, 6, MPI_INT, prev, 42, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
+    const int want[6] = {8, 9, 0, 1, 5, 6};
+    for (int i = 0; i < 6; i++)
+      CHECK(got[i] == 100 * prev + want[i], "indexed blocks type %d element %d: %d", k, i, got[i]);
+  }
+  MPI_Count sx = -1, lbx = -1, extx = -1;
+  CHECK_MPI(MPI_Type_size_x(hi, &sx));
+  CHECK_MPI(MPI_Type_get_extent_x(hi, &lbx, &extx));
+  CHECK(sx == 6 * (MPI_Count)sizeof(int) && lbx == 0 && extx == 10 * (MPI_Count)sizeof(int),
+        "_x inquiries %lld %lld %lld", (long long)sx, (long long)lbx, (long long)extx);
+  for (int k = 0; k < 4; k++) CHECK_MPI(MPI_Type_free(&all[k]));
+
+  /* Get_elements: 5 ints received as a 2-int contiguous type: 2 whole and
+   * a half, 5 basic elements. */
+  MPI_Datatype two;
+  CHECK_MPI(MPI_Type_contiguous(2, MPI_INT, &two));
+  CHECK_MPI(MPI_Type_commit(&two));
+  int five[5] = {1, 2, 3, 4, 5}, into[6];
+  MPI_Status st;
+  CHECK_MPI(MPI_Sendrecv(five, 5, MPI_INT, next, 43, into, 3, two, prev, 43, MPI_COMM_WORLD, &st));
+  int n = -1, elems = -1;
+  CHECK_MPI(MPI_Get_count(&st, two, &n));
+  CHECK_MPI(MPI_Get_elements(&st, two, &elems));
+  CHECK(n == MPI_UNDEFINED && elems == 5, "Get_count %d Get_elements %d", n, elems);
+  MPI_Count ex = -1;
+  CHECK_MPI(MPI_Get_elements_x(&st, two, &ex));
+  CHECK(ex == 5, "Get_elements_x %lld", (long long)ex);
+  CHECK_MPI(MPI_Type_free(&two));
+
+  MPI_Aint p0, p1;
+  CHECK_MPI(MPI_Get_address(&a[0], &p0));
+  CHECK_MPI(MPI_Get_address(&a[3], &p1));
+  CHECK(MPI_Aint_diff(p1, p0) == 3 * (MPI_Aint)sizeof(int), "Aint_diff");
+  CHECK(MPI_Aint_add(p0, 3 * (MPI_Aint)sizeof(int)) == p1, "Aint_add");
+}
+
 int main(int argc, char **argv) {
   CHECK_MPI(MPI_Init(&argc, &argv));
   rank = world_rank();
@@ -448,6 +533,7 @@ int main(int argc, char **argv) {
   test_indexed();
   test_addresses();
   test_pairs();
+  test_more_constructors();
   test_done("datatypes");
   return 0;
 }
