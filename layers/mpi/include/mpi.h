@@ -40,6 +40,10 @@ typedef struct MPI_Status {
 } MPI_Status;
 
 typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
+typedef int MPI_Comm_copy_attr_function(MPI_Comm oldcomm, int comm_keyval, void *extra_state,
+                                        void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int MPI_Comm_delete_attr_function(MPI_Comm comm, int comm_keyval, void *attribute_val,
+                                          void *extra_state);
 
 /* ---- predefined objects --------------------------------------------------- */
 
@@ -175,6 +179,17 @@ extern struct rocl_mpi_message rocl_mpi_message_no_proc;
 #define MPI_UNIVERSE_SIZE 5
 #define MPI_APPNUM 6
 #define MPI_LASTUSEDCODE 7
+#define MPI_KEYVAL_INVALID (-1)
+int rocl_mpi_comm_null_copy_fn(MPI_Comm, int, void *, void *, void *, int *);
+int rocl_mpi_comm_dup_fn(MPI_Comm, int, void *, void *, void *, int *);
+int rocl_mpi_comm_null_delete_fn(MPI_Comm, int, void *, void *);
+#define MPI_COMM_NULL_COPY_FN rocl_mpi_comm_null_copy_fn
+#define MPI_COMM_DUP_FN rocl_mpi_comm_dup_fn
+#define MPI_COMM_NULL_DELETE_FN rocl_mpi_comm_null_delete_fn
+/* Topologies (MPI_Topo_test). */
+#define MPI_GRAPH 1
+#define MPI_CART 2
+#define MPI_DIST_GRAPH 3
 
 /* Error classes; a returned code is a class plus a multiple of 256 that
  * MPI_Error_string turns into the sentence that says what was wrong. */
@@ -242,6 +257,13 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm);
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm);
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm);
+int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
+                           MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval,
+                           void *extra_state);
+int MPI_Comm_free_keyval(int *comm_keyval);
+int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
+int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
 int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
 int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
 
@@ -256,6 +278,19 @@ int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
 int MPI_Info_delete(MPI_Info info, const char *key);
 int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
 int MPI_Info_free(MPI_Info *info);
+
+/* ---- Cartesian topologies ----------------------------------------------------------- */
+
+int MPI_Dims_create(int nnodes, int ndims, int dims[]);
+int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[], const int periods[],
+                    int reorder, MPI_Comm *comm_cart);
+int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank);
+int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]);
+int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest);
+int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
+int MPI_Cartdim_get(MPI_Comm comm, int *ndims);
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
+int MPI_Topo_test(MPI_Comm comm, int *status);
 
 /* ---- groups (ordered sets of processes, by their MPI_COMM_WORLD rank) ------------- */
 

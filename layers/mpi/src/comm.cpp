@@ -174,7 +174,19 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
   auto *c = new rocl_mpi_comm;
   fill(c, comm->rank, std::move(gids), comm->world);
   c->errhandler = comm->errhandler;
+  c->cart_dims = comm->cart_dims;
+  c->cart_periods = comm->cart_periods;
   *newcomm = c;
+  return copy_attributes(comm, c);
+}
+
+// The dup happens at once; the request is complete when it is returned.
+int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
+  const int rc = MPI_Comm_dup(comm, newcomm);
+  if (rc != MPI_SUCCESS) return rc;
+  MPI_Status status;
+  set_empty_status(&status);
+  *request = completed_request(comm, status, MPI_SUCCESS);
   return MPI_SUCCESS;
 }
 
@@ -223,6 +235,7 @@ int MPI_Comm_free(MPI_Comm *comm) {
     return fail(*comm, MPI_ERR_COMM, "MPI_Comm_free",
                 "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed");
   }
+  if (int rc = delete_attributes(*comm, "MPI_Comm_free")) return rc;
   release_comm(*comm);
   *comm = MPI_COMM_NULL;
   return MPI_SUCCESS;

@@ -197,6 +197,10 @@ int MPI_Finalized(int *flag) {
 
 int MPI_Finalize(void) {
   if (int rc = check_comm(MPI_COMM_WORLD, "MPI_Finalize")) return rc;
+  // MPI_COMM_SELF's attributes are deleted first: libraries learn so that
+  // MPI is ending while they may still use it (MPI 3.1 section 8.7.1).
+  delete_attributes(MPI_COMM_SELF, "MPI_Finalize");
+  delete_attributes(MPI_COMM_WORLD, "MPI_Finalize");
   // Everyone has stopped sending to us before our resources go away.
   MPI_Barrier(MPI_COMM_WORLD);
   teardown_world();
@@ -311,6 +315,12 @@ int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
                : keyval == MPI_APPNUM          ? &appnum
                : keyval == MPI_LASTUSEDCODE    ? &lastcode
                                                : nullptr;
+  if (is_user_key(keyval)) {
+    const auto it = comm->attrs.find(keyval);
+    *flag = it != comm->attrs.end();
+    if (*flag) *static_cast<void **>(attribute_val) = it->second;
+    return MPI_SUCCESS;
+  }
   *flag = value != nullptr;
   if (value != nullptr) *static_cast<int **>(attribute_val) = value;
   return MPI_SUCCESS;

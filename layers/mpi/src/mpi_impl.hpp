@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -79,7 +80,10 @@ struct rocl_mpi_comm {
   std::vector<int> world;           // rank -> rank in MPI_COMM_WORLD (Comm_compare)
   std::unordered_map<rocl_gid_t, int> rank_of;
   MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
-  std::string name;  // MPI_Comm_set_name's
+  std::string name;             // MPI_Comm_set_name's
+  std::map<int, void *> attrs;  // cached attributes by keyval (attr.cpp)
+  // A Cartesian topology (topo.cpp): dims empty for none.
+  std::vector<int> cart_dims, cart_periods;
   // The handle's reference plus one per active request: Comm_free with a
   // receive pending deletes the resource when the receive completes
   // (retain_comm, release_comm).
@@ -182,6 +186,11 @@ MPI_Comm new_comm(int rank, std::vector<rocl_gid_t> gids, std::vector<int> world
 // own ends in MPI_Comm_free): the last one deletes comm.
 void retain_comm(MPI_Comm comm);
 void release_comm(MPI_Comm comm);
+// Attributes (attr.cpp): copied by a dup through their keys' copy
+// callbacks, deleted through their delete callbacks (Comm_free, Finalize).
+int copy_attributes(MPI_Comm from, MPI_Comm to);
+int delete_attributes(MPI_Comm comm, const char *who);
+bool is_user_key(int keyval);
 // A request that is complete already (request.cpp): MPI_Imrecv's, whose
 // message was taken by the matched probe.
 MPI_Request completed_request(MPI_Comm comm, const MPI_Status &status, int error);
