@@ -236,6 +236,7 @@ int MPI_Comm_free(MPI_Comm *comm) {
                 "MPI_COMM_WORLD and MPI_COMM_SELF cannot be freed");
   }
   if (int rc = delete_attributes(*comm, "MPI_Comm_free")) return rc;
+  end_offload(*comm);  // its non-blocking collectives run to their end first
   release_comm(*comm);
   *comm = MPI_COMM_NULL;
   return MPI_SUCCESS;

@@ -201,6 +201,7 @@ int MPI_Finalize(void) {
   // MPI is ending while they may still use it (MPI 3.1 section 8.7.1).
   delete_attributes(MPI_COMM_SELF, "MPI_Finalize");
   delete_attributes(MPI_COMM_WORLD, "MPI_Finalize");
+  end_all_offloads();  // the threads of the non-blocking collectives
   // Everyone has stopped sending to us before our resources go away.
   MPI_Barrier(MPI_COMM_WORLD);
   teardown_world();

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "mpi.h"
+#include "offload.hpp"
 #include "rocl/rocl.h"
 
 namespace rmpi {
@@ -84,6 +85,8 @@ struct rocl_mpi_comm {
   std::map<int, void *> attrs;  // cached attributes by keyval (attr.cpp)
   // A Cartesian topology (topo.cpp): dims empty for none.
   std::vector<int> cart_dims, cart_periods;
+  // Where its non-blocking collectives run (offload.hpp), once it had one.
+  std::unique_ptr<rmpi::Offload> offload;
   // The handle's reference plus one per active request: Comm_free with a
   // receive pending deletes the resource when the receive completes
   // (retain_comm, release_comm).
@@ -191,6 +194,8 @@ void release_comm(MPI_Comm comm);
 int copy_attributes(MPI_Comm from, MPI_Comm to);
 int delete_attributes(MPI_Comm comm, const char *who);
 bool is_user_key(int keyval);
+// A request that completes when job does: a non-blocking collective's.
+MPI_Request job_request(MPI_Comm comm, std::shared_ptr<Job> job);
 // A request that is complete already (request.cpp): MPI_Imrecv's, whose
 // message was taken by the matched probe.
 MPI_Request completed_request(MPI_Comm comm, const MPI_Status &status, int error);

@@ -31,6 +31,7 @@ struct rocl_mpi_request : rocl::generic::Recycled<rocl_mpi_request> {
   char none = 0;  // where 0-byte receives land
   MPI_Status status{};
   int error = MPI_SUCCESS;
+  std::shared_ptr<rmpi::Job> job;  // a non-blocking collective's (icoll.cpp)
   ~rocl_mpi_request() {
     if (type != MPI_DATATYPE_NULL) rmpi::release_type(type);
   }
@@ -72,10 +73,21 @@ void finish(MPI_Request r, int error) {
   }
 }
 
+// A non-blocking collective's request, once its job is done.
+void finish_job(MPI_Request r) {
+  set_empty_status(&r->status);
+  const int error = r->job->error;
+  r->job.reset();
+  finish(r, error);
+}
+
 // Non-blocking look at r; true once it is done (or was never active).
 bool poll(MPI_Request r) {
   if (!r->active || r->done) return true;
-  if (r->inner == ROCL_REQUEST_NULL) return r->done;
+  if (r->inner == ROCL_REQUEST_NULL) {
+    if (r->job && r->job->done.load(std::memory_order_acquire)) finish_job(r);
+    return r->done;
+  }
   int done = 0;
   rocl_status_t st{};
   const int rc = rocl_test(&r->inner, &done, &st);
@@ -85,6 +97,11 @@ bool poll(MPI_Request r) {
 
 void block(MPI_Request r) {
   if (!r->active || r->done) return;
+  if (r->job) {
+    r->job->wait();
+    finish_job(r);
+    return;
+  }
   rocl_status_t st{};
   const int rc = rocl_wait(&r->inner, &st, -1);
   complete(r, rc, st);
@@ -252,6 +269,15 @@ int irecv(void *buf, int count, MPI_Datatype t, int source, int tag, MPI_Comm co
 }
 
 }  // namespace
+
+MPI_Request job_request(MPI_Comm comm, std::shared_ptr<Job> job) {
+  MPI_Request r =
+      make(rocl_mpi_request::Kind::kRecv, 0, nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, comm, false);
+  r->active = true;
+  retain_comm(comm);
+  r->job = std::move(job);
+  return r;
+}
 
 MPI_Request completed_request(MPI_Comm comm, const MPI_Status &status, int error) {
   MPI_Request r =

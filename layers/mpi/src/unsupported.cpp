@@ -1,5 +1,5 @@
 // unsupported.cpp - functions common programs reference but rarely call
-// (one-sided windows, non-blocking collectives, spawning): they link, and each call returns
+// (one-sided windows, spawning): they link, and each call returns
 // MPI_ERR_UNSUPPORTED_OPERATION through the communicator's error handler, naming itself.
 #include "mpi_impl.hpp"
 
@@ -39,15 +39,6 @@ int MPI_Get(void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win
 int MPI_Accumulate(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Op,
                    MPI_Win) {
   return unsupported(nullptr, "MPI_Accumulate");
-}
-int MPI_Ibarrier(MPI_Comm comm, MPI_Request *) {
-  return unsupported(comm, "MPI_Ibarrier");
-}
-int MPI_Ibcast(void *, int, MPI_Datatype, int, MPI_Comm comm, MPI_Request *) {
-  return unsupported(comm, "MPI_Ibcast");
-}
-int MPI_Iallreduce(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm comm, MPI_Request *) {
-  return unsupported(comm, "MPI_Iallreduce");
 }
 int MPI_Comm_spawn(const char *, char *[], int, MPI_Info, int, MPI_Comm comm, MPI_Comm *, int[]) {
   return unsupported(comm, "MPI_Comm_spawn");
