@@ -236,6 +236,7 @@ extern "C" {
 
 int MPI_Barrier(MPI_Comm comm) {
   if (int rc = check_comm(comm, "MPI_Barrier")) return rc;
+  if (comm->inter_local != nullptr) return inter_barrier(comm);
   const int n = comm->size, r = comm->rank;
   for (int k = 1; k < n; k <<= 1) {
     if (int rc = send_bytes(comm, (r + k) % n, kBarrier, kCollective, nullptr, 0)) return rc;
@@ -246,6 +247,7 @@ int MPI_Barrier(MPI_Comm comm) {
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   if (int rc = check_coll(comm, count, datatype, "MPI_Bcast")) return rc;
+  if (comm->inter_local != nullptr) return inter_bcast(buffer, count, datatype, root, comm);
   if (int rc = check_root(comm, root, "MPI_Bcast")) return rc;
   Contiguous x(buffer, count, datatype, comm->rank == root);
   if (int rc = bcast_bytes(comm, x.data(), x.bytes(), root)) return rc;
@@ -256,6 +258,7 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, MPI_Comm comm) {
   if (int rc = check_coll(comm, count, datatype, "MPI_Reduce")) return rc;
+  if (int rc = check_intra(comm, "MPI_Reduce")) return rc;
   if (int rc = check_root(comm, root, "MPI_Reduce")) return rc;
   if (int rc = check_op(comm, op, datatype, "MPI_Reduce")) return rc;
   if (datatype->dense && op->builtin >= 0) {
@@ -278,6 +281,10 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm) {
   if (int rc = check_coll(comm, count, datatype, "MPI_Allreduce")) return rc;
+  if (comm->inter_local != nullptr) {
+    if (int rc = check_op(comm, op, datatype, "MPI_Allreduce")) return rc;
+    return inter_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+  }
   if (int rc = check_op(comm, op, datatype, "MPI_Allreduce")) return rc;
   const int n = comm->size, r = comm->rank;
   if ((n & (n - 1)) == 0 && datatype->dense && op->builtin >= 0) {
@@ -310,6 +317,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
                 MPI_Comm comm) {
   const char *who = "MPI_Gatherv";
   if (int rc = check_comm(comm, who)) return rc;
+  if (int rc = check_intra(comm, "MPI_Gatherv")) return rc;
   if (int rc = check_root(comm, root, who)) return rc;
   if (comm->rank != root) {
     if (int rc = check_coll(comm, sendcount, sendtype, who)) return rc;
@@ -332,6 +340,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   if (int rc = check_comm(comm, "MPI_Gather")) return rc;
+  if (int rc = check_intra(comm, "MPI_Gather")) return rc;
   const std::vector<int> counts = uniform(comm->size, recvcount, false),
                          displs = uniform(comm->size, recvcount, true);
   return MPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, counts.data(), displs.data(), recvtype,
@@ -343,6 +352,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
                  int root, MPI_Comm comm) {
   const char *who = "MPI_Scatterv";
   if (int rc = check_comm(comm, who)) return rc;
+  if (int rc = check_intra(comm, "MPI_Scatterv")) return rc;
   if (int rc = check_root(comm, root, who)) return rc;
   if (comm->rank != root) {
     if (int rc = check_coll(comm, recvcount, recvtype, who)) return rc;
@@ -365,6 +375,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   if (int rc = check_comm(comm, "MPI_Scatter")) return rc;
+  if (int rc = check_intra(comm, "MPI_Scatter")) return rc;
   const std::vector<int> counts = uniform(comm->size, sendcount, false),
                          displs = uniform(comm->size, sendcount, true);
   return MPI_Scatterv(sendbuf, counts.data(), displs.data(), sendtype, recvbuf, recvcount, recvtype,
@@ -376,6 +387,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
                   MPI_Datatype recvtype, MPI_Comm comm) {
   const char *who = "MPI_Alltoallv";
   if (int rc = check_comm(comm, who)) return rc;
+  if (int rc = check_intra(comm, "MPI_Alltoallv")) return rc;
   if (in_place(sendbuf)) {  // sends copy their data before returning: send from recvbuf first
     sendbuf = recvbuf, sendcounts = recvcounts, sdispls = rdispls, sendtype = recvtype;
   }
@@ -405,6 +417,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   if (int rc = check_comm(comm, "MPI_Alltoall")) return rc;
+  if (int rc = check_intra(comm, "MPI_Alltoall")) return rc;
   const int n = comm->size;
   const std::vector<int> sc = uniform(n, sendcount, false), sd = uniform(n, sendcount, true),
                          rc = uniform(n, recvcount, false), rd = uniform(n, recvcount, true);
@@ -416,6 +429,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                    MPI_Comm comm) {
   if (int rc = check_comm(comm, "MPI_Allgatherv")) return rc;
+  if (int rc = check_intra(comm, "MPI_Allgatherv")) return rc;
   const int n = comm->size, me = comm->rank;
   if (in_place(sendbuf)) {
     sendbuf = at(recvbuf, displs[me], recvtype), sendcount = recvcounts[me], sendtype = recvtype;
@@ -429,6 +443,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   if (int rc = check_comm(comm, "MPI_Allgather")) return rc;
+  if (int rc = check_intra(comm, "MPI_Allgather")) return rc;
   const std::vector<int> counts = uniform(comm->size, recvcount, false),
                          displs = uniform(comm->size, recvcount, true);
   return MPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, counts.data(), displs.data(),
@@ -439,6 +454,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   const char *who = "MPI_Reduce_scatter_block";
   if (int rc = check_coll(comm, recvcount, datatype, who)) return rc;
+  if (int rc = check_intra(comm, "MPI_Reduce_scatter_block")) return rc;
   if (int rc = check_op(comm, op, datatype, who)) return rc;
   const int total = recvcount * comm->size;
   std::vector<char> acc = contribution(sendbuf, recvbuf, total, datatype);
@@ -457,6 +473,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
              MPI_Comm comm) {
   if (int rc = check_coll(comm, count, datatype, "MPI_Scan")) return rc;
+  if (int rc = check_intra(comm, "MPI_Scan")) return rc;
   if (int rc = check_op(comm, op, datatype, "MPI_Scan")) return rc;
   std::vector<char> acc = contribution(sendbuf, recvbuf, count, datatype);
   if (comm->rank > 0) {
@@ -479,6 +496,7 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                MPI_Comm comm) {
   if (int rc = check_coll(comm, count, datatype, "MPI_Exscan")) return rc;
+  if (int rc = check_intra(comm, "MPI_Exscan")) return rc;
   if (int rc = check_op(comm, op, datatype, "MPI_Exscan")) return rc;
   std::vector<char> acc = contribution(sendbuf, recvbuf, count, datatype);
   std::vector<char> before;
@@ -504,6 +522,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   const char *who = "MPI_Reduce_scatter";
   if (int rc = check_comm(comm, who)) return rc;
+  if (int rc = check_intra(comm, "MPI_Reduce_scatter")) return rc;
   int total = 0;
   for (int r = 0; r < comm->size; ++r) {
     if (int rc = check_count(comm, recvcounts[r], who)) return rc;

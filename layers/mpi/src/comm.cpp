@@ -14,7 +14,7 @@
 struct rocl_mpi_comm rocl_mpi_comm_world, rocl_mpi_comm_self;
 
 int rocl_mpi_comm::source_rank_of(rocl_gid_t gid) const {
-  if (gid == gids[rank]) return rank;
+  if (rank < size && gid == gids[rank]) return rank;
   const auto it = rank_of.find(gid);
   return it != rank_of.end() ? it->second : MPI_UNDEFINED;
 }
@@ -141,6 +141,7 @@ void release_comm(MPI_Comm comm) {
   }
   rocl_delete(comm->self);
   comm->magic = 0;
+  if (comm->inter_local != nullptr) release_comm(comm->inter_local);
   delete comm;
 }
 
@@ -158,12 +159,13 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank) {
 
 int MPI_Comm_size(MPI_Comm comm, int *size) {
   if (int rc = check_comm(comm, "MPI_Comm_size")) return rc;
-  *size = comm->size;
+  *size = comm->inter_local != nullptr ? comm->inter_local->size : comm->size;
   return MPI_SUCCESS;
 }
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
   if (int rc = check_comm(comm, "MPI_Comm_dup")) return rc;
+  if (int rc = check_intra(comm, "MPI_Comm_dup")) return rc;
   const rocl_gid_t mine = register_comm_resource("dup", comm->rank);
   if (mine == ROCL_NULL_GID) return fail_rocl(comm, ROCL_EINTERNAL, "MPI_Comm_dup");
   std::vector<rocl_gid_t> gids(comm->size);
@@ -192,6 +194,7 @@ int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
   if (int rc = check_comm(comm, "MPI_Comm_split")) return rc;
+  if (int rc = check_intra(comm, "MPI_Comm_split")) return rc;
   if (color < 0 && color != MPI_UNDEFINED) {
     return fail(comm, MPI_ERR_ARG, "MPI_Comm_split", "color %d is negative", color);
   }

@@ -136,6 +136,16 @@ extern "C" {
 
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group) {
   if (int rc = rmpi::check_comm(comm, "MPI_Comm_group")) return rc;
+  *group = make(comm->inter_local != nullptr ? comm->inter_local->world : comm->world);
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group) {
+  if (int rc = rmpi::check_comm(comm, "MPI_Comm_remote_group")) return rc;
+  if (comm->inter_local == nullptr) {
+    return fail(comm, MPI_ERR_COMM, "MPI_Comm_remote_group",
+                "the communicator is not an intercommunicator");
+  }
   *group = make(comm->world);
   return MPI_SUCCESS;
 }

@@ -85,6 +85,9 @@ struct rocl_mpi_comm {
   std::map<int, void *> attrs;  // cached attributes by keyval (attr.cpp)
   // A Cartesian topology (topo.cpp): dims empty for none.
   std::vector<int> cart_dims, cart_periods;
+  // An intercommunicator's own group (intercomm.cpp); nullptr for an
+  // intracommunicator. The rank table above is then the remote group's.
+  rocl_mpi_comm *inter_local = nullptr;
   // Where its non-blocking collectives run (offload.hpp), once it had one.
   std::unique_ptr<rmpi::Offload> offload;
   // The handle's reference plus one per active request: Comm_free with a
@@ -182,6 +185,13 @@ int exchange_bytes(MPI_Comm comm, int partner, int tag, Domain d, const void *mi
 int recv_bytes(MPI_Comm comm, int from, int tag, Domain d, void *p, std::size_t n);
 // The resource of a new communicator (comm.cpp) and its end.
 rocl_gid_t register_comm_resource(const char *kind, int rank);
+// Intercommunicators (intercomm.cpp): the collectives that work on them,
+// and the check the others make.
+int check_intra(MPI_Comm comm, const char *who);
+int inter_barrier(MPI_Comm comm);
+int inter_bcast(void *buffer, int count, MPI_Datatype t, int root, MPI_Comm comm);
+int inter_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype t, MPI_Op op,
+                    MPI_Comm comm);
 // A new communicator of these resources (rank -> gid) and world ranks.
 MPI_Comm new_comm(int rank, std::vector<rocl_gid_t> gids, std::vector<int> world,
                   MPI_Errhandler errhandler);

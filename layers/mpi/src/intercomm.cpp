@@ -1,0 +1,235 @@
+// intercomm.cpp - intercommunicators (MPI 3.1 section 6.6): two groups,
+// point to point from one to the other, a few collectives, and merging.
+// An intercommunicator is a communicator whose rank table (gids, world,
+// size) is the REMOTE group's, so point to point works unchanged (a
+// destination rank names a remote process, a source is found among the
+// remote gids); the local group is a private dup of the local
+// communicator (inter_local), which its collectives use inside the group,
+// and MPI_Comm_size/rank/group answer for the local group.
+// Barrier, Bcast and Allreduce work on it; the other collectives refuse
+// it with MPI_ERR_COMM.
+#include <algorithm>
+#include <vector>
+
+#include "mpi_impl.hpp"
+
+namespace {
+
+using namespace rmpi;
+
+constexpr int kInterTag = kTagUb + 2;  // above every user tag
+
+// One group as it travels between the leaders: its new resources and
+// world ranks, in rank order.
+struct Member {
+  rocl_gid_t gid;
+  int world;
+};
+
+// The leaders swap their groups' lists over `via` (point to point, rank
+// `to` there); the others get the remote list from their leader.
+int swap_groups(MPI_Comm local, int leader, MPI_Comm via, int to, int tag, bool collective_domain,
+                const std::vector<Member> &mine, std::vector<Member> *theirs, const char *who) {
+  int n = 0;
+  const Domain d = collective_domain ? kCollective : kPointToPoint;
+  if (local->rank == leader) {
+    const int m = int(mine.size());
+    if (int rc = exchange_bytes(via, to, tag, d, &m, &n, sizeof n)) return rc;
+  }
+  if (int rc = MPI_Bcast(&n, 1, MPI_INT, leader, local)) return rc;
+  theirs->resize(std::size_t(n));
+  if (local->rank == leader) {
+    if (int rc = send_bytes(via, to, tag, d, mine.data(), mine.size() * sizeof(Member))) return rc;
+    if (int rc = recv_bytes(via, to, tag, d, theirs->data(), theirs->size() * sizeof(Member)))
+      return rc;
+  }
+  (void)who;
+  return MPI_Bcast(theirs->data(), int(theirs->size() * sizeof(Member)), MPI_BYTE, leader, local);
+}
+
+// This group's new resources and world ranks, gathered over local.
+int my_group(MPI_Comm local, rocl_gid_t mine, std::vector<Member> *out) {
+  const Member me{mine, local->world[std::size_t(local->rank)]};
+  out->resize(std::size_t(local->size));
+  return allgather_bytes(local, &me, sizeof me, out->data());
+}
+
+MPI_Comm make_inter(MPI_Comm local_dup, rocl_gid_t self, const std::vector<Member> &remote) {
+  std::vector<rocl_gid_t> gids;
+  std::vector<int> world;
+  for (const Member &m : remote) {
+    gids.push_back(m.gid);
+    world.push_back(m.world);
+  }
+  // new_comm takes `self` as gids[rank]: give it then put the remote table in.
+  MPI_Comm c =
+      new_comm(0, {self}, {local_dup->world[std::size_t(local_dup->rank)]}, local_dup->errhandler);
+  c->gids = std::move(gids);
+  c->world = std::move(world);
+  c->size = int(c->gids.size());
+  c->rank = local_dup->rank;
+  c->rank_of.clear();
+  for (int i = 0; i < c->size; ++i) c->rank_of[c->gids[std::size_t(i)]] = i;
+  c->inter_local = local_dup;
+  return c;
+}
+
+int check_inter(MPI_Comm comm, const char *who) {
+  if (int rc = check_comm(comm, who)) return rc;
+  if (comm->inter_local == nullptr) {
+    return fail(comm, MPI_ERR_COMM, who, "the communicator is not an intercommunicator");
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+namespace rmpi {
+
+int check_intra(MPI_Comm comm, const char *who) {
+  if (comm != MPI_COMM_NULL && comm->magic == rocl_mpi_comm::kMagic &&
+      comm->inter_local != nullptr) {
+    return fail(comm, MPI_ERR_COMM, who,
+                "rocl's MPI runs this collective on intracommunicators only");
+  }
+  return MPI_SUCCESS;
+}
+
+int inter_barrier(MPI_Comm comm) {
+  MPI_Comm local = comm->inter_local;
+  if (int rc = MPI_Barrier(local)) return rc;
+  if (local->rank == 0) {
+    char none = 0, got = 0;
+    if (int rc = exchange_bytes(comm, 0, kInterTag, kCollective, &none, &got, 1)) return rc;
+  }
+  return MPI_Barrier(local);
+}
+
+int inter_bcast(void *buffer, int count, MPI_Datatype t, int root, MPI_Comm comm) {
+  if (root == MPI_PROC_NULL) return MPI_SUCCESS;
+  Contiguous data(buffer, count, t, root == MPI_ROOT);
+  if (root == MPI_ROOT) {
+    return send_bytes(comm, 0, kInterTag, kCollective, data.data(), data.bytes());
+  }
+  if (root < 0 || root >= comm->size) {
+    return fail(comm, MPI_ERR_ROOT, "MPI_Bcast",
+                "root %d is neither MPI_ROOT, MPI_PROC_NULL nor a rank of the remote group (of %d)",
+                root, comm->size);
+  }
+  MPI_Comm local = comm->inter_local;
+  if (local->rank == 0) {
+    if (int rc = recv_bytes(comm, root, kInterTag, kCollective, data.data(), data.bytes()))
+      return rc;
+    data.store(data.bytes());
+  }
+  return MPI_Bcast(buffer, count, t, 0, local);
+}
+
+// Each group gets the reduction of the other group's data.
+int inter_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype t, MPI_Op op,
+                    MPI_Comm comm) {
+  MPI_Comm local = comm->inter_local;
+  const std::size_t bytes = t->packed * std::size_t(count);
+  std::vector<char> mine(bytes), theirs(bytes);
+  // The group's reduction at its leader, swapped with the other leader's.
+  if (int rc = MPI_Reduce(sendbuf, local->rank == 0 ? recvbuf : nullptr, count, t, op, 0, local))
+    return rc;
+  if (local->rank == 0) {
+    pack(recvbuf, count, t, mine.data());
+    if (int rc = exchange_bytes(comm, 0, kInterTag, kCollective, mine.data(), theirs.data(), bytes))
+      return rc;
+    unpack(theirs.data(), bytes, recvbuf, count, t);
+  }
+  return MPI_Bcast(recvbuf, count, t, 0, local);
+}
+
+}  // namespace rmpi
+
+extern "C" {
+
+int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
+                         int remote_leader, int tag, MPI_Comm *newintercomm) {
+  const char *who = "MPI_Intercomm_create";
+  if (int rc = check_comm(local_comm, who)) return rc;
+  if (int rc = check_intra(local_comm, who)) return rc;
+  if (local_leader < 0 || local_leader >= local_comm->size) {
+    return fail(local_comm, MPI_ERR_RANK, who, "local leader %d of %d", local_leader,
+                local_comm->size);
+  }
+  if (local_comm->rank == local_leader) {
+    if (int rc = check_comm(peer_comm, who)) return rc;
+    if (int rc = check_rank(peer_comm, remote_leader, false, who)) return rc;
+  }
+  if (int rc = check_tag(local_comm, tag, false, who)) return rc;
+  MPI_Comm local = MPI_COMM_NULL;
+  if (int rc = MPI_Comm_dup(local_comm, &local)) return rc;
+  const rocl_gid_t self = register_comm_resource("inter", local->rank);
+  if (self == ROCL_NULL_GID) return fail_rocl(local_comm, ROCL_EINTERNAL, who);
+  std::vector<Member> mine, theirs;
+  int rc = my_group(local, self, &mine);
+  if (rc == MPI_SUCCESS) {
+    rc = swap_groups(local, local_leader, peer_comm, remote_leader, tag, false, mine, &theirs, who);
+  }
+  if (rc != MPI_SUCCESS) {
+    rocl_delete(self);
+    MPI_Comm_free(&local);
+    return rc;
+  }
+  *newintercomm = make_inter(local, self, theirs);
+  return MPI_SUCCESS;
+}
+
+// The group that said high = false comes first; if both said the same, the
+// group of the lower world rank.
+int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) {
+  const char *who = "MPI_Intercomm_merge";
+  if (int rc = check_inter(intercomm, who)) return rc;
+  MPI_Comm local = intercomm->inter_local;
+  const rocl_gid_t self = register_comm_resource("merged", local->rank);
+  if (self == ROCL_NULL_GID) return fail_rocl(intercomm, ROCL_EINTERNAL, who);
+  std::vector<Member> mine, theirs;
+  int rc = my_group(local, self, &mine);
+  int their_high = 0;
+  if (rc == MPI_SUCCESS && local->rank == 0) {
+    const int h = high ? 1 : 0;
+    rc = exchange_bytes(intercomm, 0, kInterTag, kCollective, &h, &their_high, sizeof h);
+  }
+  if (rc == MPI_SUCCESS) rc = MPI_Bcast(&their_high, 1, MPI_INT, 0, local);
+  if (rc == MPI_SUCCESS) {
+    rc = swap_groups(local, 0, intercomm, 0, kInterTag, true, mine, &theirs, who);
+  }
+  if (rc != MPI_SUCCESS) {
+    rocl_delete(self);
+    return rc;
+  }
+  const bool me_high = high != 0;
+  bool mine_first = !me_high && their_high != 0;
+  if (me_high == (their_high != 0)) mine_first = mine.front().world < theirs.front().world;
+  std::vector<Member> all = mine_first ? mine : theirs;
+  const std::vector<Member> &second = mine_first ? theirs : mine;
+  all.insert(all.end(), second.begin(), second.end());
+  std::vector<rocl_gid_t> gids;
+  std::vector<int> world;
+  int rank = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].gid == self) rank = int(i);
+    gids.push_back(all[i].gid);
+    world.push_back(all[i].world);
+  }
+  *newintracomm = new_comm(rank, std::move(gids), std::move(world), intercomm->errhandler);
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_test_inter(MPI_Comm comm, int *flag) {
+  if (int rc = check_comm(comm, "MPI_Comm_test_inter")) return rc;
+  *flag = comm->inter_local != nullptr;
+  return MPI_SUCCESS;
+}
+
+int MPI_Comm_remote_size(MPI_Comm comm, int *size) {
+  if (int rc = check_inter(comm, "MPI_Comm_remote_size")) return rc;
+  *size = comm->size;
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"
