@@ -225,6 +225,13 @@ int64_t rocl_spawn_thread(rocl_gid_t process, const char *name, const void *arg,
  * stops it then); a spawned process may spawn in turn. */
 int64_t rocl_spawn(const char *host, const char *const argv[], int timeout_ms);
 
+/* As rocl_spawn, with extra environment entries for the new process: env
+ * is a NULL-terminated list of "ROCL_NAME=value" (rocl's options, or a
+ * layer's own ROCL_ variables, which override the caller's; other names
+ * are refused with ROCL_EINVAL), or NULL. */
+int64_t rocl_spawn_env(const char *host, const char *const argv[], const char *const env[],
+                       int timeout_ms);
+
 /* As rocl_spawn, on the host whose directory server issued the gid where:
  * a {type=rocl-host} resource found by query, or any resource of the job
  * (a context: next to that process); ROCL_ANY_GID: any host. */

@@ -2,6 +2,7 @@
 // (rocl.h): processes started on a host of the job through that host's
 // directory server (spawn_table.hpp), as ToCL's remote process creation
 // and PVM's pvm_spawn through its daemon.
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -80,17 +81,18 @@ std::vector<rocl_gid_t> hosts(const char *name, std::vector<std::string> *names)
 std::atomic<unsigned> g_next_host{0};
 std::once_flag g_first_host;
 
-}  // namespace
+std::int64_t spawn_host(const char *host, const char *const argv[], const char *const env[],
+                        int timeout_ms);
 
-extern "C" {
-
-int64_t rocl_spawn_at(rocl_gid_t where, const char *const argv[], int timeout_ms) {
+// rocl_spawn_at with the caller's extra environment entries (env, may be NULL).
+std::int64_t spawn_at(rocl_gid_t where, const char *const argv[], const char *const env[],
+                      int timeout_ms) {
   Context *ctx = Context::current();
   if (ctx == nullptr) return fail(ROCL_ENOINIT, "rocl_spawn: rocl_init has not been called");
   if (argv == nullptr || argv[0] == nullptr || argv[0][0] == '\0') {
     return fail(ROCL_EINVAL, "rocl_spawn: no program to run (argv or argv[0] is NULL or empty)");
   }
-  if (where == ROCL_ANY_GID) return rocl_spawn(nullptr, argv, timeout_ms);
+  if (where == ROCL_ANY_GID) return spawn_host(nullptr, argv, env, timeout_ms);
   rocl::impl::SpawnRequest request;
   for (const char *const *a = argv; *a != nullptr; ++a) {
     if (request.argv.size() == rocl::impl::SpawnRequest::kMaxArgs) {
@@ -100,6 +102,17 @@ int64_t rocl_spawn_at(rocl_gid_t where, const char *const argv[], int timeout_ms
     request.argv.emplace_back(*a);
   }
   request.env = rocl::impl::spawn_options_of_environment();
+  for (const char *const *e = env; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string key = entry.substr(0, entry.find('='));
+    // A later entry with the same key wins (the server keeps the last).
+    request.env.erase(std::remove_if(request.env.begin(), request.env.end(),
+                                     [&key](const std::string &x) {
+                                       return x.compare(0, key.size() + 1, key + "=") == 0;
+                                     }),
+                      request.env.end());
+    request.env.push_back(entry);
+  }
   request.parent = ctx->gid();
   AttrList encoded(1);
   if (const int rc = rocl::impl::encode_spawn_request(request, &encoded); rc != ROCL_OK) return rc;
@@ -112,7 +125,8 @@ int64_t rocl_spawn_at(rocl_gid_t where, const char *const argv[], int timeout_ms
   return gid;
 }
 
-int64_t rocl_spawn(const char *host, const char *const argv[], int timeout_ms) {
+std::int64_t spawn_host(const char *host, const char *const argv[], const char *const env[],
+                        int timeout_ms) {
   Context *ctx = Context::current();
   if (ctx == nullptr) return fail(ROCL_ENOINIT, "rocl_spawn: rocl_init has not been called");
   if (argv == nullptr || argv[0] == nullptr || argv[0][0] == '\0') {
@@ -140,12 +154,29 @@ int64_t rocl_spawn(const char *host, const char *const argv[], int timeout_ms) {
     g_next_host.store(rank != nullptr ? static_cast<unsigned>(std::atoi(rank)) : 0);
   });
   const rocl_gid_t where = any ? found[g_next_host.fetch_add(1) % found.size()] : found.front();
-  const std::int64_t gid = rocl_spawn_at(where, argv, timeout_ms);
+  const std::int64_t gid = spawn_at(where, argv, env, timeout_ms);
   if (gid < 0 && !any) {
     const std::string why = reason();
     return fail(static_cast<int>(gid), "rocl_spawn on host %s: %s", host, why.c_str());
   }
   return gid;
+}
+
+}  // namespace
+
+extern "C" {
+
+int64_t rocl_spawn_at(rocl_gid_t where, const char *const argv[], int timeout_ms) {
+  return spawn_at(where, argv, nullptr, timeout_ms);
+}
+
+int64_t rocl_spawn(const char *host, const char *const argv[], int timeout_ms) {
+  return spawn_host(host, argv, nullptr, timeout_ms);
+}
+
+int64_t rocl_spawn_env(const char *host, const char *const argv[], const char *const env[],
+                       int timeout_ms) {
+  return spawn_host(host, argv, env, timeout_ms);
 }
 
 rocl_gid_t rocl_parent(void) {

@@ -221,6 +221,7 @@ int rocl_mpi_comm_null_delete_fn(MPI_Comm, int, void *, void *);
 #define MPI_ERR_INFO_KEY 25
 #define MPI_ERR_INFO_VALUE 26
 #define MPI_ERR_INFO_NOKEY 27
+#define MPI_ERR_SPAWN 28
 #define MPI_ERR_LASTCODE 0x7fff
 
 /* ---- environment ---------------------------------------------------------- */
@@ -270,6 +271,11 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm);
 int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
 int MPI_Comm_remote_size(MPI_Comm comm, int *size);
 int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group);
+/* Processes started at run time (rocl_spawn): the info key "host" names
+ * the host; the children's MPI_Comm_get_parent is the intercommunicator. */
+int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
+                   MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
+int MPI_Comm_get_parent(MPI_Comm *parent);
 int MPI_Comm_set_name(MPI_Comm comm, const char *comm_name);
 int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen);
 
@@ -528,8 +534,6 @@ int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, i
 int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
                    int target_rank, MPI_Aint target_disp, int target_count,
                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
-int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info, int root,
-                   MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,8 @@ namespace rmpi {
 namespace {
 
 std::string job_id() {
+  // Spawned children's world is their own, inside the parents' job.
+  if (std::string spawn = spawn_id(); !spawn.empty()) return spawn;
   const char *dir = std::getenv("ROCL_JOB_DIR");
   return dir != nullptr ? dir : "single-" + std::to_string(getpid());
 }

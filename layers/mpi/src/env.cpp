@@ -35,7 +35,8 @@ const char *class_text(int cls) {
       "invalid dimensions", "invalid argument",      "unknown error",        "message truncated",
       "other error",        "internal error",        "error code in status", "pending request",
       "out of memory",      "unsupported operation", "invalid keyval",       "invalid window",
-      "invalid info",       "invalid info key",      "invalid info value",   "info key not found"};
+      "invalid info",       "invalid info key",      "invalid info value",   "info key not found",
+      "spawn failed"};
   return cls >= 0 && cls < int(sizeof kText / sizeof *kText) ? kText[cls] : "unknown error class";
 }
 
@@ -177,6 +178,8 @@ int MPI_Init_thread(int *, char ***, int required, int *provided) {
   g_main_thread = pthread_self();
   if (setup_world() != MPI_SUCCESS) init_failed("setting up MPI_COMM_WORLD failed");
   g_state.store(1, std::memory_order_release);
+  // A process started by MPI_Comm_spawn joins its parents now.
+  if (join_parents() != MPI_SUCCESS) init_failed("joining the parents that spawned this process");
   if (provided != nullptr) *provided = g_thread_level;
   return MPI_SUCCESS;
 }

@@ -19,12 +19,7 @@ using namespace rmpi;
 
 constexpr int kInterTag = kTagUb + 2;  // above every user tag
 
-// One group as it travels between the leaders: its new resources and
-// world ranks, in rank order.
-struct Member {
-  rocl_gid_t gid;
-  int world;
-};
+using Member = GroupMember;
 
 // The leaders swap their groups' lists over `via` (point to point, rank
 // `to` there); the others get the remote list from their leader.
@@ -47,14 +42,18 @@ int swap_groups(MPI_Comm local, int leader, MPI_Comm via, int to, int tag, bool 
   return MPI_Bcast(theirs->data(), int(theirs->size() * sizeof(Member)), MPI_BYTE, leader, local);
 }
 
-// This group's new resources and world ranks, gathered over local.
-int my_group(MPI_Comm local, rocl_gid_t mine, std::vector<Member> *out) {
+}  // namespace
+
+namespace rmpi {
+
+int gather_group(MPI_Comm local, rocl_gid_t mine, std::vector<GroupMember> *out) {
   const Member me{mine, local->world[std::size_t(local->rank)]};
   out->resize(std::size_t(local->size));
   return allgather_bytes(local, &me, sizeof me, out->data());
 }
 
-MPI_Comm make_inter(MPI_Comm local_dup, rocl_gid_t self, const std::vector<Member> &remote) {
+MPI_Comm make_intercomm(MPI_Comm local_dup, rocl_gid_t self,
+                        const std::vector<GroupMember> &remote) {
   std::vector<rocl_gid_t> gids;
   std::vector<int> world;
   for (const Member &m : remote) {
@@ -73,6 +72,10 @@ MPI_Comm make_inter(MPI_Comm local_dup, rocl_gid_t self, const std::vector<Membe
   c->inter_local = local_dup;
   return c;
 }
+
+}  // namespace rmpi
+
+namespace {
 
 int check_inter(MPI_Comm comm, const char *who) {
   if (int rc = check_comm(comm, who)) return rc;
@@ -166,7 +169,7 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
   const rocl_gid_t self = register_comm_resource("inter", local->rank);
   if (self == ROCL_NULL_GID) return fail_rocl(local_comm, ROCL_EINTERNAL, who);
   std::vector<Member> mine, theirs;
-  int rc = my_group(local, self, &mine);
+  int rc = gather_group(local, self, &mine);
   if (rc == MPI_SUCCESS) {
     rc = swap_groups(local, local_leader, peer_comm, remote_leader, tag, false, mine, &theirs, who);
   }
@@ -175,7 +178,7 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_co
     MPI_Comm_free(&local);
     return rc;
   }
-  *newintercomm = make_inter(local, self, theirs);
+  *newintercomm = make_intercomm(local, self, theirs);
   return MPI_SUCCESS;
 }
 
@@ -188,7 +191,7 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm) {
   const rocl_gid_t self = register_comm_resource("merged", local->rank);
   if (self == ROCL_NULL_GID) return fail_rocl(intercomm, ROCL_EINTERNAL, who);
   std::vector<Member> mine, theirs;
-  int rc = my_group(local, self, &mine);
+  int rc = gather_group(local, self, &mine);
   int their_high = 0;
   if (rc == MPI_SUCCESS && local->rank == 0) {
     const int h = high ? 1 : 0;

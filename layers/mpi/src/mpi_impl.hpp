@@ -185,13 +185,28 @@ int exchange_bytes(MPI_Comm comm, int partner, int tag, Domain d, const void *mi
 int recv_bytes(MPI_Comm comm, int from, int tag, Domain d, void *p, std::size_t n);
 // The resource of a new communicator (comm.cpp) and its end.
 rocl_gid_t register_comm_resource(const char *kind, int rank);
-// Intercommunicators (intercomm.cpp): the collectives that work on them,
-// and the check the others make.
+// Intercommunicators (intercomm.cpp): one group as it travels between
+// leaders (its members' new resources and world ranks, in rank order),
+// gathered over the local group; an intercommunicator made of a private
+// dup of the local group, this process's resource and the remote group;
+// the collectives that work on them, and the check the others make.
+struct GroupMember {
+  rocl_gid_t gid;
+  int world;
+};
+int gather_group(MPI_Comm local, rocl_gid_t mine, std::vector<GroupMember> *out);
+MPI_Comm make_intercomm(MPI_Comm local_dup, rocl_gid_t self,
+                        const std::vector<GroupMember> &remote);
 int check_intra(MPI_Comm comm, const char *who);
 int inter_barrier(MPI_Comm comm);
 int inter_bcast(void *buffer, int count, MPI_Datatype t, int root, MPI_Comm comm);
 int inter_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype t, MPI_Op op,
                     MPI_Comm comm);
+// MPI_Comm_spawn's children (spawn.cpp): their spawn's id ("" for a
+// process not spawned), which names their world apart from the parents';
+// and, in MPI_Init, the intercommunicator to the parents.
+std::string spawn_id();
+int join_parents();
 // A new communicator of these resources (rank -> gid) and world ranks.
 MPI_Comm new_comm(int rank, std::vector<rocl_gid_t> gids, std::vector<int> world,
                   MPI_Errhandler errhandler);

@@ -1,5 +1,5 @@
 // unsupported.cpp - functions common programs reference but rarely call
-// (one-sided windows, spawning): they link, and each call returns
+// (one-sided windows): they link, and each call returns
 // MPI_ERR_UNSUPPORTED_OPERATION through the communicator's error handler, naming itself.
 #include "mpi_impl.hpp"
 
@@ -39,9 +39,6 @@ int MPI_Get(void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win
 int MPI_Accumulate(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Op,
                    MPI_Win) {
   return unsupported(nullptr, "MPI_Accumulate");
-}
-int MPI_Comm_spawn(const char *, char *[], int, MPI_Info, int, MPI_Comm comm, MPI_Comm *, int[]) {
-  return unsupported(comm, "MPI_Comm_spawn");
 }
 
 }  // extern "C"

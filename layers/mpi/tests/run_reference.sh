@@ -67,9 +67,11 @@ compiler() { # mpi -> compiler command
     esac
 }
 
-launcher() { # mpi np -> command prefix
+launcher() { # mpi np program -> command prefix
     case $1 in
-    openmpi) echo "mpirun.openmpi --allow-run-as-root --oversubscribe -np $2 --mca pml ob1 --mca btl self,vader" ;;
+    # Processes that MPI_Comm_spawn starts are another job: shared memory
+    # does not reach them, tcp does.
+    openmpi) echo "mpirun.openmpi --allow-run-as-root --oversubscribe -np $2 --mca pml ob1 --mca btl self,vader$([ "$3" = spawn ] && echo ,tcp)" ;;
     mpich) echo "mpiexec.mpich -n $2" ;;
     rocl) echo "$ROCL_BUILD/tools/roclrun/roclrun --no-prefix -n $2" ;;
     esac
@@ -121,7 +123,13 @@ for mpi in $mpis; do
         for np in $nps; do
             log="$build/$mpi/$p.np$np.log"
             t0=$(date +%s%N)
-            timeout -k 5 "$TIMEOUT" $(launcher "$mpi" "$np") "$build/$mpi/$p" >"$log" 2>&1
+            # MPICH 4.0.2's hydra fails every MPI_Comm_spawn here ("Error in
+            # spawn call"): the spawn test is checked against Open MPI.
+            if [ "$mpi" = mpich ] && [ "$src" = spawn ]; then
+                record "$mpi/$p np$np" "skipped (this MPICH cannot spawn here)"
+                continue
+            fi
+            timeout -k 5 "$TIMEOUT" $(launcher "$mpi" "$np" "$src") "$build/$mpi/$p" >"$log" 2>&1
             rc=$?
             ms=$((($(date +%s%N) - t0) / 1000000))
             t="$((ms / 1000)).$(((ms % 1000) / 100))"
