@@ -417,7 +417,7 @@ int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Coun
     return MPI_SUCCESS;
   }
   const std::size_t whole = bytes / datatype->packed, rest = bytes % datatype->packed;
-  MPI_Count n = MPI_Count(whole * datatype->basic_count);
+  MPI_Count n = MPI_Count(whole) * MPI_Count(datatype->basic_count);
   if (rest != 0) {
     const std::size_t each = datatype->size / datatype->basic_count;
     if (each == 0 || datatype->size % datatype->basic_count != 0 || rest % each != 0) {
