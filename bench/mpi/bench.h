@@ -88,5 +88,6 @@ void bench_mbw_mr(const struct options *o);
 void bench_mt_latency(const struct options *o);
 void bench_mt_rate(const struct options *o);
 void bench_coll(const struct options *o);
+void bench_overlap(const struct options *o);
 
 #endif

@@ -15,6 +15,7 @@
  *   latency bw bibw mbw_mr   pt2pt.c   (osu_latency, osu_bw, osu_bibw, osu_mbw_mr)
  *   mt_latency mt_rate       mt.c      (threads; MPI_THREAD_MULTIPLE)
  *   coll                     coll.c    (barrier, bcast, reduce, allreduce)
+ *   overlap                  coll.c    (osu_iallreduce: Iallreduce hidden behind computation)
  * Options: --sizes LIST (e.g. 8,4K,64K,1M; for every benchmark named),
  *   --threads LIST [1,2,4,8], --mt-mode tag|comm [tag], --window N [64],
  *   --reps N [5], --time S [0.2], --iters N (a fixed count per repetition
@@ -29,7 +30,7 @@
  * MPI calls: only MPI_Init, MPI_Init_thread, MPI_Finalize, MPI_Comm_rank,
  *   MPI_Comm_size, MPI_Comm_dup, MPI_Comm_split, MPI_Comm_free, MPI_Wtime,
  *   MPI_Send, MPI_Recv, MPI_Isend, MPI_Irecv, MPI_Wait, MPI_Waitall,
- *   MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allreduce,
+ *   MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Iallreduce,
  *   MPI_Get_processor_name, MPI_Get_version, MPI_Abort, MPI_Query_thread:
  *   the subset rocl's MPI implements. Keep it so. */
 #include "bench.h"
@@ -121,7 +122,8 @@ static void run_benchmark(const char *name, const struct options *o) {
                {"mbw_mr", bench_mbw_mr},
                {"mt_latency", bench_mt_latency},
                {"mt_rate", bench_mt_rate},
-               {"coll", bench_coll}};
+               {"coll", bench_coll},
+               {"overlap", bench_overlap}};
   for (size_t i = 0; i < sizeof table / sizeof *table; ++i) {
     if (strcmp(name, table[i].name) == 0) {
       table[i].run(o);

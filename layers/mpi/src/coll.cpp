@@ -30,7 +30,8 @@ enum Tag {
   kScan,
   kReduceScatter,
   kCommCreate,
-  kExscan
+  kExscan,
+  kAlltoallw
 };
 
 char *at(const void *buf, MPI_Aint displacement_elements, MPI_Datatype t) {
@@ -488,6 +489,44 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
       return rc;
   }
   deliver(acc, recvbuf, datatype);
+  return MPI_SUCCESS;
+}
+
+// Alltoallv with a type per peer and displacements in bytes.
+int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                  const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
+  const char *who = "MPI_Alltoallw";
+  if (int rc = check_comm(comm, who)) return rc;
+  if (int rc = check_intra(comm, who)) return rc;
+  if (in_place(sendbuf)) {  // sends copy their data before returning: send from recvbuf first
+    sendbuf = recvbuf, sendcounts = recvcounts, sdispls = rdispls, sendtypes = recvtypes;
+  }
+  const int me = comm->rank;
+  auto byte_at = [](const void *buf, int displacement) {
+    return static_cast<char *>(const_cast<void *>(buf)) + displacement;
+  };
+  for (int j = 0; j < comm->size; ++j) {
+    if (int rc = check_type(comm, sendtypes[j], who)) return rc;
+    if (int rc = check_type(comm, recvtypes[j], who)) return rc;
+  }
+  for (int j = 0; j < comm->size; ++j) {
+    if (j == me) continue;
+    if (int rc = send_from(comm, j, kAlltoallw, byte_at(sendbuf, sdispls[j]), sendcounts[j],
+                           sendtypes[j]))
+      return rc;
+  }
+  if (sendbuf != recvbuf) {
+    if (int rc = copy_local(comm, byte_at(sendbuf, sdispls[me]), sendcounts[me], sendtypes[me],
+                            byte_at(recvbuf, rdispls[me]), recvcounts[me], recvtypes[me]))
+      return rc;
+  }
+  for (int j = 0; j < comm->size; ++j) {
+    if (j == me) continue;
+    if (int rc = recv_into(comm, j, kAlltoallw, byte_at(recvbuf, rdispls[j]), recvcounts[j],
+                           recvtypes[j]))
+      return rc;
+  }
   return MPI_SUCCESS;
 }
 

@@ -4,7 +4,7 @@
  * MPI_IN_PLACE), MAXLOC/MINLOC on all pair types with ties (lowest index
  * wins), Gather(v)/Scatter(v)/Allgather(v)/Alltoall(v) incl. zero counts,
  * NULL buffers where nothing is sent, gaps in displacements and
- * MPI_IN_PLACE, Reduce_scatter_block, Reduce_scatter (unequal counts),
+ * MPI_IN_PLACE, Reduce_scatter_block, Reduce_scatter (unequal counts), Alltoallw,
  * Scan, Exscan, user ops (commutative and a
  * non-commutative 2x2 matrix product whose order is checked), Op_free, and
  * collectives on split communicators. */
@@ -577,6 +577,22 @@ static void test_reduce_scatter(void) {
     CHECK(v[t] == n * (first + t + 1), "Reduce_scatter in place element %d: %d", t, v[t]);
   free(v);
   free(got);
+
+  /* Alltoallw: one int to and from each rank, with a type per peer
+   * (MPI_INT or MPI_INT32_T) and displacements in bytes. */
+  int *sw = malloc(n * sizeof *sw), *rw = malloc(n * sizeof *rw);
+  int *cnt = malloc(n * sizeof *cnt), *dis = malloc(n * sizeof *dis);
+  MPI_Datatype *ty = malloc(n * sizeof *ty);
+  for (int j = 0; j < n; j++) {
+    sw[j] = 100 * rank + j;
+    rw[j] = -1;
+    cnt[j] = 1;
+    dis[j] = j * (int)sizeof(int);
+    ty[j] = (j % 2 == 0) ? MPI_INT : MPI_INT32_T;
+  }
+  CHECK_MPI(MPI_Alltoallw(sw, cnt, dis, ty, rw, cnt, dis, ty, MPI_COMM_WORLD));
+  for (int j = 0; j < n; j++) CHECK(rw[j] == 100 * j + rank, "Alltoallw from %d: %d", j, rw[j]);
+  free(sw), free(rw), free(cnt), free(dis), free(ty);
 }
 
 /* ---- collectives on split communicators ---- */
