@@ -59,7 +59,7 @@ void wait_all(int count, MPI_Request *reqs) {
 void print_usage(void) {
   printf(
       "usage: mpi_bench BENCHMARK... [options]\n"
-      "benchmarks: latency bw bibw mbw_mr mt_latency mt_rate coll\n"
+      "benchmarks: latency bw bibw mbw_mr mt_latency mt_rate coll overlap\n"
       "  --sizes LIST      message sizes for every benchmark named (e.g. 8,4K,64K,1M)\n"
       "  --threads LIST    threads per rank for mt_* [1,2,4,8]\n"
       "  --mt-mode M       tag: one communicator, a tag per thread [default];\n"
@@ -126,7 +126,7 @@ static void bad_usage(const char *fmt, const char *arg) {
 }
 
 static const char *const kBenchNames[] = {"latency",    "bw",      "bibw", "mbw_mr",
-                                          "mt_latency", "mt_rate", "coll"};
+                                          "mt_latency", "mt_rate", "coll", "overlap"};
 
 static int is_bench_name(const char *name) {
   for (size_t i = 0; i < sizeof kBenchNames / sizeof *kBenchNames; ++i) {

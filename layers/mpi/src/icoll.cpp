@@ -2,6 +2,7 @@
 // thread that runs them (offload.hpp). A request of one completes when its
 // collective has returned on the communicator's thread; the caller's
 // Wait/Test see it (request.cpp).
+#include <chrono>
 #include <set>
 #include <utility>
 #include <vector>
@@ -11,12 +12,24 @@
 
 namespace rmpi {
 
-void Job::wait() const {
+void Job::wait() {
+  if (done.load(std::memory_order_acquire)) return;
+  if (owner->run_here(this)) return;
   for (int i = 0; i < 2000; ++i) {
     if (done.load(std::memory_order_acquire)) return;
   }
-  while (!done.load(std::memory_order_acquire)) done.wait(false, std::memory_order_acquire);
+  owner->wait_for(this);
 }
+
+// A mutex and condition variable rather than the atomic's wait(): this
+// library's std::atomic<bool>::wait may sleep milliseconds past its notify.
+void Offload::wait_for(const Job *job) {
+  std::unique_lock lock(mu_);
+  done_cv_.wait(lock, [job] { return job->done.load(std::memory_order_acquire); });
+}
+
+// How long a collective waits for its caller before this thread runs it.
+constexpr std::chrono::microseconds kGrace{100};
 
 Offload::Offload(MPI_Comm shadow) : shadow_(shadow), thread_([this] { loop(); }) {}
 
@@ -33,6 +46,7 @@ Offload::~Offload() {
 std::shared_ptr<Job> Offload::post(std::function<int(MPI_Comm)> run) {
   auto job = std::make_shared<Job>();
   job->run = std::move(run);
+  job->owner = this;
   {
     std::lock_guard lock(mu_);
     queue_.push_back(job);
@@ -41,19 +55,57 @@ std::shared_ptr<Job> Offload::post(std::function<int(MPI_Comm)> run) {
   return job;
 }
 
+void Offload::finish(Job &job) {
+  {
+    std::lock_guard lock(mu_);
+    job.done.store(true, std::memory_order_release);
+  }
+  done_cv_.notify_all();
+}
+
+bool Offload::run_here(Job *job) {
+  std::shared_ptr<Job> mine;
+  {
+    std::lock_guard lock(mu_);
+    if (busy_ || queue_.empty() || queue_.front().get() != job) return false;
+    mine = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+  }
+  mine->error = mine->run(shadow_);
+  {
+    std::lock_guard lock(mu_);
+    busy_ = false;
+  }
+  cv_.notify_one();  // the thread may go on with the next
+  finish(*mine);
+  return true;
+}
+
 void Offload::loop() {
   for (;;) {
     std::shared_ptr<Job> job;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      cv_.wait(lock, [this] { return !busy_ && (stop_ || !queue_.empty()); });
       if (queue_.empty()) return;  // stopping, and nothing left
+      // A caller that waits at once runs it itself (run_here), cheaper
+      // than handing it over: give it the time to come.
+      const Job *next = queue_.front().get();
+      cv_.wait_for(lock, kGrace, [this, next] {
+        return stop_ || busy_ || queue_.empty() || queue_.front().get() != next;
+      });
+      if (busy_ || queue_.empty()) continue;
       job = std::move(queue_.front());
       queue_.pop_front();
+      busy_ = true;
     }
     job->error = job->run(shadow_);
-    job->done.store(true, std::memory_order_release);
-    job->done.notify_all();
+    {
+      std::lock_guard lock(mu_);
+      busy_ = false;
+    }
+    finish(*job);
   }
 }
 

@@ -5,6 +5,12 @@
 // (a dup made by the first one: its traffic never meets the blocking
 // collectives' or point-to-point's), while the caller goes on computing.
 // Each is the blocking collective; its request completes when it returns.
+// A caller that waits for a collective the thread has not started yet runs
+// it itself (when it is the next in line and the thread is idle), and the
+// thread leaves a new collective to its caller for a moment (kGrace) before
+// it runs it: a collective waited for at once then costs what the blocking
+// one costs, with no hand-over between threads; one the caller computes
+// through is run by the thread meanwhile.
 #pragma once
 
 #include <atomic>
@@ -20,12 +26,16 @@
 namespace rmpi {
 
 // One collective handed to the thread, and its outcome.
+class Offload;
+
 struct Job {
   std::function<int(MPI_Comm)> run;  // on the shadow communicator
   std::atomic<bool> done{false};
   int error = MPI_SUCCESS;
-  // Blocks until done (spinning briefly, then sleeping).
-  void wait() const;
+  Offload *owner = nullptr;
+  // Blocks until done: runs it here if it is next and the thread idle,
+  // else spins briefly, then sleeps.
+  void wait();
 };
 
 class Offload {
@@ -36,15 +46,23 @@ class Offload {
   Offload(const Offload &) = delete;
   Offload &operator=(const Offload &) = delete;
   std::shared_ptr<Job> post(std::function<int(MPI_Comm)> run);
+  // Runs job on the calling thread if it is the next in line and the
+  // thread is idle; false if not (then the thread runs it, or has).
+  bool run_here(Job *job);
+  // Sleeps until job is done.
+  void wait_for(const Job *job);
 
  private:
   void loop();
+  void finish(Job &job);
 
   MPI_Comm shadow_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_;       // the thread waits for work on it
+  std::condition_variable done_cv_;  // callers wait for their jobs on it
   std::deque<std::shared_ptr<Job>> queue_;
   bool stop_ = false;
+  bool busy_ = false;  // a collective is running (on the thread or a caller)
   std::thread thread_;
 };
 
