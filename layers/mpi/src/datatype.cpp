@@ -288,14 +288,8 @@ int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent) {
 int MPI_Type_create_indexed_block(int count, int blocklength, const int displacements[],
                                   MPI_Datatype oldtype, MPI_Datatype *newtype) {
   if (int rc = new_type(oldtype, "MPI_Type_create_indexed_block", count)) return rc;
-  std::vector<MPI_Aint> at;
-  for (int i = 0; i < count; ++i) {
-    for (int j = 0; j < blocklength; ++j) {
-      at.push_back((MPI_Aint(displacements[i]) + j) * oldtype->extent);
-    }
-  }
-  *newtype = replicate(oldtype, at);
-  return MPI_SUCCESS;
+  const std::vector<int> lengths(std::size_t(count), blocklength);
+  return MPI_Type_indexed(count, lengths.data(), displacements, oldtype, newtype);
 }
 
 int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint displacements[],
@@ -312,12 +306,8 @@ int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint
 int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint displacements[],
                                    MPI_Datatype oldtype, MPI_Datatype *newtype) {
   if (int rc = new_type(oldtype, "MPI_Type_create_hindexed_block", count)) return rc;
-  std::vector<MPI_Aint> at;
-  for (int i = 0; i < count; ++i) {
-    for (int j = 0; j < blocklength; ++j) at.push_back(displacements[i] + j * oldtype->extent);
-  }
-  *newtype = replicate(oldtype, at);
-  return MPI_SUCCESS;
+  const std::vector<int> lengths(std::size_t(count), blocklength);
+  return MPI_Type_create_hindexed(count, lengths.data(), displacements, oldtype, newtype);
 }
 
 // The elements of a subarray, in the order the array stores them (C: the
