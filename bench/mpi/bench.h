@@ -89,5 +89,13 @@ void bench_mt_latency(const struct options *o);
 void bench_mt_rate(const struct options *o);
 void bench_coll(const struct options *o);
 void bench_overlap(const struct options *o);
+/* rma.c */
+void bench_put_latency(const struct options *o);
+void bench_get_latency(const struct options *o);
+void bench_acc_latency(const struct options *o);
+void bench_fop_latency(const struct options *o);
+void bench_cas_latency(const struct options *o);
+void bench_put_bw(const struct options *o);
+void bench_get_bw(const struct options *o);
 
 #endif

@@ -60,6 +60,7 @@ void print_usage(void) {
   printf(
       "usage: mpi_bench BENCHMARK... [options]\n"
       "benchmarks: latency bw bibw mbw_mr mt_latency mt_rate coll overlap\n"
+      "            put_latency get_latency acc_latency fop_latency cas_latency put_bw get_bw\n"
       "  --sizes LIST      message sizes for every benchmark named (e.g. 8,4K,64K,1M)\n"
       "  --threads LIST    threads per rank for mt_* [1,2,4,8]\n"
       "  --mt-mode M       tag: one communicator, a tag per thread [default];\n"
@@ -125,8 +126,10 @@ static void bad_usage(const char *fmt, const char *arg) {
   exit(2);
 }
 
-static const char *const kBenchNames[] = {"latency",    "bw",      "bibw", "mbw_mr",
-                                          "mt_latency", "mt_rate", "coll", "overlap"};
+static const char *const kBenchNames[] = {
+    "latency",     "bw",          "bibw",        "mbw_mr",      "mt_latency",
+    "mt_rate",     "coll",        "overlap",     "put_latency", "get_latency",
+    "acc_latency", "fop_latency", "cas_latency", "put_bw",      "get_bw"};
 
 static int is_bench_name(const char *name) {
   for (size_t i = 0; i < sizeof kBenchNames / sizeof *kBenchNames; ++i) {

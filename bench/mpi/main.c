@@ -16,6 +16,8 @@
  *   mt_latency mt_rate       mt.c      (threads; MPI_THREAD_MULTIPLE)
  *   coll                     coll.c    (barrier, bcast, reduce, allreduce)
  *   overlap                  coll.c    (osu_iallreduce: Iallreduce hidden behind computation)
+ *   put_latency get_latency acc_latency fop_latency cas_latency put_bw get_bw
+ *                            rma.c     (osu_put_latency ... osu_get_bw: one-sided)
  * Options: --sizes LIST (e.g. 8,4K,64K,1M; for every benchmark named),
  *   --threads LIST [1,2,4,8], --mt-mode tag|comm [tag], --window N [64],
  *   --reps N [5], --time S [0.2], --iters N (a fixed count per repetition
@@ -31,7 +33,10 @@
  *   MPI_Comm_size, MPI_Comm_dup, MPI_Comm_split, MPI_Comm_free, MPI_Wtime,
  *   MPI_Send, MPI_Recv, MPI_Isend, MPI_Irecv, MPI_Wait, MPI_Waitall,
  *   MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Iallreduce,
- *   MPI_Get_processor_name, MPI_Get_version, MPI_Abort, MPI_Query_thread:
+ *   MPI_Get_processor_name, MPI_Get_version, MPI_Abort, MPI_Query_thread,
+ *   MPI_Win_allocate, MPI_Win_free, MPI_Win_lock, MPI_Win_unlock,
+ *   MPI_Win_flush, MPI_Put, MPI_Get, MPI_Accumulate, MPI_Fetch_and_op,
+ *   MPI_Compare_and_swap:
  *   the subset rocl's MPI implements. Keep it so. */
 #include "bench.h"
 
@@ -123,7 +128,14 @@ static void run_benchmark(const char *name, const struct options *o) {
                {"mt_latency", bench_mt_latency},
                {"mt_rate", bench_mt_rate},
                {"coll", bench_coll},
-               {"overlap", bench_overlap}};
+               {"overlap", bench_overlap},
+               {"put_latency", bench_put_latency},
+               {"get_latency", bench_get_latency},
+               {"acc_latency", bench_acc_latency},
+               {"fop_latency", bench_fop_latency},
+               {"cas_latency", bench_cas_latency},
+               {"put_bw", bench_put_bw},
+               {"get_bw", bench_get_bw}};
   for (size_t i = 0; i < sizeof table / sizeof *table; ++i) {
     if (strcmp(name, table[i].name) == 0) {
       table[i].run(o);

@@ -25,7 +25,7 @@ typedef struct rocl_mpi_request *MPI_Request;
 typedef struct rocl_mpi_errhandler *MPI_Errhandler;
 typedef struct rocl_mpi_group *MPI_Group;
 typedef struct rocl_mpi_info *MPI_Info;
-typedef struct rocl_mpi_win *MPI_Win; /* only for the unsupported calls */
+typedef struct rocl_mpi_win *MPI_Win;
 typedef struct rocl_mpi_message *MPI_Message;
 typedef intptr_t MPI_Aint;
 typedef long long MPI_Count;
@@ -103,7 +103,8 @@ ROCL_MPI_TYPES(ROCL_MPI_DECLARE_TYPE)
 
 /* clang-format off */
 #define ROCL_MPI_OPS(X) \
-  X(max) X(min) X(sum) X(prod) X(land) X(band) X(lor) X(bor) X(lxor) X(bxor) X(maxloc) X(minloc)
+  X(max) X(min) X(sum) X(prod) X(land) X(band) X(lor) X(bor) X(lxor) X(bxor) X(maxloc) X(minloc) \
+  X(replace) X(no_op)
 /* clang-format on */
 #define ROCL_MPI_DECLARE_OP(name) extern struct rocl_mpi_op rocl_mpi_op_##name;
 ROCL_MPI_OPS(ROCL_MPI_DECLARE_OP)
@@ -120,6 +121,8 @@ ROCL_MPI_OPS(ROCL_MPI_DECLARE_OP)
 #define MPI_BXOR (&rocl_mpi_op_bxor)
 #define MPI_MAXLOC (&rocl_mpi_op_maxloc)
 #define MPI_MINLOC (&rocl_mpi_op_minloc)
+#define MPI_REPLACE (&rocl_mpi_op_replace)
+#define MPI_NO_OP (&rocl_mpi_op_no_op)
 #define MPI_OP_NULL ((MPI_Op)0)
 
 extern struct rocl_mpi_errhandler rocl_mpi_errors_are_fatal, rocl_mpi_errors_return;
@@ -186,6 +189,26 @@ int rocl_mpi_comm_null_delete_fn(MPI_Comm, int, void *, void *);
 #define MPI_COMM_NULL_COPY_FN rocl_mpi_comm_null_copy_fn
 #define MPI_COMM_DUP_FN rocl_mpi_comm_dup_fn
 #define MPI_COMM_NULL_DELETE_FN rocl_mpi_comm_null_delete_fn
+/* Windows: attribute keys of MPI_Win_get_attr, flavours, memory models,
+ * lock types, assertions. */
+#define MPI_WIN_BASE 8
+#define MPI_WIN_SIZE 9
+#define MPI_WIN_DISP_UNIT 10
+#define MPI_WIN_CREATE_FLAVOR 11
+#define MPI_WIN_MODEL 12
+#define MPI_WIN_FLAVOR_CREATE 1
+#define MPI_WIN_FLAVOR_ALLOCATE 2
+#define MPI_WIN_FLAVOR_DYNAMIC 3
+#define MPI_WIN_FLAVOR_SHARED 4
+#define MPI_WIN_SEPARATE 1
+#define MPI_WIN_UNIFIED 2
+#define MPI_LOCK_EXCLUSIVE 234
+#define MPI_LOCK_SHARED 235
+#define MPI_MODE_NOCHECK 1024
+#define MPI_MODE_NOSTORE 2048
+#define MPI_MODE_NOPUT 4096
+#define MPI_MODE_NOPRECEDE 8192
+#define MPI_MODE_NOSUCCEED 16384
 /* Topologies (MPI_Topo_test). */
 #define MPI_GRAPH 1
 #define MPI_CART 2
@@ -222,6 +245,17 @@ int rocl_mpi_comm_null_delete_fn(MPI_Comm, int, void *, void *);
 #define MPI_ERR_INFO_VALUE 26
 #define MPI_ERR_INFO_NOKEY 27
 #define MPI_ERR_SPAWN 28
+#define MPI_ERR_BASE 29
+#define MPI_ERR_DISP 30
+#define MPI_ERR_LOCKTYPE 31
+#define MPI_ERR_ASSERT 32
+#define MPI_ERR_RMA_CONFLICT 33
+#define MPI_ERR_RMA_SYNC 34
+#define MPI_ERR_RMA_RANGE 35
+#define MPI_ERR_RMA_ATTACH 36
+#define MPI_ERR_RMA_SHARED 37
+#define MPI_ERR_RMA_FLAVOR 38
+#define MPI_ERR_SIZE 39
 #define MPI_ERR_LASTCODE 0x7fff
 
 /* ---- environment ---------------------------------------------------------- */
@@ -519,16 +553,30 @@ int MPI_Get_elements_x(const MPI_Status *status, MPI_Datatype datatype, MPI_Coun
 MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);
 MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);
 
-/* ---- present so that programs link; they return MPI_ERR_UNSUPPORTED_OPERATION ---- */
+/* ---- one-sided communication (docs/mpi.md, "One-sided") ---------------------------- */
 
 int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
                    MPI_Win *win);
 int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
                      MPI_Win *win);
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
+                            void *baseptr, MPI_Win *win);
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win);
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
+int MPI_Free_mem(void *base);
+int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size);
+int MPI_Win_detach(MPI_Win win, const void *base);
 int MPI_Win_free(MPI_Win *win);
-int MPI_Win_fence(int assert, MPI_Win win);
-int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
-int MPI_Win_unlock(int rank, MPI_Win win);
+int MPI_Win_get_group(MPI_Win win, MPI_Group *group);
+int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr);
+int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
+int MPI_Win_set_name(MPI_Win win, const char *win_name);
+int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen);
+int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);
+int MPI_Win_get_errhandler(MPI_Win win, MPI_Errhandler *errhandler);
+int MPI_Win_set_info(MPI_Win win, MPI_Info info);
+int MPI_Win_get_info(MPI_Win win, MPI_Info *info_used);
+
 int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
             int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
             MPI_Win win);
@@ -537,6 +585,43 @@ int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, i
 int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
                    int target_rank, MPI_Aint target_disp, int target_count,
                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                       void *result_addr, int result_count, MPI_Datatype result_datatype,
+                       int target_rank, MPI_Aint target_disp, int target_count,
+                       MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+                     int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win);
+int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+                         MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win);
+int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+             int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+             MPI_Win win, MPI_Request *request);
+int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win,
+             MPI_Request *request);
+int MPI_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                    int target_rank, MPI_Aint target_disp, int target_count,
+                    MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request);
+int MPI_Rget_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                        void *result_addr, int result_count, MPI_Datatype result_datatype,
+                        int target_rank, MPI_Aint target_disp, int target_count,
+                        MPI_Datatype target_datatype, MPI_Op op, MPI_Win win, MPI_Request *request);
+
+int MPI_Win_fence(int assert, MPI_Win win);
+int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
+int MPI_Win_unlock(int rank, MPI_Win win);
+int MPI_Win_lock_all(int assert, MPI_Win win);
+int MPI_Win_unlock_all(MPI_Win win);
+int MPI_Win_flush(int rank, MPI_Win win);
+int MPI_Win_flush_all(MPI_Win win);
+int MPI_Win_flush_local(int rank, MPI_Win win);
+int MPI_Win_flush_local_all(MPI_Win win);
+int MPI_Win_sync(MPI_Win win);
+int MPI_Win_post(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win);
+int MPI_Win_complete(MPI_Win win);
+int MPI_Win_wait(MPI_Win win);
+int MPI_Win_test(MPI_Win win, int *flag);
 
 #ifdef __cplusplus
 }

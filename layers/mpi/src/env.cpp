@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "mpi_impl.hpp"
+#include "win.hpp"
 
 struct rocl_mpi_errhandler rocl_mpi_errors_are_fatal {
   true
@@ -28,15 +29,46 @@ int g_thread_level = MPI_THREAD_SINGLE;
 pthread_t g_main_thread;
 
 const char *class_text(int cls) {
-  static const char *const kText[] = {
-      "no error",           "invalid buffer",        "invalid count",        "invalid datatype",
-      "invalid tag",        "invalid communicator",  "invalid rank",         "invalid request",
-      "invalid root",       "invalid group",         "invalid operation",    "invalid topology",
-      "invalid dimensions", "invalid argument",      "unknown error",        "message truncated",
-      "other error",        "internal error",        "error code in status", "pending request",
-      "out of memory",      "unsupported operation", "invalid keyval",       "invalid window",
-      "invalid info",       "invalid info key",      "invalid info value",   "info key not found",
-      "spawn failed"};
+  static const char *const kText[] = {"no error",
+                                      "invalid buffer",
+                                      "invalid count",
+                                      "invalid datatype",
+                                      "invalid tag",
+                                      "invalid communicator",
+                                      "invalid rank",
+                                      "invalid request",
+                                      "invalid root",
+                                      "invalid group",
+                                      "invalid operation",
+                                      "invalid topology",
+                                      "invalid dimensions",
+                                      "invalid argument",
+                                      "unknown error",
+                                      "message truncated",
+                                      "other error",
+                                      "internal error",
+                                      "error code in status",
+                                      "pending request",
+                                      "out of memory",
+                                      "unsupported operation",
+                                      "invalid keyval",
+                                      "invalid window",
+                                      "invalid info",
+                                      "invalid info key",
+                                      "invalid info value",
+                                      "info key not found",
+                                      "spawn failed",
+                                      "invalid base",
+                                      "invalid displacement",
+                                      "invalid lock type",
+                                      "invalid assertion",
+                                      "conflicting accesses",
+                                      "wrong synchronization of RMA calls",
+                                      "target memory out of the window",
+                                      "memory cannot be attached",
+                                      "memory cannot be shared",
+                                      "wrong window flavor",
+                                      "invalid size"};
   return cls >= 0 && cls < int(sizeof kText / sizeof *kText) ? kText[cls] : "unknown error class";
 }
 
@@ -207,6 +239,7 @@ int MPI_Finalize(void) {
   end_all_offloads();  // the threads of the non-blocking collectives
   // Everyone has stopped sending to us before our resources go away.
   MPI_Barrier(MPI_COMM_WORLD);
+  end_rma_agent();  // the thread of the one-sided operations
   teardown_world();
   g_state.store(2, std::memory_order_release);
   rocl_exit();

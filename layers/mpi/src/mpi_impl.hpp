@@ -175,6 +175,7 @@ void release_type(MPI_Datatype t);
 int reduce_local(MPI_Comm comm, MPI_Op op, MPI_Datatype t, const void *in, void *inout, int count,
                  const char *who);
 int check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype t, const char *who);
+const char *op_name(int builtin);
 
 // Plain transfers of contiguous bytes in a domain (p2p.cpp), for the
 // collectives and communicator creation: never wildcards.

@@ -14,7 +14,9 @@ struct rocl_mpi_op rocl_mpi_op_max {
     rocl_mpi_op_band{rocl_mpi_op::kMagic, kBand}, rocl_mpi_op_lor{rocl_mpi_op::kMagic, kLor},
     rocl_mpi_op_bor{rocl_mpi_op::kMagic, kBor}, rocl_mpi_op_lxor{rocl_mpi_op::kMagic, kLxor},
     rocl_mpi_op_bxor{rocl_mpi_op::kMagic, kBxor}, rocl_mpi_op_maxloc{rocl_mpi_op::kMagic, kMaxloc},
-    rocl_mpi_op_minloc{rocl_mpi_op::kMagic, kMinloc};
+    rocl_mpi_op_minloc{rocl_mpi_op::kMagic, kMinloc},
+    rocl_mpi_op_replace{rocl_mpi_op::kMagic, kReplace},
+    rocl_mpi_op_no_op{rocl_mpi_op::kMagic, kNoOp};
 
 namespace rmpi {
 namespace {
@@ -25,15 +27,23 @@ Fn function_for(int op, MPI_Datatype t) {
   return t->reducer != nullptr ? t->reducer(op) : nullptr;
 }
 
-const char *const kOpName[] = {"MPI_MAX",  "MPI_MIN",  "MPI_SUM",    "MPI_PROD",
-                               "MPI_LAND", "MPI_BAND", "MPI_LOR",    "MPI_BOR",
-                               "MPI_LXOR", "MPI_BXOR", "MPI_MAXLOC", "MPI_MINLOC"};
+const char *const kOpName[] = {"MPI_MAX",    "MPI_MIN",    "MPI_SUM",     "MPI_PROD", "MPI_LAND",
+                               "MPI_BAND",   "MPI_LOR",    "MPI_BOR",     "MPI_LXOR", "MPI_BXOR",
+                               "MPI_MAXLOC", "MPI_MINLOC", "MPI_REPLACE", "MPI_NO_OP"};
 
 }  // namespace
+
+const char *op_name(int builtin) {
+  return builtin >= 0 && builtin < kBuiltins ? kOpName[builtin] : "a user-defined operation";
+}
 
 int check_op(MPI_Comm comm, MPI_Op op, MPI_Datatype t, const char *who) {
   if (op == MPI_OP_NULL || op->magic != rocl_mpi_op::kMagic) {
     return fail(comm, MPI_ERR_OP, who, "not a reduction operation");
+  }
+  if (op->builtin >= kReplace) {
+    return fail(comm, MPI_ERR_OP, who, "%s is for one-sided accumulates only",
+                kOpName[op->builtin]);
   }
   if (op->user == nullptr && function_for(op->builtin, t) == nullptr) {
     return fail(comm, MPI_ERR_OP, who, "%s is not defined on this datatype", kOpName[op->builtin]);

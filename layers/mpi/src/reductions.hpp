@@ -12,7 +12,25 @@
 
 namespace rmpi {
 
-enum Builtin { kMax, kMin, kSum, kProd, kLand, kBand, kLor, kBor, kLxor, kBxor, kMaxloc, kMinloc };
+// kReplace and kNoOp are defined for one-sided accumulates only: no
+// chooser returns a function for them.
+enum Builtin {
+  kMax,
+  kMin,
+  kSum,
+  kProd,
+  kLand,
+  kBand,
+  kLor,
+  kBor,
+  kLxor,
+  kBxor,
+  kMaxloc,
+  kMinloc,
+  kReplace,
+  kNoOp,
+  kBuiltins
+};
 
 // inout[i] = in[i] op inout[i] for each element; F is one of the lambdas
 // below (captureless, so default-constructible).

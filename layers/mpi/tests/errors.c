@@ -1,9 +1,8 @@
 /* errors: error classes returned under MPI_ERRORS_RETURN (rocl-specific).
  * Invalid communicator, rank, tag, count, datatype, root, op and request
  * arguments give the right error classes, Error_string describes them, the
- * communicator keeps working afterwards, and an MPI function that rocl only
- * provides so that programs link (MPI_Win_create) returns
- * MPI_ERR_UNSUPPORTED_OPERATION.
+ * communicator keeps working afterwards, and windows made with a negative
+ * size or a displacement unit of 0, or freed twice, are refused.
  *
  * The checks of invalid arguments are required of rocl only: the standard
  * leaves argument checking to the implementation. Other MPIs print
@@ -103,12 +102,14 @@ int main(int argc, char **argv) {
   CHECK(y == (rank + size - 1) % size, "Sendrecv after the errors got %d", y);
 
 #ifdef ROCL_MPI
-  /* Present only so that programs link: reports it is unsupported. */
+  /* Windows: a negative size, a displacement unit of 0, a freed window. */
   {
     char winbuf[64];
-    MPI_Win win;
-    int rc = MPI_Win_create(winbuf, sizeof winbuf, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
-    EXPECT(rc, MPI_ERR_UNSUPPORTED_OPERATION);
+    MPI_Win win = MPI_WIN_NULL;
+    EXPECT(MPI_Win_create(winbuf, -1, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win), MPI_ERR_SIZE);
+    EXPECT(MPI_Win_create(winbuf, sizeof winbuf, 0, MPI_INFO_NULL, MPI_COMM_WORLD, &win),
+           MPI_ERR_DISP);
+    EXPECT(MPI_Win_free(&win), MPI_ERR_WIN);
   }
 #endif
 
