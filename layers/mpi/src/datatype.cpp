@@ -24,6 +24,8 @@ rocl_mpi_datatype predefined(std::size_t size, std::size_t extent, rmpi::Chooser
           .predefined = true,
           .committed = true,
           .name = {},
+          .attrs = {},
+          .contents = {},
           .refs = {}};
 }
 template <class T>
@@ -107,6 +109,20 @@ MPI_Datatype replicate(MPI_Datatype old, const std::vector<MPI_Aint> &at) {
   return t;
 }
 
+// A derived type with old's type map and none of its name, attributes or
+// constructor, at lb and extent.
+MPI_Datatype resized(MPI_Datatype old, MPI_Aint lb, MPI_Aint extent) {
+  auto *t = new rocl_mpi_datatype(*old);
+  t->predefined = t->committed = false;
+  t->name.clear();
+  t->attrs.clear();
+  t->contents.reset();
+  t->lb = lb;
+  t->extent = extent;
+  t->dense = t->blocks.size() <= 1 && MPI_Aint(t->packed) == t->extent;
+  return t;
+}
+
 int new_type(MPI_Datatype old, const char *who, int count) {
   if (old == MPI_DATATYPE_NULL || old->magic != rocl_mpi_datatype::kMagic) {
     return fail(nullptr, MPI_ERR_TYPE, who, "the old datatype is not a datatype");
@@ -121,6 +137,36 @@ void retain_type(MPI_Datatype t) {
 }
 void release_type(MPI_Datatype t) {
   if (!t->predefined && t->refs.n.fetch_sub(1, std::memory_order_acq_rel) == 1) delete t;
+}
+
+MPI_Datatype array_type(MPI_Datatype old, const std::vector<int> &sizes,
+                        const std::vector<std::vector<int>> &picked, int order) {
+  const std::size_t n = sizes.size();
+  // Dimensions from the slowest to the fastest.
+  std::vector<std::size_t> dims(n);
+  for (std::size_t k = 0; k < n; ++k) dims[k] = order == MPI_ORDER_C ? k : n - 1 - k;
+  std::vector<MPI_Aint> stride(n);
+  MPI_Aint s = old->extent;
+  for (std::size_t k = n; k-- > 0;) {
+    stride[k] = s;
+    s *= sizes[dims[k]];
+  }
+  std::vector<MPI_Aint> at;
+  const bool empty =
+      std::any_of(picked.begin(), picked.end(), [](const auto &p) { return p.empty(); });
+  std::vector<std::size_t> idx(n, 0);
+  while (!empty) {
+    MPI_Aint off = 0;
+    for (std::size_t k = 0; k < n; ++k) off += MPI_Aint(picked[dims[k]][idx[k]]) * stride[k];
+    at.push_back(off);
+    std::size_t k = n;
+    while (k > 0 && ++idx[k - 1] == picked[dims[k - 1]].size()) idx[--k] = 0;
+    if (k == 0) break;
+  }
+  MPI_Datatype elements = replicate(old, at);
+  MPI_Datatype t = resized(elements, 0, s);
+  delete elements;
+  return t;
 }
 
 void pack(const void *buf, int count, MPI_Datatype t, void *out) {
@@ -171,13 +217,20 @@ void Contiguous::store(std::size_t bytes) {
 extern "C" {
 
 int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype) {
-  return MPI_Type_vector(count, 1, 1, oldtype, newtype);
+  if (int rc = MPI_Type_vector(count, 1, 1, oldtype, newtype)) return rc;
+  record(*newtype, MPI_COMBINER_CONTIGUOUS, {count}, {}, {oldtype});
+  return MPI_SUCCESS;
 }
 
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
                     MPI_Datatype *newtype) {
   if (int rc = new_type(oldtype, "MPI_Type_vector", count)) return rc;
-  return MPI_Type_create_hvector(count, blocklength, stride * oldtype->extent, oldtype, newtype);
+  if (int rc =
+          MPI_Type_create_hvector(count, blocklength, stride * oldtype->extent, oldtype, newtype)) {
+    return rc;
+  }
+  record(*newtype, MPI_COMBINER_VECTOR, {count, blocklength, stride}, {}, {oldtype});
+  return MPI_SUCCESS;
 }
 
 int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
@@ -189,6 +242,7 @@ int MPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Dat
     for (int j = 0; j < blocklength; ++j) at.push_back(i * stride + j * oldtype->extent);
   }
   *newtype = replicate(oldtype, at);
+  record(*newtype, MPI_COMBINER_HVECTOR, {count, blocklength}, {stride}, {oldtype});
   return MPI_SUCCESS;
 }
 
@@ -202,6 +256,10 @@ int MPI_Type_indexed(int count, const int blocklengths[], const int displacement
     }
   }
   *newtype = replicate(oldtype, at);
+  std::vector<int> ints{count};
+  ints.insert(ints.end(), blocklengths, blocklengths + count);
+  ints.insert(ints.end(), displacements, displacements + count);
+  record(*newtype, MPI_COMBINER_INDEXED, std::move(ints), {}, {oldtype});
   return MPI_SUCCESS;
 }
 
@@ -240,18 +298,18 @@ int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint d
   t->extent = ub - lb;
   t->dense = t->blocks.size() <= 1 && MPI_Aint(t->packed) == t->extent;
   *newtype = t;
+  std::vector<int> ints{count};
+  ints.insert(ints.end(), blocklengths, blocklengths + count);
+  record(t, MPI_COMBINER_STRUCT, std::move(ints), {displacements, displacements + count},
+         {types, types + count});
   return MPI_SUCCESS;
 }
 
 int MPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                             MPI_Datatype *newtype) {
   if (int rc = new_type(oldtype, "MPI_Type_create_resized", 0)) return rc;
-  auto *t = new rocl_mpi_datatype(*oldtype);
-  t->predefined = t->committed = false;
-  t->lb = lb;
-  t->extent = extent;
-  t->dense = t->blocks.size() <= 1 && MPI_Aint(t->packed) == t->extent;
-  *newtype = t;
+  *newtype = resized(oldtype, lb, extent);
+  record(*newtype, MPI_COMBINER_RESIZED, {}, {lb, extent}, {oldtype});
   return MPI_SUCCESS;
 }
 
@@ -266,6 +324,7 @@ int MPI_Type_free(MPI_Datatype *datatype) {
   if ((*datatype)->predefined) {
     return fail(nullptr, MPI_ERR_TYPE, "MPI_Type_free", "a predefined datatype cannot be freed");
   }
+  if (int rc = delete_attributes(*datatype, "MPI_Type_free")) return rc;
   (*datatype)->magic = 0;
   release_type(*datatype);
   *datatype = MPI_DATATYPE_NULL;
@@ -289,7 +348,11 @@ int MPI_Type_create_indexed_block(int count, int blocklength, const int displace
                                   MPI_Datatype oldtype, MPI_Datatype *newtype) {
   if (int rc = new_type(oldtype, "MPI_Type_create_indexed_block", count)) return rc;
   const std::vector<int> lengths(std::size_t(count), blocklength);
-  return MPI_Type_indexed(count, lengths.data(), displacements, oldtype, newtype);
+  if (int rc = MPI_Type_indexed(count, lengths.data(), displacements, oldtype, newtype)) return rc;
+  std::vector<int> ints{count, blocklength};
+  ints.insert(ints.end(), displacements, displacements + count);
+  record(*newtype, MPI_COMBINER_INDEXED_BLOCK, std::move(ints), {}, {oldtype});
+  return MPI_SUCCESS;
 }
 
 int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint displacements[],
@@ -300,6 +363,10 @@ int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint
     for (int j = 0; j < blocklengths[i]; ++j) at.push_back(displacements[i] + j * oldtype->extent);
   }
   *newtype = replicate(oldtype, at);
+  std::vector<int> ints{count};
+  ints.insert(ints.end(), blocklengths, blocklengths + count);
+  record(*newtype, MPI_COMBINER_HINDEXED, std::move(ints), {displacements, displacements + count},
+         {oldtype});
   return MPI_SUCCESS;
 }
 
@@ -307,7 +374,12 @@ int MPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint di
                                    MPI_Datatype oldtype, MPI_Datatype *newtype) {
   if (int rc = new_type(oldtype, "MPI_Type_create_hindexed_block", count)) return rc;
   const std::vector<int> lengths(std::size_t(count), blocklength);
-  return MPI_Type_create_hindexed(count, lengths.data(), displacements, oldtype, newtype);
+  if (int rc = MPI_Type_create_hindexed(count, lengths.data(), displacements, oldtype, newtype)) {
+    return rc;
+  }
+  record(*newtype, MPI_COMBINER_HINDEXED_BLOCK, {count, blocklength},
+         {displacements, displacements + count}, {oldtype});
+  return MPI_SUCCESS;
 }
 
 // The elements of a subarray, in the order the array stores them (C: the
@@ -328,43 +400,31 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
                   subsizes[d], starts[d]);
     }
   }
-  // Dimensions from the slowest to the fastest.
-  std::vector<int> dims(static_cast<std::size_t>(ndims));
-  for (int d = 0; d < ndims; ++d) dims[std::size_t(d)] = order == MPI_ORDER_C ? d : ndims - 1 - d;
-  std::vector<MPI_Aint> stride(static_cast<std::size_t>(ndims));
-  MPI_Aint s = oldtype->extent;
-  for (int k = ndims - 1; k >= 0; --k) {
-    stride[std::size_t(k)] = s;
-    s *= sizes[dims[std::size_t(k)]];
+  const std::vector<int> whole(sizes, sizes + ndims);
+  std::vector<std::vector<int>> picked(static_cast<std::size_t>(ndims));
+  for (int d = 0; d < ndims; ++d) {
+    for (int i = 0; i < subsizes[d]; ++i) picked[std::size_t(d)].push_back(starts[d] + i);
   }
-  const MPI_Aint whole = s;
-  std::vector<MPI_Aint> at;
-  std::vector<int> idx(static_cast<std::size_t>(ndims), 0);
-  for (;;) {
-    MPI_Aint off = 0;
-    for (int k = 0; k < ndims; ++k) {
-      const int d = dims[std::size_t(k)];
-      off += MPI_Aint(starts[d] + idx[std::size_t(k)]) * stride[std::size_t(k)];
-    }
-    at.push_back(off);
-    int k = ndims - 1;
-    while (k >= 0 && ++idx[std::size_t(k)] == subsizes[dims[std::size_t(k)]]) {
-      idx[std::size_t(k)] = 0;
-      --k;
-    }
-    if (k < 0) break;
-  }
-  MPI_Datatype elements = replicate(oldtype, at);
-  const int rc = MPI_Type_create_resized(elements, 0, whole, newtype);
-  delete elements;
-  return rc;
+  *newtype = array_type(oldtype, whole, picked, order);
+  std::vector<int> ints{ndims};
+  for (const int *a : {sizes, subsizes, starts}) ints.insert(ints.end(), a, a + ndims);
+  ints.push_back(order);
+  record(*newtype, MPI_COMBINER_SUBARRAY, std::move(ints), {}, {oldtype});
+  return MPI_SUCCESS;
 }
 
 int MPI_Type_dup(MPI_Datatype oldtype, MPI_Datatype *newtype) {
   if (int rc = new_type(oldtype, "MPI_Type_dup", 0)) return rc;
-  auto *t = new rocl_mpi_datatype(*oldtype);
-  t->predefined = false;
-  t->name.clear();
+  // Same type map, bounds and committed state; the attributes those of
+  // the copy callbacks.
+  MPI_Datatype t = resized(oldtype, oldtype->lb, oldtype->extent);
+  t->committed = oldtype->committed;
+  if (int rc = copy_attributes(oldtype, t)) {
+    t->attrs.clear();  // those copied so far go with it, as the new type never existed
+    delete t;
+    return rc;
+  }
+  record(t, MPI_COMBINER_DUP, {}, {}, {oldtype});
   *newtype = t;
   return MPI_SUCCESS;
 }

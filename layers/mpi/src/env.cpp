@@ -178,6 +178,14 @@ int check_type(MPI_Comm comm, MPI_Datatype t, const char *who) {
   return MPI_SUCCESS;
 }
 
+int check_any_type(MPI_Datatype t, const char *who) {
+  if (!initialized()) return check_comm(MPI_COMM_WORLD, who);  // says so and exits
+  if (t == MPI_DATATYPE_NULL || t->magic != rocl_mpi_datatype::kMagic) {
+    return fail(nullptr, MPI_ERR_TYPE, who, "%p is not a datatype", static_cast<void *>(t));
+  }
+  return MPI_SUCCESS;
+}
+
 int check_count(MPI_Comm comm, int count, const char *who) {
   return count >= 0 ? MPI_SUCCESS : fail(comm, MPI_ERR_COUNT, who, "count %d is negative", count);
 }
@@ -344,6 +352,7 @@ int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
              lastcode = MPI_ERR_LASTCODE;
   static int universe = 0;
   universe = MPI_COMM_WORLD->size;  // no process is spawned yet: the job is the world
+  appnum = rmpi::appnum();
   int *value = keyval == MPI_TAG_UB            ? &tag_ub
                : keyval == MPI_HOST            ? &host
                : keyval == MPI_IO              ? &io
@@ -352,12 +361,7 @@ int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag)
                : keyval == MPI_APPNUM          ? &appnum
                : keyval == MPI_LASTUSEDCODE    ? &lastcode
                                                : nullptr;
-  if (is_user_key(keyval)) {
-    const auto it = comm->attrs.find(keyval);
-    *flag = it != comm->attrs.end();
-    if (*flag) *static_cast<void **>(attribute_val) = it->second;
-    return MPI_SUCCESS;
-  }
+  if (is_user_key(keyval)) return get_user_attribute(comm, keyval, attribute_val, flag);
   *flag = value != nullptr;
   if (value != nullptr) *static_cast<int **>(attribute_val) = value;
   return MPI_SUCCESS;

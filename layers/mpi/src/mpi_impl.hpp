@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -64,6 +65,20 @@ int fail(MPI_Comm comm, int error_class, const char *who, const char *fmt, ...)
 // MPI class for a rocl error code, with rocl_last_error() as the sentence.
 int fail_rocl(MPI_Comm comm, int rocl_code, const char *who);
 bool initialized();
+
+// What a derived type was made of (MPI_Type_get_contents): its constructor
+// and the arguments it was given. The datatypes among them are held
+// (retain_type), so they outlive the handles the user frees.
+struct TypeContents {
+  int combiner;
+  std::vector<int> ints;
+  std::vector<MPI_Aint> addrs;
+  std::vector<MPI_Datatype> types;
+  TypeContents(int c, std::vector<int> i, std::vector<MPI_Aint> a, std::vector<MPI_Datatype> t);
+  ~TypeContents();
+  TypeContents(const TypeContents &) = delete;
+  TypeContents &operator=(const TypeContents &) = delete;
+};
 
 }  // namespace rmpi
 
@@ -123,7 +138,10 @@ struct rocl_mpi_datatype {
   std::size_t basic_count = 0;      // basic elements per element
   bool predefined = false;
   bool committed = false;
-  std::string name;  // MPI_Type_set_name's (predefined: their standard one)
+  std::string name;             // MPI_Type_set_name's (predefined: their standard one)
+  std::map<int, void *> attrs;  // cached attributes by keyval (attr.cpp)
+  // Its constructor's (type_contents.cpp); none for a predefined type.
+  std::shared_ptr<const rmpi::TypeContents> contents;
   // The handle's reference plus one per request using the type: a type
   // freed while a receive into it is pending lives until the request goes.
   RefCount refs;
@@ -143,6 +161,8 @@ namespace rmpi {
 // Validation with MPI's error classes: 0 if fine, else fail()'s code.
 int check_comm(MPI_Comm comm, const char *who);
 int check_type(MPI_Comm comm, MPI_Datatype t, const char *who);
+// A datatype handle, committed or not (inquiries, names, attributes).
+int check_any_type(MPI_Datatype t, const char *who);
 int check_count(MPI_Comm comm, int count, const char *who);
 int check_rank(MPI_Comm comm, int rank, bool any_ok, const char *who);
 int check_tag(MPI_Comm comm, int tag, bool any_ok, const char *who);
@@ -170,6 +190,15 @@ class Contiguous {
 
 void retain_type(MPI_Datatype t);
 void release_type(MPI_Datatype t);
+// Records how t was made (type_contents.cpp), holding the types.
+void record(MPI_Datatype t, int combiner, std::vector<int> ints, std::vector<MPI_Aint> addrs,
+            std::vector<MPI_Datatype> types);
+// The elements of an array of old (sizes per dimension) whose indexes
+// are picked per dimension (each list ascending), in the array's storage
+// order (MPI_ORDER_C: the last dimension fastest), resized to the whole
+// array: subarrays and distributed arrays (darray.cpp).
+MPI_Datatype array_type(MPI_Datatype old, const std::vector<int> &sizes,
+                        const std::vector<std::vector<int>> &picked, int order);
 
 // Reductions (op.cpp): inout = in op inout, element-wise over packed data.
 int reduce_local(MPI_Comm comm, MPI_Op op, MPI_Datatype t, const void *in, void *inout, int count,
@@ -208,6 +237,8 @@ int inter_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
 // and, in MPI_Init, the intercommunicator to the parents.
 std::string spawn_id();
 int join_parents();
+// MPI_APPNUM: a spawned process's command index in MPI_Comm_spawn_multiple.
+int appnum();
 // A new communicator of these resources (rank -> gid) and world ranks.
 MPI_Comm new_comm(int rank, std::vector<rocl_gid_t> gids, std::vector<int> world,
                   MPI_Errhandler errhandler);
@@ -219,7 +250,12 @@ void release_comm(MPI_Comm comm);
 // callbacks, deleted through their delete callbacks (Comm_free, Finalize).
 int copy_attributes(MPI_Comm from, MPI_Comm to);
 int delete_attributes(MPI_Comm comm, const char *who);
+// The same for datatypes (MPI_Type_dup, MPI_Type_free).
+int copy_attributes(MPI_Datatype from, MPI_Datatype to);
+int delete_attributes(MPI_Datatype t, const char *who);
 bool is_user_key(int keyval);
+// MPI_Comm_get_attr of a user key (a datatype's key is an error).
+int get_user_attribute(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
 // A request that completes when job does: a non-blocking collective's.
 MPI_Request job_request(MPI_Comm comm, std::shared_ptr<Job> job);
 // A request that is complete already (request.cpp): MPI_Imrecv's, whose

@@ -40,15 +40,6 @@ int set(std::string *name, const char *value, const char *who) {
   return MPI_SUCCESS;
 }
 
-// Names may be given to types not yet committed.
-int check_named_type(MPI_Datatype t, const char *who) {
-  if (!rmpi::initialized()) return rmpi::check_comm(MPI_COMM_WORLD, who);  // says so and exits
-  if (t == MPI_DATATYPE_NULL || t->magic != rocl_mpi_datatype::kMagic) {
-    return fail(nullptr, MPI_ERR_TYPE, who, "%p is not a datatype", static_cast<void *>(t));
-  }
-  return MPI_SUCCESS;
-}
-
 void get(const std::string &name, char *out, int *resultlen) {
   std::memcpy(out, name.c_str(), name.size() + 1);
   *resultlen = int(name.size());
@@ -72,13 +63,14 @@ int MPI_Comm_get_name(MPI_Comm comm, char *comm_name, int *resultlen) {
   return MPI_SUCCESS;
 }
 
+// Names may be given to types not yet committed.
 int MPI_Type_set_name(MPI_Datatype datatype, const char *type_name) {
-  if (int rc = check_named_type(datatype, "MPI_Type_set_name")) return rc;
+  if (int rc = rmpi::check_any_type(datatype, "MPI_Type_set_name")) return rc;
   return set(&datatype->name, type_name, "MPI_Type_set_name");
 }
 
 int MPI_Type_get_name(MPI_Datatype datatype, char *type_name, int *resultlen) {
-  if (int rc = check_named_type(datatype, "MPI_Type_get_name")) return rc;
+  if (int rc = rmpi::check_any_type(datatype, "MPI_Type_get_name")) return rc;
   get(datatype->name.empty() ? predefined_name(datatype) : datatype->name, type_name, resultlen);
   return MPI_SUCCESS;
 }
