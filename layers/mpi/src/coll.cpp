@@ -16,6 +16,19 @@
 #include "mpi_impl.hpp"
 
 namespace rmpi {
+
+int send_from(MPI_Comm c, int to, int tag, const void *buf, int count, MPI_Datatype t) {
+  Contiguous x(buf, count, t, true);
+  return send_bytes(c, to, tag, kCollective, x.data(), x.bytes());
+}
+
+int recv_into(MPI_Comm c, int from, int tag, void *buf, int count, MPI_Datatype t) {
+  Contiguous x(buf, count, t, false);
+  if (int rc = recv_bytes(c, from, tag, kCollective, x.data(), x.bytes())) return rc;
+  x.store(x.bytes());
+  return MPI_SUCCESS;
+}
+
 namespace {
 
 enum Tag {
@@ -31,23 +44,11 @@ enum Tag {
   kReduceScatter,
   kCommCreate,
   kExscan,
-  kAlltoallw
+  kAlltoallw  // below kNeighborTag (mpi_impl.hpp)
 };
 
 char *at(const void *buf, MPI_Aint displacement_elements, MPI_Datatype t) {
   return static_cast<char *>(const_cast<void *>(buf)) + displacement_elements * t->extent;
-}
-
-int send_from(MPI_Comm c, int to, int tag, const void *buf, int count, MPI_Datatype t) {
-  Contiguous x(buf, count, t, true);
-  return send_bytes(c, to, tag, kCollective, x.data(), x.bytes());
-}
-
-int recv_into(MPI_Comm c, int from, int tag, void *buf, int count, MPI_Datatype t) {
-  Contiguous x(buf, count, t, false);
-  if (int rc = recv_bytes(c, from, tag, kCollective, x.data(), x.bytes())) return rc;
-  x.store(x.bytes());
-  return MPI_SUCCESS;
 }
 
 int copy_local(MPI_Comm c, const void *sbuf, int scount, MPI_Datatype st, void *rbuf, int rcount,

@@ -180,6 +180,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
   c->errhandler = comm->errhandler;
   c->cart_dims = comm->cart_dims;
   c->cart_periods = comm->cart_periods;
+  c->graph = comm->graph;
   *newcomm = c;
   return copy_attributes(comm, c);
 }

@@ -161,6 +161,11 @@ std::vector<int> copy_of(const int *a, int n) {
 }
 
 }  // namespace
+
+int post_collective(MPI_Comm comm, const char *who, MPI_Request *request,
+                    std::function<int(MPI_Comm)> run) {
+  return post(comm, who, request, std::move(run));
+}
 }  // namespace rmpi
 
 using namespace rmpi;

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -80,6 +81,17 @@ struct TypeContents {
   TypeContents &operator=(const TypeContents &) = delete;
 };
 
+// A graph or distributed graph topology of a communicator (graph_topo.cpp).
+struct GraphTopology {
+  int kind = MPI_UNDEFINED;  // MPI_GRAPH, MPI_DIST_GRAPH, or MPI_UNDEFINED for none
+  // MPI_GRAPH: the whole graph, as Graph_create was given it.
+  std::vector<int> index, edges;
+  // MPI_DIST_GRAPH: this rank's in- and out-neighbours in the order they
+  // were given (or learnt), and their weights when weighted.
+  std::vector<int> sources, source_weights, destinations, dest_weights;
+  bool weighted = false;
+};
+
 }  // namespace rmpi
 
 struct rocl_mpi_errhandler {
@@ -98,8 +110,10 @@ struct rocl_mpi_comm {
   MPI_Errhandler errhandler = MPI_ERRORS_ARE_FATAL;
   std::string name;             // MPI_Comm_set_name's
   std::map<int, void *> attrs;  // cached attributes by keyval (attr.cpp)
-  // A Cartesian topology (topo.cpp): dims empty for none.
+  // A Cartesian topology (topo.cpp): dims empty for none; or a graph or
+  // distributed graph one (graph_topo.cpp). Comm_dup copies them.
   std::vector<int> cart_dims, cart_periods;
+  rmpi::GraphTopology graph;
   // An intercommunicator's own group (intercomm.cpp); nullptr for an
   // intracommunicator. The rank table above is then the remote group's.
   rocl_mpi_comm *inter_local = nullptr;
@@ -265,6 +279,29 @@ MPI_Request completed_request(MPI_Comm comm, const MPI_Status &status, int error
 bool one_caller_at_a_time();
 // Collective helper (coll.cpp): every rank's n bytes, in rank order.
 int allgather_bytes(MPI_Comm comm, const void *mine, std::size_t n, void *all);
+// Collective transfers of (buf, count, t) in the kCollective domain
+// (coll.cpp): packed if t is not dense, never wildcards.
+int send_from(MPI_Comm c, int to, int tag, const void *buf, int count, MPI_Datatype t);
+int recv_into(MPI_Comm c, int from, int tag, void *buf, int count, MPI_Datatype t);
+// Collective-domain tags above coll.cpp's own: the neighbourhood
+// collectives', one per neighbour slot of a Cartesian topology from here.
+inline constexpr int kNeighborTag = 64;
+// A communicator's neighbours in the order of the neighbourhood
+// collectives' buffers (graph_topo.cpp): receives from sources[k] into
+// block k, sends block k to destinations[k]; MPI_PROC_NULL (a Cartesian
+// grid's open edge) keeps its block but moves nothing. In a Cartesian
+// topology block s of a sender lands in block s^1 of its receiver (what
+// goes up a dimension comes from below), so a neighbour met twice (a
+// periodic dimension of 1 or 2) still gets each block right.
+struct Neighbors {
+  std::vector<int> sources, destinations;
+  bool cartesian = false;
+};
+int neighbors_of(MPI_Comm comm, const char *who, Neighbors *out);
+// Posts run as a non-blocking collective of comm (icoll.cpp): the request
+// completes when run has returned on comm's offload thread.
+int post_collective(MPI_Comm comm, const char *who, MPI_Request *request,
+                    std::function<int(MPI_Comm)> run);
 // Point to point (p2p.cpp), shared with the immediate forms.
 inline rocl_gid_t source_gid(MPI_Comm comm, int source) {
   return source == MPI_ANY_SOURCE ? ROCL_ANY_GID : comm->gids[source];

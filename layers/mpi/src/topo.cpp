@@ -199,9 +199,28 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) {
   return MPI_SUCCESS;
 }
 
+// The rank this process would have in a grid of dims that Cart_create
+// made from comm: its own if the grid has room for it (no reordering).
+int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int[], int *newrank) {
+  if (int rc = rmpi::check_comm(comm, "MPI_Cart_map")) return rc;
+  if (int rc = rmpi::check_intra(comm, "MPI_Cart_map")) return rc;
+  if (ndims < 0) return fail(comm, MPI_ERR_DIMS, "MPI_Cart_map", "%d dimensions", ndims);
+  long long cells = 1;
+  for (int d = 0; d < ndims; ++d) {
+    if (dims[d] < 1) return fail(comm, MPI_ERR_DIMS, "MPI_Cart_map", "dims[%d] = %d", d, dims[d]);
+    cells *= dims[d];
+  }
+  if (cells > comm->size) {
+    return fail(comm, MPI_ERR_DIMS, "MPI_Cart_map", "a grid of %lld cells on a communicator of %d",
+                cells, comm->size);
+  }
+  *newrank = comm->rank < cells ? comm->rank : MPI_UNDEFINED;
+  return MPI_SUCCESS;
+}
+
 int MPI_Topo_test(MPI_Comm comm, int *status) {
   if (int rc = rmpi::check_comm(comm, "MPI_Topo_test")) return rc;
-  *status = comm->cart_dims.empty() ? MPI_UNDEFINED : MPI_CART;
+  *status = comm->cart_dims.empty() ? comm->graph.kind : MPI_CART;
   return MPI_SUCCESS;
 }
 
