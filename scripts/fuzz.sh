@@ -2,12 +2,14 @@
 # Builds the libFuzzer targets with clang++-14 outside the CMake project:
 #   wire_fuzz  the wire validator (tests/fuzz/wire_fuzz.cpp)
 #   peer_fuzz  the directory servers' peer packets (tests/fuzz/peer_fuzz.cpp)
+#   rma_wire_fuzz  the requests of MPI one-sided operations
+#              (tests/fuzz/rma_wire_fuzz.cpp)
 # and runs each for a while over a seed corpus the binary writes itself.
 #   scripts/fuzz.sh [seconds]      (default 20, for each target)
 # Output in build-fuzz/: the binaries, corpus/<target>/ (seeds plus what the
 # fuzzer found interesting) and <target>-crash-*/leak-*/timeout-* files if
 # it failed.
-# Exits non-zero when a build fails or a fuzzer finds a crash (after both
+# Exits non-zero when a build fails or a fuzzer finds a crash (after all
 # have run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,9 +39,11 @@ done
   src/directory/attr_list.cpp src/directory/spawn_request.cpp src/security/job_secret.cpp \
   src/status/status.cpp -lcrypto \
   -o "$out/peer_fuzz"
+"$cxx" "${flags[@]}" -I layers/mpi/include -I layers/mpi/src tests/fuzz/rma_wire_fuzz.cpp \
+  layers/mpi/src/rma_wire.cpp -o "$out/rma_wire_fuzz"
 
 status=0
-for target in wire peer; do
+for target in wire peer rma_wire; do
   corpus="$out/corpus/$target"
   mkdir -p "$corpus"
   ROCL_FUZZ_WRITE_SEEDS="$corpus" "$out/${target}_fuzz"

@@ -44,6 +44,10 @@ typedef int MPI_Comm_copy_attr_function(MPI_Comm oldcomm, int comm_keyval, void 
                                         void *attribute_val_in, void *attribute_val_out, int *flag);
 typedef int MPI_Comm_delete_attr_function(MPI_Comm comm, int comm_keyval, void *attribute_val,
                                           void *extra_state);
+typedef int MPI_Win_copy_attr_function(MPI_Win oldwin, int win_keyval, void *extra_state,
+                                       void *attribute_val_in, void *attribute_val_out, int *flag);
+typedef int MPI_Win_delete_attr_function(MPI_Win win, int win_keyval, void *attribute_val,
+                                         void *extra_state);
 typedef int MPI_Type_copy_attr_function(MPI_Datatype oldtype, int type_keyval, void *extra_state,
                                         void *attribute_val_in, void *attribute_val_out, int *flag);
 typedef int MPI_Type_delete_attr_function(MPI_Datatype datatype, int type_keyval,
@@ -225,6 +229,12 @@ int rocl_mpi_type_null_delete_fn(MPI_Datatype, int, void *, void *);
 #define MPI_TYPE_NULL_COPY_FN rocl_mpi_type_null_copy_fn
 #define MPI_TYPE_DUP_FN rocl_mpi_type_dup_fn
 #define MPI_TYPE_NULL_DELETE_FN rocl_mpi_type_null_delete_fn
+int rocl_mpi_win_null_copy_fn(MPI_Win, int, void *, void *, void *, int *);
+int rocl_mpi_win_dup_fn(MPI_Win, int, void *, void *, void *, int *);
+int rocl_mpi_win_null_delete_fn(MPI_Win, int, void *, void *);
+#define MPI_WIN_NULL_COPY_FN rocl_mpi_win_null_copy_fn
+#define MPI_WIN_DUP_FN rocl_mpi_win_dup_fn
+#define MPI_WIN_NULL_DELETE_FN rocl_mpi_win_null_delete_fn
 /* Windows: attribute keys of MPI_Win_get_attr, flavours, memory models,
  * lock types, assertions. */
 #define MPI_WIN_BASE 8
@@ -684,6 +694,12 @@ int MPI_Win_free(MPI_Win *win);
 int MPI_Win_get_group(MPI_Win win, MPI_Group *group);
 int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr);
 int MPI_Win_get_attr(MPI_Win win, int win_keyval, void *attribute_val, int *flag);
+int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn,
+                          MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
+                          void *extra_state);
+int MPI_Win_free_keyval(int *win_keyval);
+int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
+int MPI_Win_delete_attr(MPI_Win win, int win_keyval);
 int MPI_Win_set_name(MPI_Win win, const char *win_name);
 int MPI_Win_get_name(MPI_Win win, char *win_name, int *resultlen);
 int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler);

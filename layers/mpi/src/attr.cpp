@@ -1,30 +1,36 @@
-// attr.cpp - attribute caching on communicators (MPI 3.1 section 6.7) and
-// on datatypes (section 6.7.4): user keyvals with copy and delete
-// callbacks, run on MPI_Comm_dup / MPI_Type_dup and MPI_Comm_free /
-// MPI_Type_free (and for MPI_COMM_SELF's attributes at MPI_Finalize, which
-// libraries use to learn that MPI is ending). The predefined keys
-// (MPI_TAG_UB, ...) are answered by MPI_Comm_get_attr in env.cpp.
+// attr.cpp - attribute caching on communicators (MPI 3.1 section 6.7), on
+// windows (6.7.3) and on datatypes (6.7.4): user keyvals with copy and
+// delete callbacks, run on MPI_Comm_dup / MPI_Type_dup and MPI_Comm_free /
+// MPI_Win_free / MPI_Type_free (and for MPI_COMM_SELF's attributes at
+// MPI_Finalize, which libraries use to learn that MPI is ending). The
+// predefined keys (MPI_TAG_UB, MPI_WIN_BASE, ...) are answered by
+// MPI_Comm_get_attr in env.cpp and MPI_Win_get_attr in win.cpp.
 //
-// Keyvals of both kinds come from one space, as in MPICH; each knows its
-// kind, and one of the other kind is refused with MPI_ERR_KEYVAL. The code
+// Keyvals of every kind come from one space, as in MPICH; each knows its
+// kind, and one of another kind is refused with MPI_ERR_KEYVAL. The code
 // is one template over the handle type; Handle<H> says where H's callbacks
 // are and to which communicator its errors go.
 #include <map>
 #include <mutex>
 
 #include "mpi_impl.hpp"
+#include "win.hpp"
 
 namespace {
 
 using rmpi::fail;
 
+enum KeyKind { kOfComms, kOfTypes, kOfWindows };
+const char *const kKindName[] = {"communicator", "datatype", "window"};
+
 struct Keyval {
-  bool of_types = false;
+  KeyKind kind = kOfComms;
   bool freed = false;  // by *_free_keyval: attributes under it stay until deleted
   MPI_Comm_copy_attr_function *comm_copy = nullptr;
   MPI_Comm_delete_attr_function *comm_del = nullptr;
   MPI_Type_copy_attr_function *type_copy = nullptr;
   MPI_Type_delete_attr_function *type_del = nullptr;
+  MPI_Win_delete_attr_function *win_del = nullptr;  // windows are never copied
   void *extra = nullptr;
 };
 
@@ -33,8 +39,7 @@ struct Handle;
 
 template <>
 struct Handle<MPI_Comm> {
-  static constexpr bool kOfTypes = false;
-  static constexpr const char *kKind = "communicator";
+  static constexpr KeyKind kKind = kOfComms;
   static auto copy(const Keyval &k) { return k.comm_copy; }
   static auto del(const Keyval &k) { return k.comm_del; }
   static MPI_Comm errors(MPI_Comm c) { return c; }
@@ -42,11 +47,17 @@ struct Handle<MPI_Comm> {
 
 template <>
 struct Handle<MPI_Datatype> {
-  static constexpr bool kOfTypes = true;
-  static constexpr const char *kKind = "datatype";
+  static constexpr KeyKind kKind = kOfTypes;
   static auto copy(const Keyval &k) { return k.type_copy; }
   static auto del(const Keyval &k) { return k.type_del; }
   static MPI_Comm errors(MPI_Datatype) { return nullptr; }  // MPI_COMM_WORLD's handler
+};
+
+template <>
+struct Handle<MPI_Win> {
+  static constexpr KeyKind kKind = kOfWindows;
+  static auto del(const Keyval &k) { return k.win_del; }
+  static MPI_Comm errors(MPI_Win w) { return w->comm; }  // the window's handler
 };
 
 // Keys above the predefined ones; a freed key stays known while objects
@@ -67,9 +78,9 @@ bool find(int key, Keyval *out) {
 // The keyval of H's kind, or fail()'s code: set_attr also refuses a freed one.
 template <class H>
 int user_key(H obj, int key, bool for_new, Keyval *k, const char *who) {
-  if (key < kFirstKey || !find(key, k) || k->of_types != Handle<H>::kOfTypes) {
+  if (key < kFirstKey || !find(key, k) || k->kind != Handle<H>::kKind) {
     return fail(Handle<H>::errors(obj), MPI_ERR_KEYVAL, who, "%d is not a %s keyval", key,
-                Handle<H>::kKind);
+                kKindName[Handle<H>::kKind]);
   }
   if (for_new && k->freed) {
     return fail(Handle<H>::errors(obj), MPI_ERR_KEYVAL, who, "keyval %d was freed", key);
@@ -163,13 +174,12 @@ int create_key(const Keyval &k, int *key) {
   return MPI_SUCCESS;
 }
 
-int free_key(int *key, bool of_types, const char *who) {
+int free_key(int *key, KeyKind kind, const char *who) {
   {
     std::lock_guard lock(g_lock);
     const auto it = g_keys.find(*key);
-    if (it == g_keys.end() || it->second.of_types != of_types || it->second.freed) {
-      return fail(nullptr, MPI_ERR_KEYVAL, who, "%d is not a %s keyval", *key,
-                  of_types ? "datatype" : "communicator");
+    if (it == g_keys.end() || it->second.kind != kind || it->second.freed) {
+      return fail(nullptr, MPI_ERR_KEYVAL, who, "%d is not a %s keyval", *key, kKindName[kind]);
     }
     // Kept for the attributes still set under it; no new ones can be.
     it->second.freed = true;
@@ -201,6 +211,12 @@ int delete_attributes(MPI_Datatype t, const char *who) {
 int get_user_attribute(MPI_Comm comm, int keyval, void *attribute_val, int *flag) {
   return get_attr(comm, keyval, attribute_val, flag, "MPI_Comm_get_attr");
 }
+int delete_attributes(MPI_Win win, const char *who) {
+  return delete_all(win, who);
+}
+int get_user_attribute(MPI_Win win, int keyval, void *attribute_val, int *flag) {
+  return get_attr(win, keyval, attribute_val, flag, "MPI_Win_get_attr");
+}
 
 }  // namespace rmpi
 
@@ -219,7 +235,7 @@ int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
 }
 
 int MPI_Comm_free_keyval(int *comm_keyval) {
-  return free_key(comm_keyval, false, "MPI_Comm_free_keyval");
+  return free_key(comm_keyval, kOfComms, "MPI_Comm_free_keyval");
 }
 
 int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val) {
@@ -236,7 +252,7 @@ int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
                            MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval,
                            void *extra_state) {
   Keyval k;
-  k.of_types = true;
+  k.kind = kOfTypes;
   k.type_copy = type_copy_attr_fn;
   k.type_del = type_delete_attr_fn;
   k.extra = extra_state;
@@ -244,7 +260,7 @@ int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
 }
 
 int MPI_Type_free_keyval(int *type_keyval) {
-  return free_key(type_keyval, true, "MPI_Type_free_keyval");
+  return free_key(type_keyval, kOfTypes, "MPI_Type_free_keyval");
 }
 
 int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val) {
@@ -260,6 +276,45 @@ int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_va
 int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval) {
   if (int rc = check_any_type(datatype, "MPI_Type_delete_attr")) return rc;
   return delete_attr(datatype, type_keyval, "MPI_Type_delete_attr");
+}
+
+// Windows are never duplicated: their copy callback is kept only to be
+// accepted.
+int MPI_Win_create_keyval(MPI_Win_copy_attr_function *,
+                          MPI_Win_delete_attr_function *win_delete_attr_fn, int *win_keyval,
+                          void *extra_state) {
+  Keyval k;
+  k.kind = kOfWindows;
+  k.win_del = win_delete_attr_fn;
+  k.extra = extra_state;
+  return create_key(k, win_keyval);
+}
+
+int MPI_Win_free_keyval(int *win_keyval) {
+  return free_key(win_keyval, kOfWindows, "MPI_Win_free_keyval");
+}
+
+int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val) {
+  if (int rc = check_win(win, "MPI_Win_set_attr")) return rc;
+  return set_attr(win, win_keyval, attribute_val, "MPI_Win_set_attr");
+}
+
+int MPI_Win_delete_attr(MPI_Win win, int win_keyval) {
+  if (int rc = check_win(win, "MPI_Win_delete_attr")) return rc;
+  return delete_attr(win, win_keyval, "MPI_Win_delete_attr");
+}
+
+int rocl_mpi_win_null_copy_fn(MPI_Win, int, void *, void *, void *, int *flag) {
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+int rocl_mpi_win_dup_fn(MPI_Win, int, void *, void *in, void *out, int *flag) {
+  *static_cast<void **>(out) = in;
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+int rocl_mpi_win_null_delete_fn(MPI_Win, int, void *, void *) {
+  return MPI_SUCCESS;
 }
 
 // The predefined callbacks (MPI_COMM_NULL_COPY_FN, MPI_COMM_DUP_FN,

@@ -30,6 +30,31 @@ using namespace wire;
 // window), instead of inline in the request.
 constexpr std::size_t kInlineMax = 8192;
 
+bool refuse(std::string *why, const std::string &what) {
+  *why = what;
+  return false;
+}
+
+// The rest of an accumulate's checks (decode checked the bytes), against
+// this process's predefined types: the type index names one, the op is
+// defined on it, the target elements are made of it.
+bool check_types(const Header &h, const Layout &l, std::string *why) {
+  if (h.kind != kAccumulate && h.kind != kCompareSwap) return true;
+  if (h.basic < 0) return true;
+  const MPI_Datatype basic = basic_at(h.basic);
+  if (basic == nullptr) return refuse(why, "type index " + std::to_string(h.basic) + " is unknown");
+  if (h.op != kReplace && h.op != kNoOp &&
+      (basic->reducer == nullptr || basic->reducer(h.op) == nullptr)) {
+    return refuse(why, std::string(op_name(h.op)) + " is not defined on type index " +
+                           std::to_string(h.basic));
+  }
+  if (l.packed % basic->packed != 0) {
+    return refuse(why, "an element of " + std::to_string(l.packed) +
+                           " bytes is not made of the accumulate's type");
+  }
+  return true;
+}
+
 // What one rank exposes at its agent.
 struct Exposure {
   char *base = nullptr;
@@ -232,7 +257,8 @@ void Agent::serve(const rocl_status_t &st) {
                  st.len, static_cast<unsigned long long>(st.origin));
     return;
   }
-  if (!decode(static_cast<const char *>(st.ptr), st.len, &r, &why) || r.h.kind != st.tag) {
+  if (!decode(static_cast<const char *>(st.ptr), st.len, &r, &why) ||
+      !check_types(r.h, r.layout, &why) || r.h.kind != st.tag) {
     if (why.empty()) why = "the request's tag is not its kind";
     std::fprintf(stderr, "rocl MPI: the one-sided agent rejected a request from %llx: %s\n",
                  static_cast<unsigned long long>(st.origin), why.c_str());

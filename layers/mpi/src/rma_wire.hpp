@@ -75,8 +75,9 @@ struct Request {
 // The request's bytes: header, blocks, inline data (or none).
 std::vector<char> encode(const Header &h, const Layout &l, const char *data,
                          std::size_t inline_len);
-// Checks a received request: false with *why saying what is wrong (a
-// sentence naming the field), true with *out filled.
+// Checks a received request's bytes: false with *why saying what is wrong
+// (a sentence naming the field), true with *out filled. It needs nothing
+// but the bytes (fuzzed alone: tests/fuzz/rma_wire_fuzz.cpp).
 bool decode(const char *p, std::size_t n, Request *out, std::string *why);
 // The bytes a request's data must have (0 for those that carry none).
 std::uint64_t expected_data(const Header &h, const Layout &l);

@@ -235,7 +235,8 @@ int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
 int MPI_Win_free(MPI_Win *win) {
   if (int rc = check_win(*win, "MPI_Win_free")) return rc;
   rocl_mpi_win *w = *win;
-  int rc = w->access->flush_all();
+  int rc = delete_attributes(w, "MPI_Win_free");
+  if (int f = w->access->flush_all(); rc == MPI_SUCCESS) rc = f;
   if (int b = MPI_Barrier(w->comm); rc == MPI_SUCCESS) rc = b;
   w->access.reset();
   if (w->segment != nullptr) munmap(w->segment, w->segment_bytes);
@@ -321,8 +322,7 @@ int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag) {
       return MPI_SUCCESS;
     default:
       *flag = 0;
-      return fail(win->comm, MPI_ERR_KEYVAL, "MPI_Win_get_attr",
-                  "%d is not a window attribute key rocl's MPI knows", keyval);
+      return get_user_attribute(win, keyval, attribute_val, flag);
   }
 }
 

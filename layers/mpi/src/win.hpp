@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -110,6 +111,7 @@ struct rocl_mpi_win {
   std::unique_ptr<rmpi::Access> access;
   bool dynamic = false;
   std::string name;
+  std::map<int, void *> attrs;  // cached attributes by keyval (attr.cpp)
   // Epochs, to report misuse (MPI_ERR_RMA_SYNC) instead of undefined results.
   std::vector<int> locked;    // per target: LockType held by this rank
   int lock_all = 0;           // MPI_Win_lock_all active
@@ -133,6 +135,9 @@ std::unique_ptr<Access> message_access(MPI_Win win, int *error);
 // Bytes at the front of a direct window's segment for each rank's lock
 // and accumulate guard.
 std::size_t direct_header_bytes(int ranks);
+// Attributes under user keyvals (attr.cpp): deleted by MPI_Win_free.
+int delete_attributes(MPI_Win win, const char *who);
+int get_user_attribute(MPI_Win win, int keyval, void *attribute_val, int *flag);
 // Stops the agent's thread (MPI_Finalize).
 void end_rma_agent();
 // The predefined type a datatype is made of (accumulates), or nullptr.

@@ -8,13 +8,22 @@
  * exactly once, a mutual exclusion made with Compare_and_swap, exclusive
  * locks that serialise read-modify-write rounds, the request forms,
  * shared memory queried and written with plain stores, window
- * attributes and names, and (rocl only) the errors of a put outside the
- * window and without an epoch. */
+ * attributes (predefined and user keyvals) and names, and (rocl only) the errors of a put outside
+ * the window and without an epoch. */
 #include "mpi_check.h"
 
 #include <stdint.h>
 
 static int rank, size, next, prev;
+static int deleted; /* window attributes deleted by their callback */
+
+static int count_delete(MPI_Win win, int key, void *value, void *extra) {
+  (void)win;
+  (void)key;
+  (void)extra;
+  deleted += *(int *)value;
+  return MPI_SUCCESS;
+}
 
 static void test_fence_ring(void) {
   int *mem;
@@ -66,8 +75,16 @@ static void test_fence_ring(void) {
   CHECK_MPI(MPI_Group_size(g, &gs));
   CHECK(gs == size, "group size %d", gs);
   MPI_Group_free(&g);
+  /* A user attribute, deleted through its callback by MPI_Win_free. */
+  int key = MPI_KEYVAL_INVALID, weight = 5, *back = NULL, found = 0;
+  CHECK_MPI(MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, count_delete, &key, NULL));
+  CHECK_MPI(MPI_Win_set_attr(win, key, &weight));
+  CHECK_MPI(MPI_Win_get_attr(win, key, &back, &found));
+  CHECK(found && back == &weight, "window attribute");
   CHECK_MPI(MPI_Win_free(&win));
   CHECK(win == MPI_WIN_NULL, "Win_free sets MPI_WIN_NULL");
+  CHECK(deleted == 5, "the delete callback ran %d", deleted);
+  CHECK_MPI(MPI_Win_free_keyval(&key));
   MPI_Free_mem(mem);
 }
 
