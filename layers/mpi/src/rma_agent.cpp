@@ -506,12 +506,21 @@ class MessageAccess final : public Access {
     return MPI_SUCCESS;
   }
   // A request answered with a status; then every result from target.
+  //
+  // Threads of one process may flush at once: a flush completes the
+  // results it takes (the unpacking of other threads' gets included)
+  // before another starts, so that no thread returns from its flush while
+  // its results are still being written by another's.
   int control(int target, Header &h, const char *who) {
+    std::unique_lock completing(completing_, std::defer_lock);
+    if (h.kind != kLock) completing.lock();
     rocl_gid_t self;
     {
       std::lock_guard guard(lock_);
       h.reply = next_reply();
       self = win_->comm->self;
+      // Requests sent from now on need a flush of their own.
+      if (h.kind != kLock) dirty_[target] = 0;
       std::vector<char> msg = encode(h, Layout{}, nullptr, 0);
       const int rc =
           rocl_sendx(self, agents_[target], h.kind, kRequestDomain, 0, msg.data(), msg.size());
@@ -522,7 +531,7 @@ class MessageAccess final : public Access {
     const int rc =
         rocl_recvx(self, agents_[target], int(h.reply), kReplyDomain, why, sizeof why - 1, &st, -1);
     if (rc != ROCL_OK) return fail_rocl(win_->comm, rc, who);
-    const int done = finish(target, who);
+    const int done = h.kind == kLock ? MPI_SUCCESS : finish(target, who);
     if ((st.flags & kFailed) != 0) {
       why[std::min(st.len, sizeof why - 1)] = '\0';
       return fail(win_->comm, MPI_ERR_RMA_RANGE, who, "rank %d refused an operation: %s", target,
@@ -546,7 +555,6 @@ class MessageAccess final : public Access {
         }
       }
       lent.swap(lent_);
-      dirty_[target] = 0;
     }
     int result = MPI_SUCCESS;
     for (rocl_request_t &req : lent) {
@@ -566,6 +574,7 @@ class MessageAccess final : public Access {
   std::vector<rocl_gid_t> agents_;
   std::vector<std::uint32_t> keys_;
   std::mutex lock_;
+  std::mutex completing_;    // one flush or unlock completes at a time
   std::vector<char> dirty_;  // per target: requests since its last flush
   std::vector<Pending> pending_;
   std::vector<rocl_request_t> lent_;

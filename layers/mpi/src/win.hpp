@@ -78,6 +78,8 @@ class Access {
   virtual int compare_and_swap(int target, MPI_Aint offset, MPI_Datatype t, const char *data,
                                const char *compare, Result r) = 0;
   virtual int lock(int target, bool exclusive) = 0;
+  // Completes every operation started on target (as flush does), then
+  // releases the lock.
   virtual int unlock(int target) = 0;
   // Every operation started on target has reached its memory and every
   // result is in place.

@@ -100,9 +100,7 @@ int MPI_Win_unlock(int rank, MPI_Win win) {
     return fail(win->comm, MPI_ERR_RMA_SYNC, "MPI_Win_unlock", "rank %d is not locked", rank);
   }
   win->locked[std::size_t(rank)] = kLockNone;
-  int rc = win->access->flush(rank);
-  if (int u = win->access->unlock(rank); rc == MPI_SUCCESS) rc = u;
-  return rc;
+  return win->access->unlock(rank);  // completes the epoch's operations first
 }
 
 int MPI_Win_lock_all(int, MPI_Win win) {
@@ -128,7 +126,7 @@ int MPI_Win_unlock_all(MPI_Win win) {
     return fail(win->comm, MPI_ERR_RMA_SYNC, "MPI_Win_unlock_all", "the window is not locked");
   }
   win->lock_all = 0;
-  int rc = win->access->flush_all();
+  int rc = MPI_SUCCESS;
   for (int r = 0; r < win->comm->size; ++r) {
     if (int u = win->access->unlock(r); rc == MPI_SUCCESS) rc = u;
   }

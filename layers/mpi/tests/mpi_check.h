@@ -54,6 +54,17 @@
 #define REF_BUG_TRUNCATE_OVERWRITES 1
 #endif
 
+/* Open MPI 4.1.4's osc/rdma (its one-sided component for windows of
+ * user memory on shared memory, and the only one that allows
+ * MPI_THREAD_MULTIPLE) crashes in MPI_Compare_and_swap over vader's
+ * emulated atomics (mca_btl_vader_emu_acswap). */
+#if defined(OPEN_MPI) && OMPI_MAJOR_VERSION == 4 && OMPI_MINOR_VERSION == 1
+#define REF_BUG_RMA_COMPARE_AND_SWAP 1
+/* ... and with a single process it falls back to osc/pt2pt, which refuses
+ * every window under MPI_THREAD_MULTIPLE. */
+#define REF_BUG_RMA_THREADS_ALONE 1
+#endif
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
