@@ -87,6 +87,7 @@ void bench_bibw(const struct options *o);
 void bench_mbw_mr(const struct options *o);
 void bench_mt_latency(const struct options *o);
 void bench_mt_rate(const struct options *o);
+void bench_mt_mprobe_rate(const struct options *o);
 void bench_coll(const struct options *o);
 void bench_overlap(const struct options *o);
 /* rma.c */

@@ -59,7 +59,7 @@ void wait_all(int count, MPI_Request *reqs) {
 void print_usage(void) {
   printf(
       "usage: mpi_bench BENCHMARK... [options]\n"
-      "benchmarks: latency bw bibw mbw_mr mt_latency mt_rate coll overlap\n"
+      "benchmarks: latency bw bibw mbw_mr mt_latency mt_rate mt_mprobe_rate coll overlap\n"
       "            put_latency get_latency acc_latency fop_latency cas_latency put_bw get_bw\n"
       "  --sizes LIST      message sizes for every benchmark named (e.g. 8,4K,64K,1M)\n"
       "  --threads LIST    threads per rank for mt_* [1,2,4,8]\n"
@@ -127,9 +127,9 @@ static void bad_usage(const char *fmt, const char *arg) {
 }
 
 static const char *const kBenchNames[] = {
-    "latency",     "bw",          "bibw",        "mbw_mr",      "mt_latency",
-    "mt_rate",     "coll",        "overlap",     "put_latency", "get_latency",
-    "acc_latency", "fop_latency", "cas_latency", "put_bw",      "get_bw"};
+    "latency",        "bw",          "bibw",    "mbw_mr",      "mt_latency",  "mt_rate",
+    "mt_mprobe_rate", "coll",        "overlap", "put_latency", "get_latency", "acc_latency",
+    "fop_latency",    "cas_latency", "put_bw",  "get_bw"};
 
 static int is_bench_name(const char *name) {
   for (size_t i = 0; i < sizeof kBenchNames / sizeof *kBenchNames; ++i) {

@@ -13,7 +13,8 @@
  *   rocl-bench mpi: all of them, all MPIs, interleaved rounds, one table.
  * Benchmarks (several may be named at once; run in the order given):
  *   latency bw bibw mbw_mr   pt2pt.c   (osu_latency, osu_bw, osu_bibw, osu_mbw_mr)
- *   mt_latency mt_rate       mt.c      (threads; MPI_THREAD_MULTIPLE)
+ *   mt_latency mt_rate mt_mprobe_rate
+ *                            mt.c      (threads; MPI_THREAD_MULTIPLE)
  *   coll                     coll.c    (barrier, bcast, reduce, allreduce)
  *   overlap                  coll.c    (osu_iallreduce: Iallreduce hidden behind computation)
  *   put_latency get_latency acc_latency fop_latency cas_latency put_bw get_bw
@@ -36,7 +37,7 @@
  *   MPI_Get_processor_name, MPI_Get_version, MPI_Abort, MPI_Query_thread,
  *   MPI_Win_allocate, MPI_Win_free, MPI_Win_lock, MPI_Win_unlock,
  *   MPI_Win_flush, MPI_Put, MPI_Get, MPI_Accumulate, MPI_Fetch_and_op,
- *   MPI_Compare_and_swap:
+ *   MPI_Compare_and_swap, MPI_Mprobe, MPI_Mrecv:
  *   the subset rocl's MPI implements. Keep it so. */
 #include "bench.h"
 
@@ -54,7 +55,7 @@
  * figures would pay for them. */
 static int wants_threads(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
-    if (strcmp(argv[i], "mt_latency") == 0 || strcmp(argv[i], "mt_rate") == 0) return 1;
+    if (strncmp(argv[i], "mt_", 3) == 0) return 1;
   }
   return 0;
 }
@@ -127,6 +128,7 @@ static void run_benchmark(const char *name, const struct options *o) {
                {"mbw_mr", bench_mbw_mr},
                {"mt_latency", bench_mt_latency},
                {"mt_rate", bench_mt_rate},
+               {"mt_mprobe_rate", bench_mt_mprobe_rate},
                {"coll", bench_coll},
                {"overlap", bench_overlap},
                {"put_latency", bench_put_latency},

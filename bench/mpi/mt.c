@@ -12,6 +12,9 @@
  *               MPI_Irecv, MPI_Waitall and acks; the messages per second of
  *               all pairs together, in millions (Mmsg/s), over the wall
  *               time of the slowest pair.
+ *   mt_mprobe_rate  mt_rate whose receiver threads take each message with
+ *               MPI_Mprobe + MPI_Mrecv (the thread-safe probe) instead of
+ *               a window of MPI_Irecv.
  *
  * --mt-mode tag (default): every thread on the same communicator, each
  * pair with a tag of its own; --mt-mode comm: each pair on a communicator
@@ -62,6 +65,7 @@ struct lane {
 
 struct pool {
   int threads, window, comm_per_lane;
+  int probed;       /* mt_mprobe_rate: receivers use matched probes */
   double run_limit; /* seconds: a sender stops its run after this long */
   void (*body)(struct lane *lane, long n, unsigned run);
   long n;       /* the current run's iterations, ...  */
@@ -213,6 +217,21 @@ static double mt_latency_run(struct point *p, long n) {
 
 /* ---- mt_rate ------------------------------------------------------------------- */
 
+/* The receiving side of a window: posted receives, or matched probes. */
+static void receive_window(struct lane *lane, int peer, int window, int probed) {
+  for (int k = 0; k < window; ++k) {
+    if (probed) {
+      MPI_Message m;
+      CHECK(MPI_Mprobe(peer, lane->tag, lane->comm, &m, MPI_STATUS_IGNORE));
+      CHECK(MPI_Mrecv(lane->inbox[k], kMessageSize, MPI_CHAR, &m, MPI_STATUS_IGNORE));
+    } else {
+      CHECK(MPI_Irecv(lane->inbox[k], kMessageSize, MPI_CHAR, peer, lane->tag, lane->comm,
+                      &lane->reqs[k]));
+    }
+  }
+  if (!probed) wait_all(window, lane->reqs);
+}
+
 static void window_body(struct lane *lane, long n, unsigned run) {
   const unsigned char mark = mark_of(run, lane->index);
   const int peer = 1 - g_rank, window = lane->pool->window;
@@ -220,11 +239,7 @@ static void window_body(struct lane *lane, long n, unsigned run) {
   if (g_rank == 1) {
     for (int k = 0; k < window; ++k) stamp(lane->inbox[k], kMessageSize, 0);
     for (long i = 0; i < n; ++i) {
-      for (int k = 0; k < window; ++k) {
-        CHECK(MPI_Irecv(lane->inbox[k], kMessageSize, MPI_CHAR, peer, lane->tag, lane->comm,
-                        &lane->reqs[k]));
-      }
-      wait_all(window, lane->reqs);
+      receive_window(lane, peer, window, lane->pool->probed);
       ack = mark;
       CHECK(MPI_Send(&ack, 1, MPI_INT, peer, lane->tag, lane->comm));
       if (lane->inbox[0][kControlByte] == kStop) break;
@@ -266,7 +281,7 @@ static double mt_rate_run(struct point *p, long n) {
 
 static void bench_threads(const struct options *o, const char *bench, const char *unit,
                           enum figure_kind kind, long most, double (*run)(struct point *, long),
-                          void (*body)(struct lane *, long, unsigned)) {
+                          void (*body)(struct lane *, long, unsigned), int probed) {
   require_ranks(bench, 2, 0);
   require_thread_multiple();
   char name[64];
@@ -276,6 +291,7 @@ static void bench_threads(const struct options *o, const char *bench, const char
     if (threads < 1) die("%s: %d threads?", bench, threads);
     struct pool pool;
     pool_open(&pool, o, threads, body);
+    pool.probed = probed;
     /* latency: us one-way from round-trip seconds; rate: million messages */
     const double scale = kind == kTimePerIteration ? 1e6 / 2 : (double)o->window * threads / 1e6;
     struct point p = {name, kMessageSize, threads, unit, kind, scale, most, run, &pool, 0};
@@ -286,9 +302,14 @@ static void bench_threads(const struct options *o, const char *bench, const char
 
 void bench_mt_latency(const struct options *o) {
   bench_threads(o, "mt_latency", "us", kTimePerIteration, MAX_ROUND_TRIPS, mt_latency_run,
-                pingpong_body);
+                pingpong_body, 0);
 }
 
 void bench_mt_rate(const struct options *o) {
-  bench_threads(o, "mt_rate", "Mmsg/s", kAmountPerSecond, 1L << 30, mt_rate_run, window_body);
+  bench_threads(o, "mt_rate", "Mmsg/s", kAmountPerSecond, 1L << 30, mt_rate_run, window_body, 0);
+}
+
+void bench_mt_mprobe_rate(const struct options *o) {
+  bench_threads(o, "mt_mprobe_rate", "Mmsg/s", kAmountPerSecond, 1L << 30, mt_rate_run, window_body,
+                1);
 }

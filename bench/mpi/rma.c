@@ -67,9 +67,12 @@ static double rma_run(struct point *p, long n) {
   struct rma *c = p->ctx;
   const unsigned char mark = mark_of(p->runs, 0);
   if (g_rank != 0) {
-    /* The target's memory carries the mark gets must see. */
+    /* The target's memory carries the mark gets must see: stored in an
+     * epoch of its own, so that the origin's gets see the stores. */
     if (c->kind == kGet) {
+      CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 1, 0, c->win));
       for (int k = 0; k < c->window; ++k) stamp(c->target + (size_t)k * c->size, c->size, mark);
+      CHECK(MPI_Win_unlock(1, c->win));
     }
     CHECK(MPI_Barrier(g_comm));
     CHECK(MPI_Barrier(g_comm));
@@ -103,8 +106,13 @@ static void rma_point(const struct options *o, const char *bench, enum rma_kind 
                       int window, int bandwidth) {
   struct rma c = {kind, size, window, MPI_WIN_NULL, NULL, NULL, NULL};
   const size_t bytes = size * (size_t)window;
-  CHECK(MPI_Win_allocate((MPI_Aint)bytes, 1, MPI_INFO_NULL, g_comm, &c.target, &c.win));
-  memset(c.target, 0, bytes);
+  /* At least a page, as OSU's windows are: MPICH 4.0.2 gets wrong data
+   * from a window of 8 bytes. */
+  const size_t window_bytes = bytes < 4096 ? 4096 : bytes;
+  CHECK(MPI_Win_allocate((MPI_Aint)window_bytes, 1, MPI_INFO_NULL, g_comm, &c.target, &c.win));
+  CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, g_rank, 0, c.win));
+  memset(c.target, 0, window_bytes);
+  CHECK(MPI_Win_unlock(g_rank, c.win));
   c.local = xmalloc(size < 16 ? 16 : size);
   c.result = xmalloc(16);
   memset(c.local, 0, size < 16 ? 16 : size);

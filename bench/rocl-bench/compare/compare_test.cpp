@@ -876,7 +876,7 @@ TEST(MpiOptions, DefaultsQuickAndLists) {
   MpiOptions o;
   ASSERT_EQ(parse_mpi_options({}, o), "");
   EXPECT_EQ(o.mpis, (std::vector<std::string>{"rocl", "openmpi", "openmpi-ucx", "mpich"}));
-  EXPECT_EQ(o.benches.size(), 7u);
+  EXPECT_EQ(o.benches.size(), 9u);  // rma among them: the one-sided group
   EXPECT_EQ(o.rounds, 3);
   ASSERT_EQ(parse_mpi_options({"--quick", "--mpis", "rocl,openmpi-ob1", "--bench", "latency,coll",
                                "--", "--reps", "3"},
@@ -893,11 +893,12 @@ TEST(MpiOptions, DefaultsQuickAndLists) {
 }
 
 TEST(MpiOptions, CollectivesAndThreadedLatenciesAreLowerIsBetter) {
-  for (const char *m : {"mt_latency", "mt_latency_comm", "barrier", "bcast", "reduce", "allreduce",
-                        "pingpong", "pingpong-onecpu", "ring", "ring-busy", "pingpong-busy"}) {
+  for (const char *m :
+       {"mt_latency", "mt_latency_comm", "barrier", "bcast", "reduce", "allreduce", "pingpong",
+        "pingpong-onecpu", "ring", "ring-busy", "pingpong-busy", "put_latency", "cas_latency"}) {
     EXPECT_TRUE(lower_is_better(m)) << m;
   }
-  for (const char *m : {"bw", "bibw", "mt_rate", "mbw_mr_rate", "rate"})
+  for (const char *m : {"bw", "bibw", "mt_rate", "mt_mprobe_rate", "mbw_mr_rate", "rate", "put_bw"})
     EXPECT_FALSE(lower_is_better(m)) << m;
 }
 

@@ -20,7 +20,8 @@ namespace rocl_bench::compare {
 const char kMpiUsage[] =
     "usage: rocl-bench mpi [OPTIONS] [-- MPI_BENCH_ARGS...]\n"
     "bench/mpi's suite (mpi_bench: OSU-style latency, bw, bibw, mbw_mr, mt_latency,\n"
-    "mt_rate, coll: barrier, bcast, reduce, allreduce) under rocl's MPI (roclrun),\n"
+    "mt_rate, mt_mprobe_rate, coll: barrier, bcast, reduce, allreduce; rma: put, get,\n"
+    "acc, fop, cas latency, put and get bandwidth) under rocl's MPI (roclrun),\n"
     "Open MPI and MPICH, in interleaved\n"
     "rounds: one table per benchmark with the ratio of the subject to the best\n"
     "other MPI, the goals of stage mpi, a CSV and plots.\n"
@@ -28,7 +29,8 @@ const char kMpiUsage[] =
     "  --mpis LIST     rocl,openmpi,mpich [all three]; openmpi means two\n"
     "                  configurations, openmpi (pml ob1, btl self,vader) and\n"
     "                  openmpi-ucx (pml ucx); openmpi-ob1 or openmpi-ucx names one\n"
-    "  --bench LIST    latency,bw,bibw,mbw_mr,mt_latency,mt_rate,coll [all]\n"
+    "  --bench LIST    latency,bw,bibw,mbw_mr,mt_latency,mt_rate,mt_mprobe_rate,coll,\n"
+    "                  rma [all]\n"
     "  --rounds N      interleaved rounds, the order rotating [3; --quick: 1]\n"
     "  --quick         mpi_bench --quick: a few points, one short repetition\n"
     "  --mt-mode M     tag or comm, for mt_latency and mt_rate [tag]\n"
@@ -41,14 +43,19 @@ const char kMpiUsage[] =
     "  -- ARGS         passed to every mpi_bench run (e.g. -- --reps 3 --time 0.1)\n"
     "\n"
     "Jobs per MPI and round: the single-threaded benchmarks (2 ranks), the\n"
-    "multithreaded ones (2 ranks, MPI_THREAD_MULTIPLE) and mbw_mr with 4 ranks,\n"
+    "multithreaded ones (2 ranks, MPI_THREAD_MULTIPLE), mbw_mr with 4 ranks and\n"
+    "the one-sided ones (2 ranks; Open MPI with osc sm,pt2pt),\n"
     "each rank on a core of its own. Exit status: 0, 1 if a run failed, 2 for a\n"
     "bad command line, 130 when interrupted.\n";
 
 namespace {
 
 const char *const kMpis[] = {"rocl", "openmpi", "openmpi-ucx", "mpich"};
-const char *const kBenches[] = {"latency", "bw", "bibw", "mbw_mr", "mt_latency", "mt_rate", "coll"};
+const char *const kBenches[] = {"latency",        "bw",   "bibw", "mbw_mr", "mt_latency", "mt_rate",
+                                "mt_mprobe_rate", "coll", "rma"};
+// What --bench rma runs: the one-sided benchmarks (bench/mpi/rma.c).
+const char *const kRmaBenches[] = {"put_latency", "get_latency", "acc_latency", "fop_latency",
+                                   "cas_latency", "put_bw",      "get_bw"};
 
 bool known(const char *const (&names)[4], const std::string &n) {
   return std::find(std::begin(names), std::end(names), n) != std::end(names);
@@ -73,7 +80,14 @@ struct Job {
 
 std::vector<Job> jobs_of(const MpiOptions &o) {
   std::vector<std::string> single, threaded;
-  for (const auto &b : o.benches) (b.starts_with("mt_") ? threaded : single).push_back(b);
+  bool rma = false;
+  for (const auto &b : o.benches) {
+    if (b == "rma") {
+      rma = true;
+    } else {
+      (b.starts_with("mt_") ? threaded : single).push_back(b);
+    }
+  }
   std::vector<Job> jobs;
   if (!single.empty()) jobs.push_back({"single", 2, single});
   if (!threaded.empty()) {
@@ -83,10 +97,12 @@ std::vector<Job> jobs_of(const MpiOptions &o) {
   if (std::find(o.benches.begin(), o.benches.end(), "mbw_mr") != o.benches.end()) {
     jobs.push_back({"mbw4", 4, {"mbw_mr"}});  // two pairs
   }
+  if (rma) jobs.push_back({"rma", 2, {std::begin(kRmaBenches), std::end(kRmaBenches)}});
   return jobs;
 }
 
-std::vector<std::string> launcher(const Programs &p, const std::string &mpi, int ranks) {
+std::vector<std::string> launcher(const Programs &p, const std::string &mpi, const Job &job) {
+  const int ranks = job.ranks;
   if (mpi == "rocl") {
     return {p.roclrun.path, "--bind-to",           "core",
             "-n",           std::to_string(ranks), p.mpi_bench_rocl.path};
@@ -96,7 +112,14 @@ std::vector<std::string> launcher(const Programs &p, const std::string &mpi, int
     argv.push_back(p.mpi_bench_mpich.path);
     return argv;
   }
-  auto argv = openmpi_launch(p, openmpi_mca(mpi == "openmpi" ? "vader" : "ucx"), ranks);
+  auto mca = openmpi_mca(mpi == "openmpi" ? "vader" : "ucx");
+  if (job.name == "rma") {
+    // Open MPI's one-sided on shared memory is its osc sm (pt2pt for what sm
+    // does not take); its default, osc rdma, is slower here and crashes in
+    // MPI_Compare_and_swap over vader's emulated atomics.
+    mca.insert(mca.end(), {"--mca", "osc", "sm,pt2pt"});
+  }
+  auto argv = openmpi_launch(p, mca, ranks);
   argv.push_back(p.mpi_bench_openmpi.path);
   return argv;
 }
@@ -118,7 +141,7 @@ std::vector<Config> mpi_configs(const MpiOptions &o, const Programs &p, const Jo
     }
     configs.push_back({mpi, "", about, why, [&o, job, mpi](const RunRequest &r) {
                          Invocation inv;
-                         inv.argv = launcher(r.programs, mpi, job.ranks);
+                         inv.argv = launcher(r.programs, mpi, job);
                          inv.argv.insert(inv.argv.end(), job.args.begin(), job.args.end());
                          if (o.quick) inv.argv.emplace_back("--quick");
                          inv.argv.insert(inv.argv.end(), o.extra.begin(), o.extra.end());
@@ -134,9 +157,28 @@ std::vector<Config> mpi_configs(const MpiOptions &o, const Programs &p, const Jo
 
 // ---- the tables ------------------------------------------------------------------
 
-const char *const kOrder[] = {
-    "latency", "bw",           "bibw",    "mbw_mr", "mbw_mr_rate", "mt_latency", "mt_latency_comm",
-    "mt_rate", "mt_rate_comm", "barrier", "bcast",  "reduce",      "allreduce"};
+const char *const kOrder[] = {"latency",
+                              "bw",
+                              "bibw",
+                              "mbw_mr",
+                              "mbw_mr_rate",
+                              "mt_latency",
+                              "mt_latency_comm",
+                              "mt_rate",
+                              "mt_rate_comm",
+                              "mt_mprobe_rate",
+                              "mt_mprobe_rate_comm",
+                              "barrier",
+                              "bcast",
+                              "reduce",
+                              "allreduce",
+                              "put_latency",
+                              "get_latency",
+                              "acc_latency",
+                              "fop_latency",
+                              "cas_latency",
+                              "put_bw",
+                              "get_bw"};
 
 std::string title_of(const std::string &bench) {
   static const std::pair<const char *, const char *> titles[] = {
@@ -147,6 +189,14 @@ std::string title_of(const std::string &bench) {
       {"mbw_mr_rate", "multi-pair message rate (osu_mbw_mr), threads = pairs"},
       {"mt_latency", "multithreaded 8 B latency, mean over the thread pairs"},
       {"mt_rate", "multithreaded 8 B message rate, all pairs"},
+      {"mt_mprobe_rate", "multithreaded 8 B message rate, received with Mprobe + Mrecv"},
+      {"put_latency", "MPI_Put + MPI_Win_flush (osu_put_latency)"},
+      {"get_latency", "MPI_Get + MPI_Win_flush (osu_get_latency)"},
+      {"acc_latency", "MPI_Accumulate SUM + MPI_Win_flush (osu_acc_latency)"},
+      {"fop_latency", "MPI_Fetch_and_op + MPI_Win_flush (osu_fop_latency)"},
+      {"cas_latency", "MPI_Compare_and_swap + MPI_Win_flush (osu_cas_latency)"},
+      {"put_bw", "a window of MPI_Put, then a flush (osu_put_bw)"},
+      {"get_bw", "a window of MPI_Get, then a flush (osu_get_bw)"},
       {"barrier", "MPI_Barrier"},
       {"bcast", "MPI_Bcast"},
       {"reduce", "MPI_Reduce (double, SUM, to rank 0)"},
@@ -333,7 +383,7 @@ int run_suite(const MpiOptions &o) {
                  std::strerror(errno));
     return 1;
   }
-  std::printf("\nCSV: %s (stage = the job: single, threaded, mbw4; then %s's ratios)\n",
+  std::printf("\nCSV: %s (stage = the job: single, threaded, mbw4, rma; then %s's ratios)\n",
               csv.c_str(), o.subject.c_str());
   draw_plots(o, programs, merged, logs);
   std::fflush(stdout);
@@ -406,7 +456,7 @@ std::string parse_mpi_options(const std::vector<std::string> &args, MpiOptions &
   for (const auto &b : o.benches) {
     if (std::find(std::begin(kBenches), std::end(kBenches), b) == std::end(kBenches)) {
       return "--bench: no benchmark '" + b +
-             "' (latency, bw, bibw, mbw_mr, mt_latency, mt_rate, coll)";
+             "' (latency, bw, bibw, mbw_mr, mt_latency, mt_rate, mt_mprobe_rate, coll, rma)";
     }
   }
   if (o.mt_mode != "tag" && o.mt_mode != "comm") {

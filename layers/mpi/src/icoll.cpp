@@ -2,6 +2,7 @@
 // thread that runs them (offload.hpp). A request of one completes when its
 // collective has returned on the communicator's thread; the caller's
 // Wait/Test see it (request.cpp).
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <utility>
@@ -30,6 +31,13 @@ void Offload::wait_for(const Job *job) {
 
 // How long a collective waits for its caller before this thread runs it.
 constexpr std::chrono::microseconds kGrace{100};
+// An idle thread looks for work this often at first, then ever less often
+// (doubling up to kLongestNap): when the callers have been running their
+// collectives themselves, a post does not wake the thread (a wake-up costs
+// a system call and, on a full machine, a core), and this is how the
+// thread still finds a collective its caller computes through.
+constexpr std::chrono::microseconds kFirstNap{100};
+constexpr std::chrono::microseconds kLongestNap{20000};
 
 Offload::Offload(MPI_Comm shadow) : shadow_(shadow), thread_([this] { loop(); }) {}
 
@@ -51,7 +59,7 @@ std::shared_ptr<Job> Offload::post(std::function<int(MPI_Comm)> run) {
     std::lock_guard lock(mu_);
     queue_.push_back(job);
   }
-  cv_.notify_one();
+  if (wake_on_post_.load(std::memory_order_relaxed)) cv_.notify_one();
   return job;
 }
 
@@ -72,22 +80,30 @@ bool Offload::run_here(Job *job) {
     queue_.pop_front();
     busy_ = true;
   }
+  wake_on_post_.store(false, std::memory_order_relaxed);  // callers come: let them
   mine->error = mine->run(shadow_);
+  bool more;
   {
     std::lock_guard lock(mu_);
     busy_ = false;
+    more = !queue_.empty();
   }
-  cv_.notify_one();  // the thread may go on with the next
+  if (more) cv_.notify_one();  // the thread may go on with the next
   finish(*mine);
   return true;
 }
 
 void Offload::loop() {
+  auto nap = kFirstNap;
   for (;;) {
     std::shared_ptr<Job> job;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return !busy_ && (stop_ || !queue_.empty()); });
+      if (!cv_.wait_for(lock, nap, [this] { return !busy_ && (stop_ || !queue_.empty()); })) {
+        nap = std::min(nap * 2, kLongestNap);
+        continue;
+      }
+      nap = kFirstNap;
       if (queue_.empty()) return;  // stopping, and nothing left
       // A caller that waits at once runs it itself (run_here), cheaper
       // than handing it over: give it the time to come.
@@ -100,6 +116,8 @@ void Offload::loop() {
       queue_.pop_front();
       busy_ = true;
     }
+    // Its caller computes through it: wake this thread for the next at once.
+    wake_on_post_.store(true, std::memory_order_relaxed);
     job->error = job->run(shadow_);
     {
       std::lock_guard lock(mu_);

@@ -10,7 +10,8 @@
 // thread leaves a new collective to its caller for a moment (kGrace) before
 // it runs it: a collective waited for at once then costs what the blocking
 // one costs, with no hand-over between threads; one the caller computes
-// through is run by the thread meanwhile.
+// through is run by the thread meanwhile. While callers run their own, a
+// post does not even wake the thread: it finds work on its naps.
 #pragma once
 
 #include <atomic>
@@ -63,6 +64,9 @@ class Offload {
   std::deque<std::shared_ptr<Job>> queue_;
   bool stop_ = false;
   bool busy_ = false;  // a collective is running (on the thread or a caller)
+  // Whether post wakes the thread: yes once it had to run one, no once a
+  // caller ran one itself (the thread then finds work on its naps).
+  std::atomic<bool> wake_on_post_{true};
   std::thread thread_;
 };
 
