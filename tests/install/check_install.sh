@@ -30,6 +30,7 @@ unset CMAKE_PREFIX_PATH ROCL_MPICC_CC ROCL_MPICXX_CXX
 step "cmake --install $build --prefix $prefix"
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 for f in bin/roclrun bin/rocld bin/rocl-dir bin/rocl-info bin/rocl-mpicc bin/rocl-mpicxx \
+  bin/rocl-mpi-alternatives \
   include/rocl/rocl.h include/rocl/rocl.hpp include/rocl/mpi/mpi.h; do
   [ -e "$prefix/$f" ] || fail "$f is not installed"
 done
@@ -93,6 +94,35 @@ step "rocl-mpicc and rocl-mpicxx of $prefix/bin"
 "$prefix/bin/rocl-mpicxx" -O2 -Wall -x c++ -o mpicxx_ring "$programs/mpi_ring.c"
 run2 ./mpicc_ring
 run2 ./mpicxx_ring
+
+step "rocl-mpi-alternatives: mpicc, mpicxx, mpirun as Debian alternatives (a private root)"
+if command -v update-alternatives >/dev/null; then
+  # update-alternatives --root: links and records under $root only; the
+  # prefix is seen there at its own path.
+  root=$work/alternatives-root
+  mkdir -p "$root/usr/bin" "$root/etc/alternatives" "$root/var/lib/dpkg/alternatives" \
+    "$root/var/log" "$root$(dirname "$prefix")"
+  ln -s "$prefix" "$root$prefix"
+  "$prefix/bin/rocl-mpi-alternatives" install --set -- --root "$root" >"$work/alternatives.log" ||
+    fail "rocl-mpi-alternatives install (log: $work/alternatives.log)"
+  [ "$(readlink "$root/usr/bin/mpicc")" = /etc/alternatives/mpi ] || fail "no /usr/bin/mpicc link"
+  for pair in mpi:rocl-mpicc mpicxx:rocl-mpicxx mpic++:rocl-mpicxx mpiCC:rocl-mpicxx \
+    mpirun:roclrun mpiexec:roclrun; do
+    link=$(readlink "$root/etc/alternatives/${pair%%:*}" || true)
+    [ "$link" = "$prefix/bin/${pair#*:}" ] || fail "alternative ${pair%%:*} is '$link'"
+  done
+  # What the plain names run: built by "mpicc", run by "mpirun -np 2".
+  "$(readlink "$root/etc/alternatives/mpi")" -O2 -o alternatives_ring "$programs/mpi_ring.c"
+  out=$("$(readlink "$root/etc/alternatives/mpirun")" --timeout 60 -np 2 ./alternatives_ring 2>&1) ||
+    fail "mpirun -np 2: $out"
+  grep -q "consumer_mpi: ok (2 ranks" <<<"$out" || fail "mpirun -np 2: $out"
+  "$prefix/bin/rocl-mpi-alternatives" remove -- --root "$root" >>"$work/alternatives.log" ||
+    fail "rocl-mpi-alternatives remove (log: $work/alternatives.log)"
+  [ ! -e "$root/etc/alternatives/mpi" ] || fail "the mpi alternative is still there after remove"
+  rm "$root$prefix"
+else
+  echo "   (skipped: no update-alternatives)"
+fi
 
 step "the prefix moved: its tools find their libraries, rocl-mpicc its new place"
 mv "$prefix" "$work/moved"

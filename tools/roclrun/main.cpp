@@ -26,11 +26,13 @@ const char kUsage[] =
     "Starts N processes of prog on this machine, or on several hosts, as one\n"
     "rocl job.\n"
     "\n"
-    "  -n N            number of processes (1 to 1024), required\n"
+    "  -n N            number of processes (1 to 1024), required (also -np N,\n"
+    "                  --np N)\n"
     "  --no-prefix     leave the output alone (processes inherit stdout and\n"
     "                  stderr) instead of putting \"[rank] \" before each line\n"
     "  --bind-to core  pin rank i to the (i mod n)-th cpu this process may use\n"
-    "                  (benchmarks: a waiting rank keeps its cpu warm)\n"
+    "                  (benchmarks: a waiting rank keeps its cpu warm);\n"
+    "                  --bind-to none: no pinning (the default)\n"
     "  --grace-ms MS   after SIGTERM, wait MS milliseconds before SIGKILL\n"
     "                  (default 2000)\n"
     "  --timeout S     stop everything after S seconds (exit status 124)\n"
@@ -102,6 +104,8 @@ int main(int argc, char **argv) {
       name = std::string(a.substr(0, eq));
       value = std::string(a.substr(eq + 1));
       has_value = true;
+    } else if (a == "-np") {  // mpirun's spelling
+      name = "--np";
     } else if (a.size() > 2 && a.rfind("-n", 0) == 0 && a[1] == 'n') {
       name = "-n";
       value = std::string(a.substr(2));
@@ -119,11 +123,12 @@ int main(int argc, char **argv) {
     } else if (name == "--no-prefix") {
       opt.prefix_output = false;
     } else if (name == "--bind-to") {
-      if (!need_value() || value != "core") {
-        return usage_error("--bind-to takes 'core' (rank i on the i-th allowed cpu), not '%s'",
-                           has_value || i < argc ? value.c_str() : "");
+      if (!need_value() || (value != "core" && value != "none")) {
+        return usage_error(
+            "--bind-to takes 'core' (rank i on the i-th allowed cpu) or 'none', not '%s'",
+            has_value || i < argc ? value.c_str() : "");
       }
-      opt.bind_to_core = true;
+      opt.bind_to_core = value == "core";
     } else if (name == "-n" || name == "--np") {
       long n = 0;
       if (!need_value()) return usage_error("%s needs a number", name.c_str());
