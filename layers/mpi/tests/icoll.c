@@ -5,9 +5,13 @@
  * communicator complete in any order of Wait; Test polls to completion
  * while the caller computes; Ibarrier does not complete before the last
  * rank enters it; non-blocking collectives on a dup and on the parent at
- * once; Comm_free right after a Wait. */
+ * once; Comm_free right after a Wait; under MPI_THREAD_MULTIPLE, 4
+ * threads per rank each running 100 Iallreduce and Ibcast on a
+ * communicator of its own at once, some waited at once, some computed
+ * through. */
 #include "mpi_check.h"
 
+#include <pthread.h>
 #include <time.h>
 
 static int rank, size;
@@ -143,12 +147,55 @@ static void test_outstanding_and_overlap(void) {
   CHECK(now() - t0 >= 0.1, "Ibarrier completed %.3f s after the start", now() - t0);
 }
 
+enum { kThreads = 4, kRounds = 100 };
+
+static void *thread_rounds(void *arg) {
+  MPI_Comm comm = *(MPI_Comm *)arg;
+  int me = 0;
+  MPI_Comm_rank(comm, &me);
+  for (int r = 0; r < kRounds; r++) {
+    long in[2] = {me + r, 1}, out[2] = {-1, -1};
+    MPI_Request req[2];
+    long token = me == r % size ? 1000 + r : -1;
+    CHECK_MPI(MPI_Iallreduce(in, out, 2, MPI_LONG, MPI_SUM, comm, &req[0]));
+    CHECK_MPI(MPI_Ibcast(&token, 1, MPI_LONG, r % size, comm, &req[1]));
+    if (r % 3 == 0) { /* computed through: the communicator's thread runs them */
+      const double until = now() + 20e-6;
+      while (now() < until) {
+      }
+    }
+    CHECK_MPI(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+    const long want = (long)size * (size - 1) / 2 + (long)size * r;
+    CHECK(out[0] == want && out[1] == size, "round %d: sum %ld (want %ld), count %ld", r, out[0],
+          want, out[1]);
+    CHECK(token == 1000 + r, "round %d: token %ld", r, token);
+  }
+  return NULL;
+}
+
+static void test_threads(void) {
+  MPI_Comm comms[kThreads];
+  pthread_t th[kThreads];
+  for (int k = 0; k < kThreads; k++) CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comms[k]));
+  for (int k = 0; k < kThreads; k++) {
+    CHECK(pthread_create(&th[k], NULL, thread_rounds, &comms[k]) == 0, "pthread_create");
+  }
+  for (int k = 0; k < kThreads; k++) pthread_join(th[k], NULL);
+  for (int k = 0; k < kThreads; k++) CHECK_MPI(MPI_Comm_free(&comms[k]));
+}
+
 int main(int argc, char **argv) {
-  CHECK_MPI(MPI_Init(&argc, &argv));
+  int provided = MPI_THREAD_SINGLE;
+  CHECK_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
   CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
   test_each();
   test_outstanding_and_overlap();
+  if (provided == MPI_THREAD_MULTIPLE) {
+    test_threads();
+  } else {
+    test_note("threads part skipped: MPI_THREAD_MULTIPLE not provided");
+  }
   test_done("icoll");
   return 0;
 }
