@@ -184,8 +184,10 @@ int reduce_dense(MPI_Comm comm, const void *sendbuf, void *recvbuf, int count, M
   char *acc = nullptr;  // what this rank has combined so far (mine until a child's came)
   for (int mask = 1; mask < size; mask <<= 1) {
     if (rel & mask) {
+      // The parent receives from its children in turn: lending cannot
+      // deadlock, and spares the copies through the pool.
       const int parent = (rel - mask + root) % size;
-      return send_bytes(comm, parent, kReduce, kCollective, acc != nullptr ? acc : mine, n);
+      return send_to_receiver(comm, parent, kReduce, kCollective, acc != nullptr ? acc : mine, n);
     }
     if (rel + mask >= size) continue;
     if (acc == nullptr) {

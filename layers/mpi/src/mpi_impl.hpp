@@ -223,6 +223,10 @@ const char *op_name(int builtin);
 // Plain transfers of contiguous bytes in a domain (p2p.cpp), for the
 // collectives and communicator creation: never wildcards.
 int send_bytes(MPI_Comm comm, int to, int tag, Domain d, const void *p, std::size_t n);
+// send_bytes for a rank that is receiving (or will without waiting for
+// this rank): large data is lent, the receiver copying it once straight
+// from p, and the call returns when it has.
+int send_to_receiver(MPI_Comm comm, int to, int tag, Domain d, const void *p, std::size_t n);
 // Sends n bytes of mine to partner and receives its n into theirs.
 int exchange_bytes(MPI_Comm comm, int partner, int tag, Domain d, const void *mine, void *theirs,
                    std::size_t n);

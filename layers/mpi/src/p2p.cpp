@@ -81,6 +81,14 @@ int wait_lent(MPI_Comm comm, rocl_request_t *lent, const char *who) {
   return rc == ROCL_OK ? MPI_SUCCESS : fail_rocl(comm, rc, who);
 }
 
+int send_to_receiver(MPI_Comm comm, int to, int tag, Domain d, const void *p, std::size_t n) {
+  rocl_request_t lent = ROCL_REQUEST_NULL;
+  if (int rc = send_contiguous(comm, to, tag, d, 0, p, n, &lent); rc != ROCL_OK) {
+    return fail_rocl(comm, rc, "collective send");
+  }
+  return lent != ROCL_REQUEST_NULL ? wait_lent(comm, &lent, "collective send") : MPI_SUCCESS;
+}
+
 // A pairwise exchange (recursive doubling): the send may lend `mine`, so it
 // is waited for after the receive, by which time the partner, doing the
 // same, has taken it. mine must not change until this returns.
