@@ -8,7 +8,8 @@
 // for power-of-two sizes (one exchange for 2 ranks), else reduce+bcast;
 // direct exchanges for gather/scatter/allgather/alltoall (a send never
 // waits for its receive, so everyone sends first, then receives); a chain
-// for scan.
+// for scan. On an intercommunicator each entry point hands over to
+// intercomm.cpp or inter_coll.cpp once the communicator is checked.
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -218,6 +219,11 @@ std::vector<int> uniform(int n, int value, bool displacements) {
 
 }  // namespace
 
+int reduce_packed(MPI_Comm c, std::vector<char> &acc, int count, MPI_Datatype t, MPI_Op op,
+                  const char *who) {
+  return reduce_to_zero(c, acc, count, t, op, who);
+}
+
 int allgather_bytes(MPI_Comm c, const void *mine, std::size_t n, void *all) {
   char *out = static_cast<char *>(all);
   if (n != 0) std::memcpy(out + c->rank * n, mine, n);
@@ -262,9 +268,11 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, MPI_Comm comm) {
   if (int rc = check_coll(comm, count, datatype, "MPI_Reduce")) return rc;
-  if (int rc = check_intra(comm, "MPI_Reduce")) return rc;
-  if (int rc = check_root(comm, root, "MPI_Reduce")) return rc;
   if (int rc = check_op(comm, op, datatype, "MPI_Reduce")) return rc;
+  if (comm->inter_local != nullptr) {
+    return inter_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+  }
+  if (int rc = check_root(comm, root, "MPI_Reduce")) return rc;
   if (datatype->dense && op->builtin >= 0) {
     return reduce_dense(comm, sendbuf, recvbuf, count, datatype, op, root);
   }
@@ -287,6 +295,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
   if (int rc = check_coll(comm, count, datatype, "MPI_Allreduce")) return rc;
   if (comm->inter_local != nullptr) {
     if (int rc = check_op(comm, op, datatype, "MPI_Allreduce")) return rc;
+    if (int rc = refuse_in_place(comm, sendbuf, "MPI_Allreduce")) return rc;
     return inter_allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   }
   if (int rc = check_op(comm, op, datatype, "MPI_Allreduce")) return rc;
@@ -321,7 +330,10 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
                 MPI_Comm comm) {
   const char *who = "MPI_Gatherv";
   if (int rc = check_comm(comm, who)) return rc;
-  if (int rc = check_intra(comm, "MPI_Gatherv")) return rc;
+  if (comm->inter_local != nullptr) {
+    return inter_gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                         comm);
+  }
   if (int rc = check_root(comm, root, who)) return rc;
   if (comm->rank != root) {
     if (int rc = check_coll(comm, sendcount, sendtype, who)) return rc;
@@ -344,7 +356,6 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   if (int rc = check_comm(comm, "MPI_Gather")) return rc;
-  if (int rc = check_intra(comm, "MPI_Gather")) return rc;
   const std::vector<int> counts = uniform(comm->size, recvcount, false),
                          displs = uniform(comm->size, recvcount, true);
   return MPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, counts.data(), displs.data(), recvtype,
@@ -356,7 +367,10 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
                  int root, MPI_Comm comm) {
   const char *who = "MPI_Scatterv";
   if (int rc = check_comm(comm, who)) return rc;
-  if (int rc = check_intra(comm, "MPI_Scatterv")) return rc;
+  if (comm->inter_local != nullptr) {
+    return inter_scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                          comm);
+  }
   if (int rc = check_root(comm, root, who)) return rc;
   if (comm->rank != root) {
     if (int rc = check_coll(comm, recvcount, recvtype, who)) return rc;
@@ -379,7 +393,6 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   if (int rc = check_comm(comm, "MPI_Scatter")) return rc;
-  if (int rc = check_intra(comm, "MPI_Scatter")) return rc;
   const std::vector<int> counts = uniform(comm->size, sendcount, false),
                          displs = uniform(comm->size, sendcount, true);
   return MPI_Scatterv(sendbuf, counts.data(), displs.data(), sendtype, recvbuf, recvcount, recvtype,
@@ -391,7 +404,10 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
                   MPI_Datatype recvtype, MPI_Comm comm) {
   const char *who = "MPI_Alltoallv";
   if (int rc = check_comm(comm, who)) return rc;
-  if (int rc = check_intra(comm, "MPI_Alltoallv")) return rc;
+  if (comm->inter_local != nullptr) {
+    return inter_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                           recvtype, comm, who);
+  }
   if (in_place(sendbuf)) {  // sends copy their data before returning: send from recvbuf first
     sendbuf = recvbuf, sendcounts = recvcounts, sdispls = rdispls, sendtype = recvtype;
   }
@@ -421,7 +437,9 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   if (int rc = check_comm(comm, "MPI_Alltoall")) return rc;
-  if (int rc = check_intra(comm, "MPI_Alltoall")) return rc;
+  if (comm->inter_local != nullptr) {
+    if (int rc = refuse_in_place(comm, sendbuf, "MPI_Alltoall")) return rc;
+  }
   const int n = comm->size;
   const std::vector<int> sc = uniform(n, sendcount, false), sd = uniform(n, sendcount, true),
                          rc = uniform(n, recvcount, false), rd = uniform(n, recvcount, true);
@@ -433,9 +451,11 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                    MPI_Comm comm) {
   if (int rc = check_comm(comm, "MPI_Allgatherv")) return rc;
-  if (int rc = check_intra(comm, "MPI_Allgatherv")) return rc;
+  // On an intercommunicator size is the remote group's: one block from each.
   const int n = comm->size, me = comm->rank;
-  if (in_place(sendbuf)) {
+  if (comm->inter_local != nullptr) {
+    if (int rc = refuse_in_place(comm, sendbuf, "MPI_Allgatherv")) return rc;
+  } else if (in_place(sendbuf)) {
     sendbuf = at(recvbuf, displs[me], recvtype), sendcount = recvcounts[me], sendtype = recvtype;
   }
   // My block to everyone (as alltoallv with one send block for all).
@@ -447,7 +467,9 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   if (int rc = check_comm(comm, "MPI_Allgather")) return rc;
-  if (int rc = check_intra(comm, "MPI_Allgather")) return rc;
+  if (comm->inter_local != nullptr) {
+    if (int rc = refuse_in_place(comm, sendbuf, "MPI_Allgather")) return rc;
+  }
   const std::vector<int> counts = uniform(comm->size, recvcount, false),
                          displs = uniform(comm->size, recvcount, true);
   return MPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, counts.data(), displs.data(),
@@ -458,7 +480,10 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   const char *who = "MPI_Reduce_scatter_block";
   if (int rc = check_coll(comm, recvcount, datatype, who)) return rc;
-  if (int rc = check_intra(comm, "MPI_Reduce_scatter_block")) return rc;
+  if (comm->inter_local != nullptr) {
+    const std::vector<int> counts = uniform(comm->inter_local->size, recvcount, false);
+    return inter_reduce_scatter(sendbuf, recvbuf, counts.data(), datatype, op, comm, who);
+  }
   if (int rc = check_op(comm, op, datatype, who)) return rc;
   const int total = recvcount * comm->size;
   std::vector<char> acc = contribution(sendbuf, recvbuf, total, datatype);
@@ -477,7 +502,9 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
              MPI_Comm comm) {
   if (int rc = check_coll(comm, count, datatype, "MPI_Scan")) return rc;
-  if (int rc = check_intra(comm, "MPI_Scan")) return rc;
+  if (comm->inter_local != nullptr) {
+    return fail(comm, MPI_ERR_COMM, "MPI_Scan", "MPI defines no scan on intercommunicators");
+  }
   if (int rc = check_op(comm, op, datatype, "MPI_Scan")) return rc;
   std::vector<char> acc = contribution(sendbuf, recvbuf, count, datatype);
   if (comm->rank > 0) {
@@ -501,7 +528,10 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
   const char *who = "MPI_Alltoallw";
   if (int rc = check_comm(comm, who)) return rc;
-  if (int rc = check_intra(comm, who)) return rc;
+  if (comm->inter_local != nullptr) {
+    return inter_alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                           recvtypes, comm);
+  }
   if (in_place(sendbuf)) {  // sends copy their data before returning: send from recvbuf first
     sendbuf = recvbuf, sendcounts = recvcounts, sdispls = rdispls, sendtypes = recvtypes;
   }
@@ -538,7 +568,9 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                MPI_Comm comm) {
   if (int rc = check_coll(comm, count, datatype, "MPI_Exscan")) return rc;
-  if (int rc = check_intra(comm, "MPI_Exscan")) return rc;
+  if (comm->inter_local != nullptr) {
+    return fail(comm, MPI_ERR_COMM, "MPI_Exscan", "MPI defines no scan on intercommunicators");
+  }
   if (int rc = check_op(comm, op, datatype, "MPI_Exscan")) return rc;
   std::vector<char> acc = contribution(sendbuf, recvbuf, count, datatype);
   std::vector<char> before;
@@ -564,7 +596,9 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   const char *who = "MPI_Reduce_scatter";
   if (int rc = check_comm(comm, who)) return rc;
-  if (int rc = check_intra(comm, "MPI_Reduce_scatter")) return rc;
+  if (comm->inter_local != nullptr) {
+    return inter_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, who);
+  }
   int total = 0;
   for (int r = 0; r < comm->size; ++r) {
     if (int rc = check_count(comm, recvcounts[r], who)) return rc;

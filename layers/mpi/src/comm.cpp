@@ -167,7 +167,7 @@ int MPI_Comm_size(MPI_Comm comm, int *size) {
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
   if (int rc = check_comm(comm, "MPI_Comm_dup")) return rc;
-  if (int rc = check_intra(comm, "MPI_Comm_dup")) return rc;
+  if (comm->inter_local != nullptr) return inter_dup(comm, newcomm);
   const rocl_gid_t mine = register_comm_resource("dup", comm->rank);
   if (mine == ROCL_NULL_GID) return fail_rocl(comm, ROCL_EINTERNAL, "MPI_Comm_dup");
   std::vector<rocl_gid_t> gids(comm->size);
@@ -197,10 +197,10 @@ int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request) {
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
   if (int rc = check_comm(comm, "MPI_Comm_split")) return rc;
-  if (int rc = check_intra(comm, "MPI_Comm_split")) return rc;
   if (color < 0 && color != MPI_UNDEFINED) {
     return fail(comm, MPI_ERR_ARG, "MPI_Comm_split", "color %d is negative", color);
   }
+  if (comm->inter_local != nullptr) return inter_split(comm, color, key, newcomm);
   struct Entry {
     int color, key;
     rocl_gid_t gid;

@@ -279,6 +279,7 @@ int MPI_Group_free(MPI_Group *group) {
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
   if (int rc = rmpi::check_comm(comm, "MPI_Comm_create")) return rc;
+  if (int rc = rmpi::check_intra(comm, "MPI_Comm_create")) return rc;
   if (int rc = check_group(group, "MPI_Comm_create")) return rc;
   for (int w : group->world) {
     if (std::find(comm->world.begin(), comm->world.end(), w) == comm->world.end()) {
@@ -292,6 +293,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
 
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm) {
   if (int rc = rmpi::check_comm(comm, "MPI_Comm_create_group")) return rc;
+  if (int rc = rmpi::check_intra(comm, "MPI_Comm_create_group")) return rc;
   if (int rc = check_group(group, "MPI_Comm_create_group")) return rc;
   if (tag < 0 || tag > rmpi::kTagUb) {
     return fail(comm, MPI_ERR_TAG, "MPI_Comm_create_group", "tag %d is outside 0..%d", tag,
@@ -318,6 +320,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *new
 // each rank's context (its "host.id" attribute), gathered.
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info, MPI_Comm *newcomm) {
   if (int rc = rmpi::check_comm(comm, "MPI_Comm_split_type")) return rc;
+  if (int rc = rmpi::check_intra(comm, "MPI_Comm_split_type")) return rc;
   if (split_type == MPI_UNDEFINED) return MPI_Comm_split(comm, MPI_UNDEFINED, key, newcomm);
   if (split_type != MPI_COMM_TYPE_SHARED) {
     return fail(comm, MPI_ERR_ARG, "MPI_Comm_split_type",

@@ -174,6 +174,15 @@ int post(MPI_Comm comm, const char *who, MPI_Request *request, std::function<int
   return MPI_SUCCESS;
 }
 
+// How many counts and displacements a rooted v-collective's root gives:
+// one per rank (the remote group's on an intercommunicator, where the root
+// says MPI_ROOT); none elsewhere.
+int root_counts(MPI_Comm comm, int root) {
+  if (comm == MPI_COMM_NULL || comm->magic != rocl_mpi_comm::kMagic) return 0;
+  const bool at_root = comm->inter_local != nullptr ? root == MPI_ROOT : comm->rank == root;
+  return at_root ? comm->size : 0;
+}
+
 std::vector<int> copy_of(const int *a, int n) {
   return a == nullptr ? std::vector<int>() : std::vector<int>(a, a + n);
 }
@@ -224,9 +233,7 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                  MPI_Comm comm, MPI_Request *request) {
-  const bool at_root =
-      comm != MPI_COMM_NULL && comm->magic == rocl_mpi_comm::kMagic && comm->rank == root;
-  const int n = at_root ? comm->size : 0;
+  const int n = root_counts(comm, root);
   return post(comm, "MPI_Igatherv", request,
               [=, counts = copy_of(recvcounts, n), at = copy_of(displs, n)](MPI_Comm c) {
                 return MPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, counts.data(), at.data(),
@@ -245,9 +252,7 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
                   MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                   int root, MPI_Comm comm, MPI_Request *request) {
-  const bool at_root =
-      comm != MPI_COMM_NULL && comm->magic == rocl_mpi_comm::kMagic && comm->rank == root;
-  const int n = at_root ? comm->size : 0;
+  const int n = root_counts(comm, root);
   return post(comm, "MPI_Iscatterv", request,
               [=, counts = copy_of(sendcounts, n), at = copy_of(displs, n)](MPI_Comm c) {
                 return MPI_Scatterv(sendbuf, counts.data(), at.data(), sendtype, recvbuf, recvcount,

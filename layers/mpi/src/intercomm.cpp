@@ -1,13 +1,15 @@
 // intercomm.cpp - intercommunicators (MPI 3.1 section 6.6): two groups,
-// point to point from one to the other, a few collectives, and merging.
+// point to point from one to the other, creation, dup, split, merging,
+// and the collectives that go through the leaders alone.
 // An intercommunicator is a communicator whose rank table (gids, world,
 // size) is the REMOTE group's, so point to point works unchanged (a
 // destination rank names a remote process, a source is found among the
 // remote gids); the local group is a private dup of the local
 // communicator (inter_local), which its collectives use inside the group,
 // and MPI_Comm_size/rank/group answer for the local group.
-// Barrier, Bcast and Allreduce work on it; the other collectives refuse
-// it with MPI_ERR_COMM.
+// Barrier, Bcast and Allreduce are here, the other collectives in
+// inter_coll.cpp; Scan and Exscan, which MPI does not define on an
+// intercommunicator, refuse it with MPI_ERR_COMM.
 #include <algorithm>
 #include <vector>
 
@@ -23,8 +25,9 @@ using Member = GroupMember;
 
 // The leaders swap their groups' lists over `via` (point to point, rank
 // `to` there); the others get the remote list from their leader.
+template <class T>
 int swap_groups(MPI_Comm local, int leader, MPI_Comm via, int to, int tag, bool collective_domain,
-                const std::vector<Member> &mine, std::vector<Member> *theirs, const char *who) {
+                const std::vector<T> &mine, std::vector<T> *theirs, const char *who) {
   int n = 0;
   const Domain d = collective_domain ? kCollective : kPointToPoint;
   if (local->rank == leader) {
@@ -34,12 +37,11 @@ int swap_groups(MPI_Comm local, int leader, MPI_Comm via, int to, int tag, bool 
   if (int rc = MPI_Bcast(&n, 1, MPI_INT, leader, local)) return rc;
   theirs->resize(std::size_t(n));
   if (local->rank == leader) {
-    if (int rc = send_bytes(via, to, tag, d, mine.data(), mine.size() * sizeof(Member))) return rc;
-    if (int rc = recv_bytes(via, to, tag, d, theirs->data(), theirs->size() * sizeof(Member)))
-      return rc;
+    if (int rc = send_bytes(via, to, tag, d, mine.data(), mine.size() * sizeof(T))) return rc;
+    if (int rc = recv_bytes(via, to, tag, d, theirs->data(), theirs->size() * sizeof(T))) return rc;
   }
   (void)who;
-  return MPI_Bcast(theirs->data(), int(theirs->size() * sizeof(Member)), MPI_BYTE, leader, local);
+  return MPI_Bcast(theirs->data(), int(theirs->size() * sizeof(T)), MPI_BYTE, leader, local);
 }
 
 }  // namespace
@@ -92,8 +94,7 @@ namespace rmpi {
 int check_intra(MPI_Comm comm, const char *who) {
   if (comm != MPI_COMM_NULL && comm->magic == rocl_mpi_comm::kMagic &&
       comm->inter_local != nullptr) {
-    return fail(comm, MPI_ERR_COMM, who,
-                "rocl's MPI runs this collective on intracommunicators only");
+    return fail(comm, MPI_ERR_COMM, who, "rocl's MPI does this on intracommunicators only");
   }
   return MPI_SUCCESS;
 }
@@ -144,6 +145,76 @@ int inter_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
     unpack(theirs.data(), bytes, recvbuf, count, t);
   }
   return MPI_Bcast(recvbuf, count, t, 0, local);
+}
+
+// Both groups dup their local part; the leaders swap the new resources.
+int inter_dup(MPI_Comm comm, MPI_Comm *newcomm) {
+  const char *who = "MPI_Comm_dup";
+  MPI_Comm local = MPI_COMM_NULL;
+  if (int rc = MPI_Comm_dup(comm->inter_local, &local)) return rc;
+  const rocl_gid_t self = register_comm_resource("inter", local->rank);
+  if (self == ROCL_NULL_GID) {
+    MPI_Comm_free(&local);
+    return fail_rocl(comm, ROCL_EINTERNAL, who);
+  }
+  std::vector<Member> mine, theirs;
+  int rc = gather_group(local, self, &mine);
+  if (rc == MPI_SUCCESS) rc = swap_groups(local, 0, comm, 0, kInterTag, true, mine, &theirs, who);
+  if (rc != MPI_SUCCESS) {
+    rocl_delete(self);
+    MPI_Comm_free(&local);
+    return rc;
+  }
+  MPI_Comm c = make_intercomm(local, self, theirs);
+  c->errhandler = comm->errhandler;
+  *newcomm = c;
+  return copy_attributes(comm, c);
+}
+
+// Each group splits its local part; the subgroups of one color on the two
+// sides make a new intercommunicator. A color the other side lacks gives
+// MPI_COMM_NULL.
+int inter_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
+  const char *who = "MPI_Comm_split";
+  struct Entry {
+    int color, key;
+    Member member;
+  };
+  *newcomm = MPI_COMM_NULL;
+  MPI_Comm local = MPI_COMM_NULL;
+  if (int rc = MPI_Comm_split(comm->inter_local, color, key, &local)) return rc;
+  Entry me{color, key, {ROCL_NULL_GID, comm->inter_local->world[std::size_t(comm->rank)]}};
+  if (color != MPI_UNDEFINED) {
+    me.member.gid = register_comm_resource("inter", local->rank);
+    if (me.member.gid == ROCL_NULL_GID) {
+      MPI_Comm_free(&local);
+      return fail_rocl(comm, ROCL_EINTERNAL, who);
+    }
+  }
+  std::vector<Entry> mine(std::size_t(comm->inter_local->size)), theirs;
+  int rc = allgather_bytes(comm->inter_local, &me, sizeof me, mine.data());
+  if (rc == MPI_SUCCESS) {
+    rc = swap_groups(comm->inter_local, 0, comm, 0, kInterTag, true, mine, &theirs, who);
+  }
+  // The remote subgroup of my color in its rank order: by key, then rank.
+  std::vector<Entry> same;
+  for (const Entry &e : theirs) {
+    if (color != MPI_UNDEFINED && e.color == color) same.push_back(e);
+  }
+  std::stable_sort(same.begin(), same.end(),
+                   [](const Entry &a, const Entry &b) { return a.key < b.key; });
+  if (rc != MPI_SUCCESS || same.empty()) {
+    if (me.member.gid != ROCL_NULL_GID) rocl_delete(me.member.gid);
+    if (local != MPI_COMM_NULL) MPI_Comm_free(&local);
+    return rc;
+  }
+  std::vector<Member> remote;
+  remote.reserve(same.size());
+  for (const Entry &e : same) remote.push_back(e.member);
+  MPI_Comm c = make_intercomm(local, me.member.gid, remote);
+  c->errhandler = comm->errhandler;
+  *newcomm = c;
+  return MPI_SUCCESS;
 }
 
 }  // namespace rmpi

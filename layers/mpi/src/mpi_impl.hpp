@@ -250,6 +250,31 @@ int inter_barrier(MPI_Comm comm);
 int inter_bcast(void *buffer, int count, MPI_Datatype t, int root, MPI_Comm comm);
 int inter_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype t, MPI_Op op,
                     MPI_Comm comm);
+// Comm_dup and Comm_split of an intercommunicator (intercomm.cpp).
+int inter_dup(MPI_Comm comm, MPI_Comm *newcomm);
+int inter_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+// The other collectives on intercommunicators (inter_coll.cpp), reached
+// from coll.cpp's entry points once those checked the communicator; a
+// rooted one takes MPI_ROOT, MPI_PROC_NULL or a remote rank as root, and
+// MPI_IN_PLACE is refused (MPI_ERR_BUFFER) where a buffer is read.
+int refuse_in_place(MPI_Comm comm, const void *buf, const char *who);
+int inter_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype t, MPI_Op op, int root,
+                 MPI_Comm comm);
+int inter_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                  MPI_Comm comm);
+int inter_scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                   MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                   int root, MPI_Comm comm);
+int inter_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, const char *who);
+int inter_alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                    const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                    const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm);
+// recvcounts: one per rank of the LOCAL group.
+int inter_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype t,
+                         MPI_Op op, MPI_Comm comm, const char *who);
 // MPI_Comm_spawn's children (spawn.cpp): their spawn's id ("" for a
 // process not spawned), which names their world apart from the parents';
 // and, in MPI_Init, the intercommunicator to the parents.
@@ -281,8 +306,12 @@ MPI_Request job_request(MPI_Comm comm, std::shared_ptr<Job> job);
 MPI_Request completed_request(MPI_Comm comm, const MPI_Status &status, int error);
 // Whether the thread level is below MPI_THREAD_MULTIPLE (env.cpp).
 bool one_caller_at_a_time();
-// Collective helper (coll.cpp): every rank's n bytes, in rank order.
+// Collective helpers (coll.cpp): every rank's n bytes, in rank order; and
+// acc (count packed elements) reduced over the ranks in rank order, the
+// result at rank 0 (the other ranks' acc is scratch afterwards).
 int allgather_bytes(MPI_Comm comm, const void *mine, std::size_t n, void *all);
+int reduce_packed(MPI_Comm comm, std::vector<char> &acc, int count, MPI_Datatype t, MPI_Op op,
+                  const char *who);
 // Collective transfers of (buf, count, t) in the kCollective domain
 // (coll.cpp): packed if t is not dense, never wildcards.
 int send_from(MPI_Comm c, int to, int tag, const void *buf, int count, MPI_Datatype t);

@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
   CHECK(msum == size * (size - 1) / 2, "merged Allreduce %d", msum);
   CHECK_MPI(MPI_Comm_free(&merged));
 
-#ifdef ROCL_MPI /* rocl's MPI runs some collectives on intercommunicators only */
+#ifdef ROCL_MPI /* MPI defines no scan on intercommunicators: rocl says so */
   CHECK_MPI(MPI_Comm_set_errhandler(inter, MPI_ERRORS_RETURN));
   int cls = -1, x = 0;
   MPI_Error_class(MPI_Scan(&x, &x, 1, MPI_INT, MPI_SUM, inter), &cls);
