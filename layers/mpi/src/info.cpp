@@ -134,4 +134,23 @@ int MPI_Info_free(MPI_Info *info) {
   return MPI_SUCCESS;
 }
 
+// Communicator hints: kept nowhere (rocl's MPI takes none), so a dup with
+// info is a dup and the info in use is an empty one.
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm) {
+  if (info != MPI_INFO_NULL) {
+    if (int rc = check_info(info, "MPI_Comm_dup_with_info")) return rc;
+  }
+  return MPI_Comm_dup(comm, newcomm);
+}
+
+int MPI_Comm_set_info(MPI_Comm comm, MPI_Info info) {
+  if (int rc = rmpi::check_comm(comm, "MPI_Comm_set_info")) return rc;
+  return check_info(info, "MPI_Comm_set_info");
+}
+
+int MPI_Comm_get_info(MPI_Comm comm, MPI_Info *info_used) {
+  if (int rc = rmpi::check_comm(comm, "MPI_Comm_get_info")) return rc;
+  return MPI_Info_create(info_used);
+}
+
 }  // extern "C"

@@ -198,6 +198,20 @@ static void test_info(void) {
   MPI_Error_class(MPI_Info_delete(info, "host"), &cls);
   CHECK(cls == MPI_ERR_INFO_NOKEY, "deleting a missing key: class %d", cls);
   CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+  /* A communicator made with info works as a dup; the info it reports is
+   * an info object the caller frees. */
+  MPI_Comm with_info;
+  CHECK_MPI(MPI_Comm_dup_with_info(MPI_COMM_WORLD, info, &with_info));
+  int with_size = -1, mine = 0, sum = 0;
+  CHECK_MPI(MPI_Comm_size(with_info, &with_size));
+  CHECK(with_size == size, "dup_with_info size %d", with_size);
+  CHECK_MPI(MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, with_info));
+  CHECK_MPI(MPI_Comm_set_info(with_info, info));
+  MPI_Info used = MPI_INFO_NULL;
+  CHECK_MPI(MPI_Comm_get_info(with_info, &used));
+  CHECK(used != MPI_INFO_NULL, "Comm_get_info gave MPI_INFO_NULL");
+  CHECK_MPI(MPI_Info_free(&used));
+  CHECK_MPI(MPI_Comm_free(&with_info));
   CHECK_MPI(MPI_Info_free(&info));
   CHECK_MPI(MPI_Info_free(&copy));
   CHECK(info == MPI_INFO_NULL, "Info_free sets MPI_INFO_NULL");
