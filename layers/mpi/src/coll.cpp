@@ -23,6 +23,33 @@ int send_from(MPI_Comm c, int to, int tag, const void *buf, int count, MPI_Datat
   return send_bytes(c, to, tag, kCollective, x.data(), x.bytes());
 }
 
+int send_to_receiver(MPI_Comm c, int to, int tag, const void *buf, int count, MPI_Datatype t) {
+  Contiguous x(buf, count, t, true);
+  return send_to_receiver(c, to, tag, kCollective, x.data(), x.bytes());
+}
+
+int post_lendable(MPI_Comm c, int to, int tag, const void *buf, int count, MPI_Datatype t,
+                  std::vector<rocl_request_t> *lent) {
+  if (!t->dense) return send_from(c, to, tag, buf, count, t);  // packed: copied
+  const char *p = static_cast<const char *>(buf) + t->first();
+  rocl_request_t req = ROCL_REQUEST_NULL;
+  const int rc =
+      send_contiguous(c, to, tag, kCollective, 0, p, t->packed * std::size_t(count), &req);
+  if (rc != ROCL_OK) return fail_rocl(c, rc, "collective send");
+  if (req != ROCL_REQUEST_NULL) lent->push_back(req);
+  return MPI_SUCCESS;
+}
+
+int wait_all_lent(MPI_Comm c, std::vector<rocl_request_t> *lent) {
+  int result = MPI_SUCCESS;
+  for (rocl_request_t &req : *lent) {
+    const int rc = rocl_wait(&req, nullptr, -1);
+    if (rc != ROCL_OK && result == MPI_SUCCESS) result = fail_rocl(c, rc, "collective send");
+  }
+  lent->clear();
+  return result;
+}
+
 int recv_into(MPI_Comm c, int from, int tag, void *buf, int count, MPI_Datatype t) {
   Contiguous x(buf, count, t, false);
   if (int rc = recv_bytes(c, from, tag, kCollective, x.data(), x.bytes())) return rc;
@@ -337,7 +364,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
   if (int rc = check_root(comm, root, who)) return rc;
   if (comm->rank != root) {
     if (int rc = check_coll(comm, sendcount, sendtype, who)) return rc;
-    return send_from(comm, root, kGather, sendbuf, sendcount, sendtype);
+    return send_to_receiver(comm, root, kGather, sendbuf, sendcount, sendtype);
   }
   if (int rc = check_type(comm, recvtype, who)) return rc;
   for (int i = 0; i < comm->size; ++i) {
@@ -381,7 +408,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
     const char *slot = at(sendbuf, displs[i], sendtype);
     int rc = MPI_SUCCESS;
     if (i != root) {
-      rc = send_from(comm, i, kScatter, slot, sendcounts[i], sendtype);
+      rc = send_to_receiver(comm, i, kScatter, slot, sendcounts[i], sendtype);
     } else if (!in_place(recvbuf)) {
       rc = copy_local(comm, slot, sendcounts[i], sendtype, recvbuf, recvcount, recvtype);
     }
@@ -408,17 +435,24 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
     return inter_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                            recvtype, comm, who);
   }
-  if (in_place(sendbuf)) {  // sends copy their data before returning: send from recvbuf first
-    sendbuf = recvbuf, sendcounts = recvcounts, sdispls = rdispls, sendtype = recvtype;
-  }
+  // In place, a block sent to j is where j's block arrives: those sends
+  // copy their data before returning. Otherwise they are lent where rocl
+  // can (each receiver copies straight from sendbuf), and waited for once
+  // this rank has received its own blocks.
+  const bool may_lend = !in_place(sendbuf);
+  if (!may_lend) sendbuf = recvbuf, sendcounts = recvcounts, sdispls = rdispls, sendtype = recvtype;
   if (int rc = check_type(comm, sendtype, who)) return rc;
   if (int rc = check_type(comm, recvtype, who)) return rc;
   const int me = comm->rank;
+  std::vector<rocl_request_t> lent;
   for (int j = 0; j < comm->size; ++j) {
     if (j == me) continue;
-    if (int rc = send_from(comm, j, kAlltoall, at(sendbuf, sdispls[j], sendtype), sendcounts[j],
-                           sendtype))
+    const void *block = at(sendbuf, sdispls[j], sendtype);
+    if (int rc = may_lend ? post_lendable(comm, j, kAlltoall, block, sendcounts[j], sendtype, &lent)
+                          : send_from(comm, j, kAlltoall, block, sendcounts[j], sendtype)) {
+      wait_all_lent(comm, &lent);
       return rc;
+    }
   }
   if (sendbuf != recvbuf) {
     if (int rc = copy_local(comm, at(sendbuf, sdispls[me], sendtype), sendcounts[me], sendtype,
@@ -428,10 +462,12 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
   for (int j = 0; j < comm->size; ++j) {
     if (j == me) continue;
     if (int rc = recv_into(comm, j, kAlltoall, at(recvbuf, rdispls[j], recvtype), recvcounts[j],
-                           recvtype))
+                           recvtype)) {
+      wait_all_lent(comm, &lent);
       return rc;
+    }
   }
-  return MPI_SUCCESS;
+  return wait_all_lent(comm, &lent);
 }
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,

@@ -223,6 +223,11 @@ const char *op_name(int builtin);
 // Plain transfers of contiguous bytes in a domain (p2p.cpp), for the
 // collectives and communicator creation: never wildcards.
 int send_bytes(MPI_Comm comm, int to, int tag, Domain d, const void *p, std::size_t n);
+// Sends n bytes at p to rank `to` in domain d: lent (rocl_isendx_lend)
+// where lent may be set, which rocl then sets to the request to wait for
+// (left NULL if it copied), else copied. Returns rocl's code.
+int send_contiguous(MPI_Comm comm, int to, int tag, Domain d, unsigned flags, const void *p,
+                    std::size_t n, rocl_request_t *lent);
 // send_bytes for a rank that is receiving (or will without waiting for
 // this rank): large data is lent, the receiver copying it once straight
 // from p, and the call returns when it has.
@@ -315,6 +320,15 @@ int reduce_packed(MPI_Comm comm, std::vector<char> &acc, int count, MPI_Datatype
 // Collective transfers of (buf, count, t) in the kCollective domain
 // (coll.cpp): packed if t is not dense, never wildcards.
 int send_from(MPI_Comm c, int to, int tag, const void *buf, int count, MPI_Datatype t);
+// send_from to a rank that receives without waiting for this one
+// (send_to_receiver: large dense data lent, the call returning once taken).
+int send_to_receiver(MPI_Comm c, int to, int tag, const void *buf, int count, MPI_Datatype t);
+// A send that may lend a dense buffer: its request, if rocl lent it, is
+// added to *lent, to be waited for (wait_all_lent) once this rank has
+// received what it must; buf must not change until then.
+int post_lendable(MPI_Comm c, int to, int tag, const void *buf, int count, MPI_Datatype t,
+                  std::vector<rocl_request_t> *lent);
+int wait_all_lent(MPI_Comm c, std::vector<rocl_request_t> *lent);
 int recv_into(MPI_Comm c, int from, int tag, void *buf, int count, MPI_Datatype t);
 // Collective-domain tags above coll.cpp's own: the neighbourhood
 // collectives', one per neighbour slot of a Cartesian topology from here.

@@ -631,6 +631,72 @@ static void test_split_colls(void) {
   CHECK_MPI(MPI_Comm_free(&sub));
 }
 
+/* Blocks of 256 KiB, large enough for an MPI to send them from the user's
+ * memory: Alltoall (also in place, where a block sent to j is where j's
+ * arrives), Gather, Scatter, Allgather, and a Reduce of 1 MiB to every
+ * root. Each int names its sender, its destination and its index. */
+static void test_large(void) {
+  const int n = 65536; /* ints per block: 256 KiB, lent over shm */
+  const size_t all = (size_t)n * (size_t)size;
+  int *sb = malloc(all * sizeof(int)), *rb = malloc(all * sizeof(int));
+  for (int inplace = 0; inplace < 2; inplace++) {
+    for (int j = 0; j < size; j++) {
+      for (int i = 0; i < n; i++)
+        (inplace ? rb : sb)[(size_t)j * n + i] = rank * 1000000 + j * 100000 + i % 1000;
+    }
+    CHECK_MPI(
+        MPI_Alltoall(inplace ? MPI_IN_PLACE : sb, n, MPI_INT, rb, n, MPI_INT, MPI_COMM_WORLD));
+    for (int j = 0; j < size; j++) {
+      for (int i = 0; i < n; i += 97) {
+        CHECK(rb[(size_t)j * n + i] == j * 1000000 + rank * 100000 + i % 1000,
+              "large alltoall%s: block %d element %d: %d", inplace ? " in place" : "", j, i,
+              rb[(size_t)j * n + i]);
+      }
+    }
+  }
+  for (int root = 0; root < size; root++) {
+    for (int i = 0; i < n; i++) sb[i] = rank * 1000000 + root * 100000 + i % 1000;
+    memset(rb, 0xff, all * sizeof(int));
+    CHECK_MPI(MPI_Gather(sb, n, MPI_INT, rb, n, MPI_INT, root, MPI_COMM_WORLD));
+    if (rank == root) {
+      for (int j = 0; j < size; j++) {
+        for (int i = 0; i < n; i += 97) {
+          CHECK(rb[(size_t)j * n + i] == j * 1000000 + root * 100000 + i % 1000,
+                "large gather at %d: block %d element %d", root, j, i);
+        }
+      }
+    }
+    if (rank == root) {
+      for (size_t k = 0; k < all; k++) rb[k] = (int)(k / n) * 7 + (int)(k % n) % 1000;
+    }
+    CHECK_MPI(MPI_Scatter(rb, n, MPI_INT, sb, n, MPI_INT, root, MPI_COMM_WORLD));
+    for (int i = 0; i < n; i += 97)
+      CHECK(sb[i] == rank * 7 + i % 1000, "large scatter from %d", root);
+    /* 1 MiB of doubles summed at root. */
+    const int m = 131072;
+    double *in = malloc((size_t)m * sizeof(double)), *out = malloc((size_t)m * sizeof(double));
+    for (int i = 0; i < m; i++) in[i] = rank + i % 7;
+    CHECK_MPI(MPI_Reduce(in, out, m, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD));
+    if (rank == root) {
+      for (int i = 0; i < m; i += 101) {
+        const double want = (double)size * (size - 1) / 2 + (double)size * (i % 7);
+        CHECK(out[i] == want, "large reduce at %d: element %d: %g, want %g", root, i, out[i], want);
+      }
+    }
+    free(in);
+    free(out);
+  }
+  for (int i = 0; i < n; i++) sb[i] = rank * 1000000 + i % 1000;
+  CHECK_MPI(MPI_Allgather(sb, n, MPI_INT, rb, n, MPI_INT, MPI_COMM_WORLD));
+  for (int j = 0; j < size; j++) {
+    for (int i = 0; i < n; i += 97) {
+      CHECK(rb[(size_t)j * n + i] == j * 1000000 + i % 1000, "large allgather block %d", j);
+    }
+  }
+  free(sb);
+  free(rb);
+}
+
 int main(int argc, char **argv) {
   CHECK_MPI(MPI_Init(&argc, &argv));
   rank = world_rank();
@@ -644,6 +710,7 @@ int main(int argc, char **argv) {
   test_gather_scatter();
   test_reduce_scatter();
   test_split_colls();
+  test_large();
   test_done("coll");
   return 0;
 }
