@@ -19,7 +19,8 @@
  *   --quick          sizes 8,64K; bandwidth 64K; 1 rep of 0.02 s
  *
  * latency: rank 0 MPI_Send + MPI_Recv, rank 1 MPI_Recv + MPI_Send (the
- *   osu_latency loop); one-way = round trip / 2, in us.
+ *   osu_latency loop, each rank receiving into a buffer it does not send
+ *   from); one-way = round trip / 2, in us.
  * bandwidth: rank 0 posts `window` MPI_Isend of one buffer, MPI_Waitall,
  *   then waits for a 4-byte ack; rank 1 posts `window` MPI_Irecv (into
  *   distinct buffers), MPI_Waitall, sends the ack (the osu_bw loop). The
@@ -33,6 +34,7 @@
  * settings), then CSV rows in rocl-bench's columns
  *   benchmark,size_bytes,pairs,median,min,max,unit
  * with benchmark "latency" (unit us) or "bandwidth" (unit GB/s). */
+#define _POSIX_C_SOURCE 200809L /* posix_memalign under -std=c11 */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,6 +155,14 @@ static int window_for(size_t size, int window) {
   return (size_t)window < fit ? window : (int)fit;
 }
 
+/* Page-aligned memory, as OSU's buffers are (where a buffer starts within
+ * its page decides whether copies alias others 4 KiB apart); NULL if
+ * there is none. */
+static void *page_alloc(size_t size) {
+  void *p = NULL;
+  return posix_memalign(&p, 4096, size > 0 ? size : 1) == 0 ? p : NULL;
+}
+
 /* ---- rank 1 ------------------------------------------------------------- */
 
 /* (Re)allocates *bufs to n buffers of at least size bytes, written once. */
@@ -163,7 +173,7 @@ static void ensure_buffers(char ***bufs, int *nbufs, size_t *cap, int n, size_t 
   *bufs = calloc((size_t)n, sizeof **bufs);
   if (!*bufs) die("out of memory");
   for (int k = 0; k < n; ++k) {
-    (*bufs)[k] = malloc(size > 0 ? size : 1);
+    (*bufs)[k] = page_alloc(size);
     if (!(*bufs)[k]) die("out of memory");
     memset((*bufs)[k], 2, size);
   }
@@ -183,13 +193,13 @@ static void serve(void) {
     if (c.cmd == kCmdQuit) break;
     const size_t size = (size_t)c.size;
     const int window = (int)c.window;
-    ensure_buffers(&bufs, &nbufs, &cap, window, size);
+    ensure_buffers(&bufs, &nbufs, &cap, window > 2 ? window : 2, size);
     if (c.cmd == kCmdLatency) {
       for (long i = 0; i < c.count; ++i) {
         check(
             MPI_Recv(bufs[0], (int)size, MPI_CHAR, 0, kTagData, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
             "MPI_Recv");
-        check(MPI_Send(bufs[0], (int)size, MPI_CHAR, 0, kTagData, MPI_COMM_WORLD), "MPI_Send");
+        check(MPI_Send(bufs[1], (int)size, MPI_CHAR, 0, kTagData, MPI_COMM_WORLD), "MPI_Send");
       }
       continue;
     }
@@ -216,11 +226,16 @@ static void serve(void) {
 
 /* ---- rank 0 ------------------------------------------------------------- */
 
+/* buf is what rank 0 sends, rbuf where it receives: as osu_latency, a
+ * ping-pong never receives into the buffer it sends from (with one buffer
+ * for both, Open MPI and MPICH took up to 2x longer at 64 KiB-1 MiB in
+ * some runs, against OSU's figures in the same minutes). */
 struct point {
   size_t size;
   int window;
   char *buf;
   MPI_Request *reqs;
+  char *rbuf;
 };
 
 static void command(long cmd, size_t size, int window, long count) {
@@ -234,7 +249,7 @@ static double latency_run(struct point *p, long n) {
   const double t0 = anchor_clock_s();
   for (long i = 0; i < n; ++i) {
     check(MPI_Send(p->buf, (int)p->size, MPI_CHAR, 1, kTagData, MPI_COMM_WORLD), "MPI_Send");
-    check(MPI_Recv(p->buf, (int)p->size, MPI_CHAR, 1, kTagData, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+    check(MPI_Recv(p->rbuf, (int)p->size, MPI_CHAR, 1, kTagData, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
           "MPI_Recv");
   }
   return anchor_clock_s() - t0;
@@ -261,11 +276,12 @@ static void drive(const struct options *o) {
   double *samples = calloc((size_t)o->reps, sizeof *samples);
   if (!samples) die("out of memory");
   for (int s = 0; s < o->nsizes; ++s) {
-    struct point p = {o->sizes[s], 1, malloc(o->sizes[s]), NULL};
-    if (!p.buf) die("out of memory");
+    struct point p = {o->sizes[s], 1, page_alloc(o->sizes[s]), NULL, page_alloc(o->sizes[s])};
+    if (!p.buf || !p.rbuf) die("out of memory");
     memset(p.buf, 3, p.size);
+    memset(p.rbuf, 3, p.size);
     if (s == 0) { /* the processes have just started: an untimed warm-up */
-      struct point w = {1, 1, p.buf, NULL};
+      struct point w = {1, 1, p.buf, NULL, p.rbuf};
       anchor_plan(latency_run, &w, o->seconds < 0.05 ? o->seconds : 0.05, MAX_ROUND_TRIPS);
     }
     long most = (long)(MAX_VOLUME / (double)p.size);
@@ -275,10 +291,11 @@ static void drive(const struct options *o) {
     for (int r = 0; r < o->reps; ++r) samples[r] = latency_run(&p, n) / (double)n / 2 * 1e6;
     anchor_print_row("latency", p.size, samples, o->reps, "us");
     free(p.buf);
+    free(p.rbuf);
   }
   for (int s = 0; s < o->nbw; ++s) {
-    struct point p = {o->bw_sizes[s], window_for(o->bw_sizes[s], o->window), NULL, NULL};
-    p.buf = malloc(p.size);
+    struct point p = {o->bw_sizes[s], window_for(o->bw_sizes[s], o->window), NULL, NULL, NULL};
+    p.buf = page_alloc(p.size);
     p.reqs = calloc((size_t)p.window, sizeof *p.reqs);
     if (!p.buf || !p.reqs) die("out of memory");
     memset(p.buf, 4, p.size);
