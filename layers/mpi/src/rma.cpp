@@ -145,6 +145,26 @@ int complete_at_once(MPI_Win win, int target, int rc, MPI_Request *request) {
   return MPI_SUCCESS;
 }
 
+// A put or get of one dense committed type on both sides of a direct
+// window, in range: a copy, without the general path's layouts. Returns
+// false for everything else (the general path then checks and reports).
+bool direct_copy(MPI_Win win, int target, MPI_Aint disp, int count, MPI_Datatype t, char *local,
+                 bool put) {
+  if (win == MPI_WIN_NULL || win->magic != rocl_mpi_win::kMagic || win->segment == nullptr ||
+      t == MPI_DATATYPE_NULL || t->magic != rocl_mpi_datatype::kMagic || !t->committed ||
+      !t->dense || count < 0 || target < 0 || target >= win->comm->size || disp < 0 ||
+      !win->epoch_to(target)) {
+    return false;
+  }
+  const std::size_t bytes = t->packed * std::size_t(count);
+  const MPI_Aint offset = disp * win->disp_units[std::size_t(target)] + t->first();
+  if (offset < 0 || offset + MPI_Aint(bytes) > win->sizes[std::size_t(target)]) return false;
+  char *remote = win->shared[std::size_t(target)] + offset;
+  local += t->first();
+  std::memcpy(put ? remote : local, put ? local : remote, bytes);
+  return true;
+}
+
 }  // namespace
 }  // namespace rmpi
 
@@ -155,6 +175,11 @@ extern "C" {
 int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
             int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
             MPI_Win win) {
+  if (origin_datatype == target_datatype && origin_count == target_count &&
+      direct_copy(win, target_rank, target_disp, target_count, target_datatype,
+                  static_cast<char *>(const_cast<void *>(origin_addr)), true)) {
+    return MPI_SUCCESS;
+  }
   if (int rc = check_win(win, "MPI_Put")) return rc;
   Target t;
   if (int rc =
@@ -171,6 +196,11 @@ int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datat
 
 int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
             MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win) {
+  if (origin_datatype == target_datatype && origin_count == target_count &&
+      direct_copy(win, target_rank, target_disp, target_count, target_datatype,
+                  static_cast<char *>(origin_addr), false)) {
+    return MPI_SUCCESS;
+  }
   if (int rc = check_win(win, "MPI_Get")) return rc;
   Target t;
   if (int rc =

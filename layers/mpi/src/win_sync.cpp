@@ -134,6 +134,14 @@ int MPI_Win_unlock_all(MPI_Win win) {
 }
 
 int MPI_Win_flush(int rank, MPI_Win win) {
+  // A direct window in a passive epoch: the origin's copies are done, a
+  // fence orders them (DirectAccess::flush), without the general checks.
+  if (win != MPI_WIN_NULL && win->magic == rocl_mpi_win::kMagic && win->segment != nullptr &&
+      rank >= 0 && rank < win->comm->size &&
+      (win->lock_all != 0 || win->locked[std::size_t(rank)] != kLockNone)) {
+    std::atomic_thread_fence(std::memory_order_acq_rel);
+    return MPI_SUCCESS;
+  }
   if (int rc = check_win(win, "MPI_Win_flush")) return rc;
   if (int rc = check_lock_target(win, rank, "MPI_Win_flush")) return rc;
   if (int rc = passive_epoch(win, rank, "MPI_Win_flush")) return rc;
