@@ -140,6 +140,22 @@ class DirectAccess final : public Access {
 
 }  // namespace
 
+bool direct_fetch_and_op(MPI_Win win, int target, MPI_Aint offset, MPI_Datatype t, int builtin,
+                         const void *in, void *old) {
+  auto *words = reinterpret_cast<TargetWords *>(win->segment);
+  char *p = win->shared[std::size_t(target)] + offset;
+  const Fn fn = builtin < kReplace ? t->reducer(builtin) : nullptr;
+  if (builtin < kReplace && fn == nullptr) return false;
+  Guard g(words[target].guard);
+  std::memcpy(old, p, t->packed);
+  if (builtin == kReplace) {
+    std::memcpy(p, in, t->packed);
+  } else if (fn != nullptr) {
+    fn(in, p, 1);
+  }
+  return true;
+}
+
 std::size_t direct_header_bytes(int ranks) {
   return std::size_t(ranks) * sizeof(TargetWords);
 }

@@ -240,6 +240,19 @@ int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype o
 
 int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
                      int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win) {
+  // One predefined element of a direct window in an epoch: applied here.
+  if (win != MPI_WIN_NULL && win->magic == rocl_mpi_win::kMagic && win->segment != nullptr &&
+      datatype != MPI_DATATYPE_NULL && datatype->magic == rocl_mpi_datatype::kMagic &&
+      datatype->predefined && op != MPI_OP_NULL && op->magic == rocl_mpi_op::kMagic &&
+      op->user == nullptr && op->builtin != kNoOp && target_rank >= 0 &&
+      target_rank < win->comm->size && target_disp >= 0 && win->epoch_to(target_rank)) {
+    const MPI_Aint offset = target_disp * win->disp_units[std::size_t(target_rank)];
+    if (offset + MPI_Aint(datatype->packed) <= win->sizes[std::size_t(target_rank)] &&
+        direct_fetch_and_op(win, target_rank, offset, datatype, op->builtin, origin_addr,
+                            result_addr)) {
+      return MPI_SUCCESS;
+    }
+  }
   return get_accumulate(origin_addr, 1, datatype, result_addr, 1, datatype, target_rank,
                         target_disp, 1, datatype, op, win, "MPI_Fetch_and_op");
 }

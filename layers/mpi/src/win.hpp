@@ -134,6 +134,11 @@ int check_win(MPI_Win win, const char *who);
 // engine (with this rank's exposure registered at its process's agent).
 std::unique_ptr<Access> direct_access(MPI_Win win, char *locks);
 std::unique_ptr<Access> message_access(MPI_Win win, int *error);
+// Fetch_and_op of one predefined element at offset of target's memory
+// in a direct window, under the target's accumulate guard; false (nothing
+// done) if op is not defined on t.
+bool direct_fetch_and_op(MPI_Win win, int target, MPI_Aint offset, MPI_Datatype t, int builtin,
+                         const void *in, void *old);
 // Bytes at the front of a direct window's segment for each rank's lock
 // and accumulate guard.
 std::size_t direct_header_bytes(int ranks);
