@@ -122,6 +122,10 @@ class DirectAccess final : public Access {
     return MPI_SUCCESS;
   }
   int flush_all() override { return flush(0); }
+  int sync_local() override {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return MPI_SUCCESS;
+  }
   int attach(void *, MPI_Aint) override {
     return fail(win_->comm, MPI_ERR_RMA_FLAVOR, "MPI_Win_attach",
                 "the window was not made by MPI_Win_create_dynamic");

@@ -442,6 +442,10 @@ class MessageAccess final : public Access {
     }
     return MPI_SUCCESS;
   }
+  int sync_local() override {
+    Header h = header(win_->comm->rank, kFlush, 0, 0, Layout{}, 0);
+    return control(win_->comm->rank, h, "window synchronisation");
+  }
   int attach(void *base, MPI_Aint size) override {
     std::lock_guard guard(mine_->regions_lock);
     mine_->regions[std::uintptr_t(base)] = size;

@@ -85,6 +85,11 @@ class Access {
   // result is in place.
   virtual int flush(int target) = 0;
   virtual int flush_all() = 0;
+  // This rank as a target: what other ranks' operations wrote into its
+  // window before they synchronised with it is visible to this thread
+  // (the owner's side of a fence, wait, test or sync). For messages, a
+  // round trip to its own agent, which applied them.
+  virtual int sync_local() = 0;
   // Dynamic windows: memory the target made accessible (messages only).
   virtual int attach(void *base, MPI_Aint size) = 0;
   virtual int detach(const void *base) = 0;

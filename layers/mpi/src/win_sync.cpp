@@ -70,9 +70,12 @@ int MPI_Win_fence(int assert, MPI_Win win) {
   }
   int rc = MPI_SUCCESS;
   if ((assert &MPI_MODE_NOPRECEDE) == 0) rc = win->access->flush_all();
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // Before the barrier: this rank's own stores are visible to whoever
+  // applies the next epoch's operations to its window; after it: what the
+  // last epoch's did is visible to this rank.
+  if (int l = win->access->sync_local(); rc == MPI_SUCCESS) rc = l;
   if (int b = MPI_Barrier(win->comm); rc == MPI_SUCCESS) rc = b;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (int l = win->access->sync_local(); rc == MPI_SUCCESS) rc = l;
   win->fence_open = (assert &MPI_MODE_NOSUCCEED) == 0;
   return rc;
 }
@@ -170,8 +173,7 @@ int MPI_Win_flush_local_all(MPI_Win win) {
 
 int MPI_Win_sync(MPI_Win win) {
   if (int rc = check_win(win, "MPI_Win_sync")) return rc;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return MPI_SUCCESS;
+  return win->access->sync_local();
 }
 
 int MPI_Win_post(MPI_Group group, int, MPI_Win win) {
@@ -181,7 +183,7 @@ int MPI_Win_post(MPI_Group group, int, MPI_Win win) {
   }
   std::vector<int> origins;
   if (int rc = ranks_of(win, group, &origins, "MPI_Win_post")) return rc;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (int rc = win->access->sync_local()) return rc;  // this rank's stores first
   for (int o : origins) {
     if (int rc = send_bytes(win->comm, o, kPostTag, kPointToPoint, nullptr, 0)) return rc;
   }
@@ -234,8 +236,7 @@ int MPI_Win_wait(MPI_Win win) {
   }
   win->posted.clear();
   win->completed = 0;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return MPI_SUCCESS;
+  return win->access->sync_local();
 }
 
 int MPI_Win_test(MPI_Win win, int *flag) {
@@ -258,7 +259,7 @@ int MPI_Win_test(MPI_Win win, int *flag) {
   if (*flag != 0) {
     win->posted.clear();
     win->completed = 0;
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return win->access->sync_local();
   }
   return MPI_SUCCESS;
 }
