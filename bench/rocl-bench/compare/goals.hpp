@@ -12,6 +12,10 @@
 
 namespace rocl_bench::compare {
 
+// The metrics of stage mpi (mpi_bench's rows), in the order its tables
+// show them (mpi_suite.cpp).
+extern const char *const kMpiMetrics[22];
+
 struct Results;
 
 // One condition of a goal's AT field: size=V|V, size>=V, pairs=V|V.

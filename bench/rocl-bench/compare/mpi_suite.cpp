@@ -157,28 +157,32 @@ std::vector<Config> mpi_configs(const MpiOptions &o, const Programs &p, const Jo
 
 // ---- the tables ------------------------------------------------------------------
 
-const char *const kOrder[] = {"latency",
-                              "bw",
-                              "bibw",
-                              "mbw_mr",
-                              "mbw_mr_rate",
-                              "mt_latency",
-                              "mt_latency_comm",
-                              "mt_rate",
-                              "mt_rate_comm",
-                              "mt_mprobe_rate",
-                              "mt_mprobe_rate_comm",
-                              "barrier",
-                              "bcast",
-                              "reduce",
-                              "allreduce",
-                              "put_latency",
-                              "get_latency",
-                              "acc_latency",
-                              "fop_latency",
-                              "cas_latency",
-                              "put_bw",
-                              "get_bw"};
+}  // namespace
+
+const char *const kMpiMetrics[22] = {"latency",
+                                     "bw",
+                                     "bibw",
+                                     "mbw_mr",
+                                     "mbw_mr_rate",
+                                     "mt_latency",
+                                     "mt_latency_comm",
+                                     "mt_rate",
+                                     "mt_rate_comm",
+                                     "mt_mprobe_rate",
+                                     "mt_mprobe_rate_comm",
+                                     "barrier",
+                                     "bcast",
+                                     "reduce",
+                                     "allreduce",
+                                     "put_latency",
+                                     "get_latency",
+                                     "acc_latency",
+                                     "fop_latency",
+                                     "cas_latency",
+                                     "put_bw",
+                                     "get_bw"};
+
+namespace {
 
 std::string title_of(const std::string &bench) {
   static const std::pair<const char *, const char *> titles[] = {
@@ -219,7 +223,7 @@ void print_mpi_tables(std::FILE *out, const StageRun &run, const MpiOptions &o) 
   for (const auto &s : run.summary) add_unique(benches, s.metric);
   std::stable_sort(benches.begin(), benches.end(), [](const auto &a, const auto &b) {
     auto rank = [](const std::string &x) {
-      return std::find(std::begin(kOrder), std::end(kOrder), x) - std::begin(kOrder);
+      return std::find(std::begin(kMpiMetrics), std::end(kMpiMetrics), x) - std::begin(kMpiMetrics);
     };
     return rank(a) < rank(b);
   });
