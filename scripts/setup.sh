@@ -16,7 +16,8 @@ packages=(
   openssh-server openssh-client           # roclrun's ssh launcher, tested inside the test hosts
   slurm-wlm munge libpmix-dev             # srun --mpi=pmix and PMIx (tests/slurm, src/bootstrap)
   openmpi-bin libopenmpi-dev mpich libmpich-dev   # anchors of rocl-bench compare: MPI,
-  ucx-utils libzmq3-dev libnng-dev gnuplot-nox    # ucx_perftest, ZeroMQ, NNG; its plots
+  libucx-dev ucx-utils                    # the ucx transport; ucx_perftest
+  libzmq3-dev libnng-dev gnuplot-nox      # ZeroMQ, NNG (anchors); the plots
   python3 universal-ctags                 # check-layers.py, check-class-size.py, tidy.sh
 )
 

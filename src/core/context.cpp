@@ -120,7 +120,7 @@ Context::Context(const Options &options) : options_(options), progress_(*this, a
 
   // The context as ToCL's entities see it: its host (name and id), its
   // process, and where each of its transports listens.
-  AttrList attrs(4096);
+  AttrList attrs(static_cast<int>(4096 + transports_.size() * kMaxAddressBytes));
   auto add = [&attrs](const std::string &name, std::string_view value) {
     if (attrs.add(name.c_str(), value.data(), static_cast<int>(value.size())) != ROCL_OK) {
       throw std::runtime_error(last_error());
@@ -160,6 +160,7 @@ void Context::start_transports() {
     list.clear();
     bool local = false;
     for (const TransportEntry *entry : transport_table()) {
+      if (!entry->in_auto) continue;
       const bool in_process = entry->reach == Reach::kProcess;
       if ((in_process && !local) || (!in_process && !options_.directory.empty())) {
         list += std::string(list.empty() ? "" : ",") + entry->name;

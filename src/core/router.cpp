@@ -103,8 +103,8 @@ int Router::resolve(rocl_gid_t dgid, Route *route) noexcept {
     for (Transport *t : remote_) {
       std::string name = "addr." + std::string(t->name());
       rocl_gid_t context = route->context;
-      AttrList where(512);
-      where.add_unspecified(name, 256);
+      AttrList where(static_cast<int>(kMaxAddressBytes + 256));
+      where.add_unspecified(name, static_cast<int>(kMaxAddressBytes));
       if (directory_->query(&context, where) != ROCL_OK) continue;
       const std::byte *addr = where.get(name, &len);
       if (addr == nullptr) continue;

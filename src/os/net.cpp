@@ -63,6 +63,20 @@ bool broadcast_of(in_addr local, in_addr *out) {
   return found;
 }
 
+bool interface_of(in_addr local, std::string *name) {
+  ifaddrs *list = nullptr;
+  if (::getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (ifaddrs *i = list; i != nullptr && !found; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (reinterpret_cast<sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr != local.s_addr) continue;
+    *name = i->ifa_name;
+    found = true;
+  }
+  ::freeifaddrs(list);
+  return found;
+}
+
 std::string ipv4_text(in_addr a) {
   char ip[INET_ADDRSTRLEN] = {};
   ::inet_ntop(AF_INET, &a, ip, sizeof ip);

@@ -21,6 +21,10 @@ bool resolve_ipv4(const std::string &what, in_addr *out);
 // no broadcast address (loopback).
 bool broadcast_of(in_addr local, in_addr *out);
 
+// The name of the interface that has address `local` ("lo" for 127.0.0.1).
+// False if no interface has it.
+bool interface_of(in_addr local, std::string *name);
+
 // "1.2.3.4".
 std::string ipv4_text(in_addr a);
 

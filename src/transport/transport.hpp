@@ -204,6 +204,10 @@ struct TransportCaps {
   } caller_wake;
 };
 
+// The longest address a transport may publish (a UCX worker's address with
+// several devices takes about a kilobyte as text).
+constexpr std::size_t kMaxAddressBytes = 2048;
+
 // One line of a transport's log (no newline), from any thread. Default:
 // stderr with a "rocl: " prefix.
 using TransportLog = std::function<void(const std::string &)>;
@@ -231,7 +235,8 @@ class Transport {
   const TransportCaps &caps() const noexcept { return caps_; }
 
   // This end-point's address, published in the directory as the context
-  // attribute "addr.<name>". Stable for the transport's life.
+  // attribute "addr.<name>". Stable for the transport's life; at most
+  // kMaxAddressBytes.
   std::string address() const { return address_impl(); }
 
   // Whether this transport can reach a context that published `address`
@@ -546,6 +551,10 @@ struct TransportEntry {
   // TransportEnv::options and printed by rocl-info.
   std::span<const OptionRow> options;
   std::unique_ptr<Transport> (*make)(const TransportEnv &env);
+  // Enabled by ROCL_TRANSPORTS=auto. False for a transport that only
+  // duplicates the others on a machine without its hardware (ucx over
+  // shared memory and tcp): named explicitly to be used.
+  bool in_auto = true;
 };
 
 // read(values) on the values of a transport's options: env.options, or
