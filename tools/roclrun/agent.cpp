@@ -207,8 +207,9 @@ int run_rank(const Args &a) {
   }
   bool bind_given = false;
   for (const std::string &e : a.env) {
-    static const char *const kJob[] = {"ROCL_RANK=",        "ROCL_SIZE=",      "ROCL_JOB_DIR=",
-                                       "ROCL_SECRET_FILE=", "ROCL_DIRECTORY=", "ROCL_HOST_NAME="};
+    static const char *const kJob[] = {
+        "ROCL_RANK=",        "ROCL_SIZE=",      "ROCL_JOB_DIR=",  "ROCL_JOB_ID=",
+        "ROCL_SECRET_FILE=", "ROCL_DIRECTORY=", "ROCL_HOST_NAME="};
     bool job = false;
     for (const char *k : kJob) job = job || e.rfind(k, 0) == 0;
     if (job) continue;
@@ -219,6 +220,7 @@ int run_rank(const Args &a) {
   env.push_back("ROCL_RANK=" + std::to_string(a.rank));
   env.push_back("ROCL_SIZE=" + std::to_string(a.size));
   env.push_back("ROCL_JOB_DIR=" + folder);
+  env.push_back("ROCL_JOB_ID=" + a.job);  // the same on every host, unlike the folder
   env.push_back("ROCL_SECRET_FILE=" + folder + "/secret");
   env.push_back("ROCL_DIRECTORY=unix:" + socket);
   env.push_back("ROCL_HOST_NAME=" + a.host);

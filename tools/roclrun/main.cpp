@@ -49,7 +49,7 @@ const char kUsage[] =
     "  --help          this text\n"
     "\n"
     "Each process gets ROCL_RANK, ROCL_SIZE, ROCL_JOB_DIR, ROCL_SECRET_FILE\n"
-    "and ROCL_DIRECTORY; on several hosts also ROCL_HOST_NAME, the ROCL_*\n"
+    "and ROCL_DIRECTORY; on several hosts also ROCL_HOST_NAME, ROCL_JOB_ID, the ROCL_*\n"
     "options of roclrun's environment and ROCL_TCP_BIND=auto (unless set);\n"
     "each host runs the job's own directory server, output lines start with\n"
     "[host:rank] and no process gets roclrun's stdin. Exit status: 0 if all exit 0, else the first "

@@ -25,6 +25,9 @@ namespace {
 std::string job_id() {
   // Spawned children's world is their own, inside the parents' job.
   if (std::string spawn = spawn_id(); !spawn.empty()) return spawn;
+  // roclrun --hosts: ROCL_JOB_ID names the job on every host, whose job
+  // folders (ROCL_JOB_DIR) differ.
+  if (const char *id = std::getenv("ROCL_JOB_ID"); id != nullptr && *id != '\0') return id;
   const char *dir = std::getenv("ROCL_JOB_DIR");
   return dir != nullptr ? dir : "single-" + std::to_string(getpid());
 }

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -38,11 +39,12 @@ struct Options {
 };
 
 constexpr OptionRow kOptions[] = {
-    {"ROCL_UCX_BIND", "loopback",
+    {"ROCL_UCX_BIND", "",
      "The network devices UCX may use: loopback (lo), auto (the first interface that is up and "
      "not loopback), an interface name, an IPv4 address (its interface), or all (UCX's own "
-     "choice: InfiniBand, RoCE and every Ethernet interface). UCX_NET_DEVICES, if set, wins. "
-     "Shared memory between processes of a host is used either way.",
+     "choice: InfiniBand, RoCE and every Ethernet interface); empty: as ROCL_TCP_BIND "
+     "(loopback unless set; roclrun --hosts sets auto). UCX_NET_DEVICES, if set, wins. Shared "
+     "memory between processes of a host is used either way.",
      OptionType::kString},
     {"ROCL_UCX_MAX_QUEUED", "4M",
      "Bytes of ucx sends not yet completed by UCX, per transport, beyond which a send waits "
@@ -60,8 +62,16 @@ constexpr OptionRow kOptions[] = {
      OptionType::kSize},
 };
 
+// ROCL_UCX_BIND, or ROCL_TCP_BIND's choice when it is empty (one setting
+// for a host's network, whichever transport crosses it).
+std::string bind_of(const OptionValues &values) {
+  if (const std::string &own = values.text("ROCL_UCX_BIND"); !own.empty()) return own;
+  const char *tcp = std::getenv("ROCL_TCP_BIND");
+  return tcp != nullptr && *tcp != '\0' ? tcp : "loopback";
+}
+
 Options options_from(const OptionValues &values) {
-  return Options{values.text("ROCL_UCX_BIND"), values.size("ROCL_UCX_MAX_QUEUED"),
+  return Options{bind_of(values), values.size("ROCL_UCX_MAX_QUEUED"),
                  values.size("ROCL_UCX_BYTES_LIMIT"), values.size("ROCL_UCX_RNDV_THRESHOLD")};
 }
 
