@@ -4,6 +4,8 @@
 #   peer_fuzz  the directory servers' peer packets (tests/fuzz/peer_fuzz.cpp)
 #   rma_wire_fuzz  the requests of MPI one-sided operations
 #              (tests/fuzz/rma_wire_fuzz.cpp)
+#   ucx_wire_fuzz  the header of the ucx transport's active messages and
+#              a hello's proof (tests/fuzz/ucx_wire_fuzz.cpp)
 # and runs each for a while over a seed corpus the binary writes itself.
 #   scripts/fuzz.sh [seconds]      (default 20, for each target)
 # Output in build-fuzz/: the binaries, corpus/<target>/ (seeds plus what the
@@ -41,9 +43,11 @@ done
   -o "$out/peer_fuzz"
 "$cxx" "${flags[@]}" -I layers/mpi/include -I layers/mpi/src tests/fuzz/rma_wire_fuzz.cpp \
   layers/mpi/src/rma_wire.cpp -o "$out/rma_wire_fuzz"
+"$cxx" "${flags[@]}" tests/fuzz/ucx_wire_fuzz.cpp src/security/job_secret.cpp \
+  src/status/status.cpp -lcrypto -o "$out/ucx_wire_fuzz"
 
 status=0
-for target in wire peer rma_wire; do
+for target in wire peer rma_wire ucx_wire; do
   corpus="$out/corpus/$target"
   mkdir -p "$corpus"
   ROCL_FUZZ_WRITE_SEEDS="$corpus" "$out/${target}_fuzz"

@@ -33,7 +33,7 @@ const char kUsage[] =
     "\n"
     "BENCHMARK  all (default), anchor-spsc, latency, bandwidth, rate\n"
     "\n"
-    "  --transport LIST  shm, tcp: run latency, bandwidth and rate between two\n"
+    "  --transport LIST  shm, tcp, ucx: run latency, bandwidth and rate between two\n"
     "                  processes (roclrun -n 2, ROCL_TRANSPORTS=<t>, rank 0 on the\n"
     "                  first cpu, rank 1 on the second), once per transport; rows\n"
     "                  are named <t>-latency, ...; inproc in the list also runs the\n"
@@ -137,7 +137,7 @@ std::vector<std::string> parse_transports(std::string_view text) {
     const std::size_t comma = text.find(',');
     std::string name(text.substr(0, comma));
     if (name != "inproc" && !rocl_bench::is_process_transport(name)) {
-      usage_error("--transport takes a list of inproc, shm, tcp, not '" + name + "'");
+      usage_error("--transport takes a list of inproc, shm, tcp, ucx, not '" + name + "'");
     }
     names.push_back(std::move(name));
     if (comma == std::string_view::npos) break;

@@ -440,7 +440,7 @@ int env_int(const char *name) {
 }  // namespace
 
 bool is_process_transport(std::string_view name) {
-  return name == "shm" || name == "tcp";
+  return name == "shm" || name == "tcp" || name == "ucx";
 }
 
 bool is_process_benchmark(std::string_view name) {

@@ -18,9 +18,11 @@ std::size_t p2p_points(const CompareOptions &o) {
 // between two processes under roclrun; with `no_acks` the stream alone,
 // next to without acks (--window 0).
 RunOutcome run_rocl_bench(const RunRequest &r, const std::string &system,
-                          const std::string &transport, bool no_acks = false) {
+                          const std::string &transport, bool no_acks = false,
+                          std::vector<std::pair<std::string, std::string>> env = {}) {
   const CompareOptions &o = r.options;
   Invocation inv;
+  inv.env = std::move(env);
   inv.argv = {r.programs.self};
   if (!no_acks) inv.argv.emplace_back("latency");
   for (const std::string &a :
@@ -80,7 +82,7 @@ const std::vector<P2pClass> &p2p_classes() {
 }
 
 std::vector<std::pair<std::string, std::string>> not_measured() {
-  return {{"rocl-ucx", "rocl has no UCX transport yet (ucx-shm and ucx-tcp show what UCX does)"}};
+  return {};
 }
 
 std::vector<Config> p2p_configs(const CompareOptions &o, const Programs &p) {
@@ -113,6 +115,28 @@ std::vector<Config> p2p_configs(const CompareOptions &o, const Programs &p) {
   };
   rocl_no_acks("rocl-shm-noack", "shm");
   rocl_no_acks("rocl-tcp-noack", "tcp");
+  // rocl over its ucx transport, with UCX limited to the transports
+  // ucx_perftest's rows use (UCX_TLS), beside them: its ping-pong, and its
+  // stream without acks as theirs.
+  auto rocl_ucx = [&](const char *name, const char *cls, const char *tls, bool no_acks) {
+    std::string why = first_missing({&p.roclrun});
+    if (why.empty() && !p.has_ucx_transport) why = "this rocl was built without UCX";
+    all.push_back(
+        {name, cls,
+         std::string("rocl-bench ") + (no_acks ? "bandwidth --window 0 " : "") +
+             "--transport ucx: roclrun -n 2, ROCL_TRANSPORTS=ucx, UCX_TLS=" + tls,
+         why, [name = std::string(name), tls = std::string(tls), no_acks](const RunRequest &r) {
+           return run_rocl_bench(r, name, "ucx", no_acks, {{"UCX_TLS", tls}});
+         }});
+    if (no_acks) {
+      all.back().stream_acks = false;
+      all.back().stream_only = true;
+    }
+  };
+  rocl_ucx("rocl-ucx-shm", "shm", "sm", false);
+  rocl_ucx("rocl-ucx-shm-noack", "shm", "sm", true);
+  rocl_ucx("rocl-ucx-tcp", "tcp", "tcp", false);
+  rocl_ucx("rocl-ucx-tcp-noack", "tcp", "tcp", true);
   // rocl's MPI runs the MPI anchors' own program, built against it: the
   // same loops, buffers and windows as Open MPI and MPICH, launched and
   // pinned the way they are (one core per rank).

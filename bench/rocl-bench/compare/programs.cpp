@@ -53,6 +53,9 @@ Programs locate_programs(const CompareOptions &o) {
     const std::string path = locate_roclrun();  // the search rocl-bench --transport makes
     p.roclrun = path.empty() ? Program{"", roclrun_not_found()} : Program{path, ""};
   }
+#ifdef ROCL_BENCH_HAS_UCX
+  p.has_ucx_transport = true;
+#endif
   p.anchors = o.anchors.empty() ? folder_of(p.self) + "/compare/anchors" : o.anchors;
   p.zmq_pingpong = anchor(p.anchors, "zmq_pingpong", "libzmq3-dev");
   p.nng_pingpong = anchor(p.anchors, "nng_pingpong", "libnng-dev");

@@ -34,7 +34,8 @@ struct Programs {
   Program mpirun_openmpi, mpiexec_mpich;
   Program ucx_perftest;
   Program gnuplot;
-  std::vector<int> cpus;  // usable cpus; the two sides of a pair go on cpus[0] and cpus[1]
+  bool has_ucx_transport = false;  // the library was built with its ucx transport
+  std::vector<int> cpus;           // usable cpus; the two sides of a pair go on cpus[0] and cpus[1]
 };
 
 Programs locate_programs(const CompareOptions &o);

@@ -19,9 +19,12 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+#include "os/host.hpp"
 #include "os/net.hpp"
+#include "os/process.hpp"
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
 #include "transport/ucx/ucx_wire.hpp"
@@ -50,9 +53,10 @@ constexpr OptionRow kOptions[] = {
      "Bytes of ucx sends not yet completed by UCX, per transport, beyond which a send waits "
      "(flow control).",
      OptionType::kSize},
-    {"ROCL_UCX_BYTES_LIMIT", "8K",
+    {"ROCL_UCX_BYTES_LIMIT", "64K",
      "The largest message the ucx transport sends straight from the caller's bytes, without a "
-     "pool block, when UCX can complete it at once (0: never).",
+     "pool block: UCX completes it at once, or it is copied aside and sent as any other (0: "
+     "never).",
      OptionType::kSize},
     {"ROCL_UCX_RNDV_THRESHOLD", "1M",
      "Over ucx, messages from the application's memory (lent, as MPI sends; or copied from it, "
@@ -103,11 +107,21 @@ std::string checked_address(std::string address) {
 // are made): a send from there must not wait for room.
 thread_local bool t_driving = false;
 
+struct SendOp;
+
 struct Peer {
   ucp_ep_h ep = nullptr;
+  std::unordered_set<SendOp *> pending;  // sends UCX has not completed (under mu_)
   std::string address;
+  Address parsed;
+  bool same_host = false;  // no UCX error handling: liveness is the process's
   std::atomic<bool> failed{false};
   std::string why;  // UCX's reason, once failed
+
+  // Whether a peer of this host has exited (its pid gone or reused).
+  bool exited() const noexcept {
+    return same_host && os::process_start(static_cast<pid_t>(parsed.pid)) != parsed.start;
+  }
 };
 
 // A send UCX has not completed yet: its header must outlive the call.
@@ -119,6 +133,9 @@ struct SendOp {
   bool parked = false;             // by rendezvous: waits for the receiver's pull
   Hello hello;                     // a hello's payload
   std::vector<std::uint8_t> copy;  // send_bytes' bytes when UCX could not take them at once
+  Peer *peer = nullptr;            // while UCX has not completed it
+  void *request = nullptr;
+  bool abandoned = false;  // finished by us (its peer exited); UCX may still hold it
 };
 
 // An arrival that waits its turn (ucx_transport.hpp, "Order").
@@ -149,7 +166,8 @@ class UcxTransport final : public Transport {
       : Transport(env, "ucx"),
         options_(options),
         worker_(net_devices_for(options.bind)),
-        address_(checked_address("ucx:" + worker_.address_hex())),
+        address_(checked_address(format_address(Address{
+            os::host_id(), ::getpid(), os::process_start(::getpid()), worker_.address_hex()}))),
         secret_(env.secret != nullptr ? *env.secret : JobSecret::generate()) {
     TransportCaps caps;
     caps.takes_lent_memory = true;
@@ -180,7 +198,15 @@ class UcxTransport final : public Transport {
     thread_.join();
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(env_.linger_ms);
-    drive_until([this] { return in_flight_.load() == 0 && parked_count_ == 0; }, deadline);
+    auto next_look = std::chrono::steady_clock::now();
+    drive_until(
+        [&] {
+          if (in_flight_.load() == 0 && parked_count_.load() == 0) return true;
+          if (std::chrono::steady_clock::now() < next_look) return false;
+          next_look = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+          return all_peers_failed();
+        },
+        deadline);
     if (in_flight_.load() != 0 || parked_count_ != 0) {
       log("ucx: closing with " + std::to_string(in_flight_.load() + parked_bytes_.load()) +
           " bytes of sends not completed; they are dropped");
@@ -216,7 +242,7 @@ class UcxTransport final : public Transport {
       param.memh = worker_.memory();
     }
     op->parked = takes_rendezvous(msg);
-    param.flags |= op->parked ? UCP_AM_SEND_FLAG_RNDV : UCP_AM_SEND_FLAG_EAGER;
+    if (op->parked) param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_RNDV;
     account(*op, 1);
     const ucs_status_ptr_t r =
         ucp_am_send_nbx(p->ep, kAmId, &op->wire, sizeof op->wire, msg->data, bytes, &param);
@@ -230,6 +256,7 @@ class UcxTransport final : public Transport {
       return fail(ROCL_EPEER, "ucx: send to peer 0x%016" PRIx64 " failed: %s", peer,
                   ucs_status_string(UCS_PTR_STATUS(r)));
     }
+    track(op, *p, r);
     // Completions come only from progress: reap those of earlier sends, so
     // that their blocks go back to the pool while this thread keeps sending.
     if (!t_driving) drive(nullptr);
@@ -241,6 +268,7 @@ class UcxTransport final : public Transport {
                       bool in_pool) noexcept override {
     (void)in_pool;
     if (length > options_.bytes_limit) return kNotTaken;
+    if (int rc = wait_for_room(peer, peer_address); rc != ROCL_OK) return rc;
     std::lock_guard<std::recursive_mutex> lock(mu_);
     Peer *p = connect(peer, peer_address);
     if (p == nullptr) return ROCL_EPEER;
@@ -286,6 +314,8 @@ class UcxTransport final : public Transport {
       delete op;
       return fail(ROCL_EPEER, "ucx: send to peer 0x%016" PRIx64 " failed: %s", peer,
                   ucs_status_string(UCS_PTR_STATUS(r)));
+    } else {
+      track(op, p, r);
     }
     return ROCL_OK;
   }
@@ -364,17 +394,20 @@ class UcxTransport final : public Transport {
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
     param.cb.send = &UcxTransport::on_sent;
     param.user_data = op;
-    param.flags = UCP_AM_SEND_FLAG_REPLY;
+    // Eager unless the caller asks for UCX's rendezvous (UCX would choose it
+    // by size otherwise, and a rendezvous send waits for a receive).
+    param.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
     return param;
   }
 
   static void on_sent(void *request, ucs_status_t status, void *user_data) {
     auto *op = static_cast<SendOp *>(user_data);
-    op->transport->complete_send(op, status);
+    if (!op->abandoned) op->transport->complete_send(op, status);
     ucp_request_free(request);
   }
 
   void complete_send(SendOp *op, ucs_status_t status) noexcept {
+    if (op->peer != nullptr) op->peer->pending.erase(op);
     if (op->block != nullptr) finish_sent(op->block, status == UCS_OK);
     account(*op, -1);
     if (status != UCS_OK && status != UCS_ERR_CANCELED) {
@@ -389,16 +422,88 @@ class UcxTransport final : public Transport {
     if (in_flight_.load(std::memory_order_relaxed) <= options_.max_queued || t_driving) {
       return ROCL_OK;
     }
+    auto next_look = std::chrono::steady_clock::now();
     auto failed = [&] {
       std::lock_guard<std::recursive_mutex> lock(mu_);
       const auto it = peers_.find(peer);
-      return it != peers_.end() && it->second->failed.load();
+      return it != peers_.end() && has_failed(*it->second, &next_look);
     };
     drive_until([&] { return in_flight_.load() <= options_.max_queued || failed(); },
                 std::chrono::steady_clock::time_point::max());
     if (!failed()) return ROCL_OK;
     std::lock_guard<std::recursive_mutex> lock(mu_);
     return connect(peer, peer_address) == nullptr ? ROCL_EPEER : ROCL_OK;
+  }
+
+  // A send UCX completes later: known to its peer, so that it can be
+  // cancelled if the peer's process exits (UCX would wait for it forever
+  // without error handling).
+  static void track(SendOp *op, Peer &p, void *request) noexcept {
+    op->peer = &p;
+    op->request = request;
+    try {
+      p.pending.insert(op);
+    } catch (...) {  // untracked: it completes when UCX says, as before
+      op->peer = nullptr;
+    }
+  }
+
+  // Fails the sends to peers of this host whose process has exited,
+  // looked at every 20 ms while any waits. Under mu_.
+  void fail_sends_to_exited() noexcept {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_liveness_look_) return;
+    next_liveness_look_ = now + std::chrono::milliseconds(20);
+    for (auto &[gid, p] : peers_) {
+      if (p->pending.empty() || !p->same_host) continue;
+      auto look = now;
+      if (!has_failed(*p, &look)) continue;
+      abandon_sends(*p);
+    }
+  }
+
+  // UCX cancels no send of an end-point without error handling: the sends
+  // to a peer whose process exited are finished here as failed (their
+  // blocks back to their owners, who learn ROCL_EPEER), and UCX's requests
+  // are left to it. Their ops live until the worker is gone, in case UCX
+  // completes them after all.
+  void abandon_sends(Peer &p) noexcept {
+    for (SendOp *op : p.pending) {
+      if (op->block != nullptr) finish_sent(op->block, false);
+      op->block = nullptr;
+      account(*op, -1);
+      op->bytes = 0;
+      op->abandoned = true;
+      op->peer = nullptr;
+      try {
+        abandoned_.emplace_back(op);
+      } catch (...) {  // kept by nobody: lost, rather than freed under UCX
+      }
+    }
+    p.pending.clear();
+  }
+
+  // Whether a peer failed: UCX said so, or (a peer of this host, looked at
+  // every 20 ms through *next_look) its process exited. Under mu_.
+  static bool has_failed(Peer &p, std::chrono::steady_clock::time_point *next_look) noexcept {
+    if (p.failed.load()) return true;
+    const auto now = std::chrono::steady_clock::now();
+    if (!p.same_host || now < *next_look) return false;
+    *next_look = now + std::chrono::milliseconds(20);
+    if (!p.exited()) return false;
+    p.why = "its process exited";
+    p.failed.store(true);
+    return true;
+  }
+
+  // Whether every peer has failed (nothing sent to them will complete).
+  bool all_peers_failed() noexcept {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    auto now = std::chrono::steady_clock::now();
+    for (auto &[gid, p] : peers_) {
+      if (!has_failed(*p, &now)) return false;
+    }
+    return true;
   }
 
   // The end-point to `peer`, made on first use (and its hello sent); under
@@ -419,21 +524,28 @@ class UcxTransport final : public Transport {
 
   Peer *connect_new(rocl_gid_t peer, std::string_view peer_address) noexcept {
     std::vector<std::uint8_t> blob;
-    if (!peer_address.starts_with("ucx:") || !from_hex(peer_address.substr(4), &blob) ||
-        blob.empty()) {
-      fail(ROCL_EPEER, "ucx: peer 0x%016" PRIx64 " has a malformed address", peer);
-      return nullptr;
-    }
+    Address parsed;
     try {
+      if (!parse_address(peer_address, &parsed) || !from_hex(parsed.worker_hex, &blob)) {
+        fail(ROCL_EPEER, "ucx: peer 0x%016" PRIx64 " has a malformed address", peer);
+        return nullptr;
+      }
       auto p = std::make_unique<Peer>();
       p->address = std::string(peer_address);
+      p->same_host = parsed.host_id == os::host_id();
+      p->parsed = std::move(parsed);
       ucp_ep_params_t params{};
-      params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                          UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
       params.address = reinterpret_cast<const ucp_address_t *>(blob.data());
-      params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-      params.err_handler.cb = &UcxTransport::on_ep_error;
-      params.err_handler.arg = p.get();
+      // UCX's shared memory has no peer failure handling and is refused
+      // under it: a peer of this host goes without (its liveness is its
+      // process's), one of another host with.
+      params.err_mode = p->same_host ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
+      if (!p->same_host) {
+        params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+        params.err_handler.cb = &UcxTransport::on_ep_error;
+        params.err_handler.arg = p.get();
+      }
       const ucs_status_t status = ucp_ep_create(worker_.worker(), &params, &p->ep);
       if (status != UCS_OK) {
         fail(ROCL_EPEER, "ucx: cannot reach peer 0x%016" PRIx64 ": %s", peer,
@@ -463,8 +575,7 @@ class UcxTransport final : public Transport {
       return false;
     }
     try {
-      op->hello.proof =
-          secret_.prove("rocl-ucx", hello_challenge(p.address.substr(4), op->hello.nonce));
+      op->hello.proof = secret_.prove("rocl-ucx", hello_challenge(p.address, op->hello.nonce));
     } catch (...) {
       delete op;
       p.why = "no memory for the hello";
@@ -481,6 +592,8 @@ class UcxTransport final : public Transport {
       p.why = status_text(UCS_PTR_STATUS(r));
       delete op;
       return false;
+    } else {
+      track(op, p, r);
     }
     return true;
   }
@@ -557,8 +670,7 @@ class UcxTransport final : public Transport {
       const std::string nonce(reinterpret_cast<const char *>(hello.nonce), sizeof hello.nonce);
       const bool fresh = !nonces_.contains(nonce);
       if (from == nullptr || !fresh ||
-          !secret_.verify("rocl-ucx", hello_challenge(worker_.address_hex(), hello.nonce),
-                          hello.proof)) {
+          !secret_.verify("rocl-ucx", hello_challenge(address_, hello.nonce), hello.proof)) {
         refuse_once(from, fresh ? "hello with a wrong proof of the job secret" : "hello replayed");
         return;
       }
@@ -754,6 +866,10 @@ class UcxTransport final : public Transport {
     while (ucp_worker_progress(worker_.worker()) != 0) {
     }
     if (!arrivals_.empty()) drain();
+    if (parked_count_.load(std::memory_order_relaxed) != 0 ||
+        in_flight_.load(std::memory_order_relaxed) != 0) {
+      fail_sends_to_exited();
+    }
     const int events = events_;
     waiter_ = outer_waiter;
     events_ = outer_events + events;
@@ -806,6 +922,9 @@ class UcxTransport final : public Transport {
   }
 
   const Options options_;
+  // Declared before the worker, so destroyed after it: UCX may complete
+  // an abandoned send until then.
+  std::vector<std::unique_ptr<SendOp>> abandoned_;
   Worker worker_;
   const std::string address_;
   const JobSecret secret_;
@@ -819,6 +938,7 @@ class UcxTransport final : public Transport {
   const Waiter *waiter_ = nullptr;
   int events_ = 0;
   bool draining_ = false;
+  std::chrono::steady_clock::time_point next_liveness_look_{};
 
   static constexpr std::size_t kMaxParkedMessages = 64;
   static constexpr std::size_t kMaxParkedBytes = std::size_t{256} << 20;
