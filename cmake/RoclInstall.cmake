@@ -1,20 +1,22 @@
-# What `cmake --install` puts under the prefix: librocl and librocl_mpi,
-# the headers (mpi.h under include/rocl/mpi, clear of other MPIs' mpi.h),
+# What `cmake --install` puts under the prefix: librocl, librocl_mpi and
+# librocl_ncs, the headers (mpi.h under include/rocl/mpi, clear of other
+# MPIs' mpi.h; ncs.h under include/rocl/ncs),
 # the tools (each folder installs its own: rocl_install_tool), the
 # rocl-mpicc/rocl-mpicxx wrappers (layers/mpi), the CMake package
-# (find_package(rocl): rocl::rocl, rocl::mpi) and the pkg-config files
+# (find_package(rocl): rocl::rocl, rocl::mpi, rocl::ncs) and the pkg-config files
 # (rocl, rocl-mpi).
 include(CMakePackageConfigHelpers)
 set(rocl_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/rocl)
 
 install(
-  TARGETS rocl rocl_mpi
+  TARGETS rocl rocl_mpi rocl_ncs
   EXPORT roclTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY include/rocl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES layers/mpi/include/mpi.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rocl/mpi)
+install(FILES layers/ncs/include/ncs.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rocl/ncs)
 
 # The CMake package. A static librocl brings its private link dependency
 # (OpenSSL's libcrypto) into the exported link interface, so the package
