@@ -118,11 +118,13 @@ typedef struct NCS_id {
 int NCS_init(int flow, int error);
 int NCS_init_mode(int flow, int error, int speed);
 
-/* Frees what NCS holds (messages nobody received), deletes the process's
- * resource and drops NCS's rocl reference (rocl_exit delivers what was sent
- * before it returns). Not from a user thread (NCS_EBUSY). Returns NCS_OK,
- * NCS_ENOINIT or NCS_EBUSY. Messages still sent to this process later are
- * lost (their senders get NCS_ECOMM). */
+/* Ends NCS in this process. Every process of the job calls it: it waits (up
+ * to 60 s, less if a process died) until all have, so that no message of
+ * the job is still on its way (credits, late sends). Then it frees what NCS
+ * holds (messages nobody received), deletes the process's resource and
+ * drops NCS's rocl reference (rocl_exit delivers what was sent before it
+ * returns). Not from a user thread (NCS_EBUSY). Returns NCS_OK, NCS_ENOINIT
+ * or NCS_EBUSY. NCS_init may be called again afterwards. */
 int NCS_finalize(void);
 
 /* Creates a user thread that will run fn(arg) at the given priority

@@ -14,7 +14,9 @@ class Job {
   // Registers this process's resource and waits (up to 60 s) for every
   // process's. Returns an NCS code.
   int join();
-  // Deletes this process's resource.
+  // Waits (up to 60 s) until every process is leaving, so that no message
+  // of the job still comes (credits returned late, say), then deletes this
+  // process's resource.
   void leave();
 
   int process() const { return process_; }
@@ -24,6 +26,7 @@ class Job {
 
  private:
   int find_others();
+  void wait_for_everyone_leaving();
 
   int process_ = 0;
   std::vector<rocl_gid_t> gids_;
