@@ -130,8 +130,9 @@ int NCS_finalize(void);
 /* Creates a user thread that will run fn(arg) at the given priority
  * (NCS_PRIORITY_MIN..NCS_PRIORITY_MAX) on a stack of ROCL_NCS_STACK_KB KiB
  * (default 256; its end is guarded: an overflow faults). Before NCS_start
- * or from a running user thread. The thread is runnable at once; it ends
- * when fn returns. Returns its thread id (>= 0: 0, 1, 2, ... in creation
+ * or from a running user thread. The thread is runnable at once (created
+ * by a user thread of lower priority, it runs before the call returns); it
+ * ends when fn returns. Returns its thread id (>= 0: 0, 1, 2, ... in creation
  * order), NCS_ENOINIT, NCS_EINVAL (fn NULL, priority out of range) or
  * NCS_ENOMEM (no stack, or NCS_MAX_THREADS reached). */
 int NCS_t_create(void (*fn)(void *arg), void *arg, int priority);

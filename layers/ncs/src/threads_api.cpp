@@ -87,7 +87,9 @@ int NCS_t_create(void (*fn)(void *), void *arg, int priority) {
   }
   if (rt->scheduler().find(NCS_MAX_THREADS - 1) != nullptr) return NCS_ENOMEM;
   const int id = rt->scheduler().create(fn, arg, priority);
-  return id >= 0 ? id : NCS_ENOMEM;
+  if (id < 0) return NCS_ENOMEM;
+  rt->scheduler().run_higher_first();  // from a user thread: a higher new one runs first
+  return id;
 }
 
 int NCS_start(void) {
@@ -117,8 +119,7 @@ int NCS_get_my_thread(void) {
 int NCS_yield(void) {
   Caller c;
   if (const int rc = enter(&c)) return rc;
-  c.runtime->progress(0);
-  c.runtime->scheduler().yield();
+  c.runtime->scheduler().yield();  // the scheduler looks at rocl between switches
   return NCS_OK;
 }
 
