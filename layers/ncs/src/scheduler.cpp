@@ -11,6 +11,24 @@ namespace ncs {
 namespace ctx = boost::context;
 
 namespace {
+
+// Boost's guarded stack, whose bounds the sanitizers are told of.
+class RecordedStack {
+ public:
+  RecordedStack(std::size_t bytes, AnnotatedStack *record) : inner_(bytes), record_(record) {}
+  ctx::stack_context allocate() {
+    ctx::stack_context sc = inner_.allocate();
+    record_->bottom = static_cast<char *>(sc.sp) - sc.size;
+    record_->size = sc.size;
+    return sc;
+  }
+  void deallocate(ctx::stack_context &sc) noexcept { inner_.deallocate(sc); }
+
+ private:
+  ctx::protected_fixedsize_stack inner_;
+  AnnotatedStack *record_;
+};
+
 // Switches between looks at rocl while threads are runnable: a look costs
 // about as much as a few switches, and a message waits at most this many.
 constexpr int kPollEvery = 8;
@@ -26,11 +44,10 @@ int Scheduler::create(void (*fn)(void *), void *arg, int priority) {
   t->arg = arg;
   UserThread *raw = t.get();
   try {
-    t->fiber = ctx::fiber(std::allocator_arg, ctx::protected_fixedsize_stack(stack_bytes_),
+    t->fiber = ctx::fiber(std::allocator_arg, RecordedStack(stack_bytes_, &t->stack),
                           [this, raw](ctx::fiber &&scheduler) {
                             scheduler_ = std::move(scheduler);
-                            raw->fn(raw->arg);
-                            raw->state = ThreadState::kFinished;
+                            thread_body(raw);
                             return std::move(scheduler_);
                           });
   } catch (const std::bad_alloc &) {
@@ -38,6 +55,7 @@ int Scheduler::create(void (*fn)(void *), void *arg, int priority) {
   } catch (const std::system_error &) {
     return -1;
   }
+  annotate_new_stack(t->stack);
   threads_.push_back(std::move(t));
   runnable_[priority].push_back(raw);
   ++unfinished_;
@@ -48,8 +66,16 @@ UserThread *Scheduler::find(int id) const {
   return id >= 0 && id < static_cast<int>(threads_.size()) ? threads_[id].get() : nullptr;
 }
 
+void Scheduler::thread_body(UserThread *t) {
+  after_switch(t->stack, &scheduler_stack_);
+  t->fn(t->arg);
+  t->state = ThreadState::kFinished;
+  before_switch(t->stack, scheduler_stack_, true);
+}
+
 void Scheduler::run(Progress &progress) {
   running_ = true;
+  annotate_current_stack(scheduler_stack_);
   int since_poll = 0;
   while (unfinished_ > 0) {
     if (++since_poll >= kPollEvery) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "fiber_annotations.hpp"
 #include "mailbox.hpp"
 
 namespace ncs {
@@ -31,6 +32,7 @@ struct UserThread {
   bool wake_permit = false;  // an NCS_unblock that came before its NCS_block
   bool deadlocked = false;   // woken because nothing else could wake it
   boost::context::fiber fiber;
+  AnnotatedStack stack;
 };
 
 // What the scheduler calls to take in messages: between threads, and when
@@ -76,6 +78,7 @@ class Scheduler {
   UserThread *next_runnable();
   void run_one(UserThread *t);
   void switch_to_scheduler();
+  void thread_body(UserThread *t);
   void wake_deadlocked();
   bool higher_runnable(int priority) const;
 
@@ -86,6 +89,7 @@ class Scheduler {
   UserThread *current_ = nullptr;
   bool running_ = false;
   boost::context::fiber scheduler_;  // where run() continues
+  AnnotatedStack scheduler_stack_;
 };
 
 }  // namespace ncs
