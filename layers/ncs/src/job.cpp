@@ -97,7 +97,11 @@ int Job::find_others() {
 void Job::leave() {
   if (gids_.empty()) return;
   if (processes() > 1) wait_for_everyone_leaving();
-  rocl_delete(self());
+  drop();
+}
+
+void Job::drop() {
+  if (!gids_.empty() && self() != ROCL_NULL_GID) rocl_delete(self());
   gids_.clear();
 }
 

@@ -18,6 +18,8 @@ class Job {
   // of the job still comes (credits returned late, say), then deletes this
   // process's resource.
   void leave();
+  // Deletes this process's resource at once (a join that failed).
+  void drop();
 
   int process() const { return process_; }
   int processes() const { return static_cast<int>(gids_.size()); }

@@ -30,7 +30,7 @@ int Runtime::open(const Settings &settings, bool tcp_only) {
   if (rocl_init() < 0) return NCS_ECOMM;
   auto runtime = std::make_unique<Runtime>(settings);
   if (const int rc = runtime->job_.join(); rc != NCS_OK) {
-    runtime->job_.leave();
+    runtime->job_.drop();
     runtime.reset();
     rocl_exit();
     return rc;

@@ -103,13 +103,21 @@ void Scheduler::run(Progress &progress) {
 void Scheduler::run_one(UserThread *t) {
   current_ = t;
   t->state = ThreadState::kRunning;
+  before_switch(scheduler_stack_, t->stack, false);
   t->fiber = std::move(t->fiber).resume();
+  after_switch(scheduler_stack_, nullptr);
   current_ = nullptr;
-  if (t->state == ThreadState::kFinished) --unfinished_;
+  if (t->state == ThreadState::kFinished) {
+    forget_stack(t->stack);
+    --unfinished_;
+  }
 }
 
 void Scheduler::switch_to_scheduler() {
+  UserThread *t = current_;
+  before_switch(t->stack, scheduler_stack_, false);
   scheduler_ = std::move(scheduler_).resume();
+  after_switch(t->stack, &scheduler_stack_);
 }
 
 UserThread *Scheduler::next_runnable() {
