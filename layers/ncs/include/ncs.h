@@ -194,8 +194,10 @@ int NCS_recv_from(int from_thread, int from_process, int to_thread, int to_proce
  * at what arrived first. Returns the count (>= 0) or the codes of NCS_recv. */
 int NCS_probe(int from_thread, int from_process);
 
-/* Returns a payload NCS_recv handed over (*data was NULL). NULL is ignored.
- * Returns NCS_OK or NCS_EINVAL (not such a payload, or returned twice). */
+/* Returns a payload NCS_recv handed over (*data was NULL), before
+ * NCS_finalize (the memory is rocl's buffer pool). NULL is ignored.
+ * Callable from any code of the process. Returns NCS_OK or NCS_EINVAL (not
+ * such a payload, or returned twice). */
 int NCS_free(void *data);
 
 /* Lets the other runnable threads of the caller's priority (and any of a
