@@ -82,7 +82,7 @@ typedef struct NCS_id {
 /* ---- set-up ---------------------------------------------------------------- */
 
 /* Flow control (NCS_init's flow): NCS_FLOW_NONE sends at once whatever the
- * receiver holds; a value n >= 1 is a credit window: a sending thread has
+ * receiver holds; a value n in 1..65535 is a credit window: a sending thread has
  * at most n messages to one receiving thread that the receiver has not yet
  * taken with NCS_recv, and a send beyond that blocks the sender (letting
  * the other threads run) until the receiver takes some. NCS_FLOW_CREDIT is
@@ -111,10 +111,11 @@ typedef struct NCS_id {
  * every process of the job (waits up to 60 s for all of them to call
  * NCS_init). Every process of the job calls it once. If rocl was already
  * initialised in this process, the speed mode cannot change its transports.
- * Returns NCS_OK, NCS_EINVAL (flow < 0, error or speed unknown), NCS_EBUSY
- * (already initialised) or NCS_ECOMM (rocl failed; rocl_last_error() says
- * why). NCS_init(flow, error) is NCS_init_mode(flow, error,
- * NCS_SPEED_DEFAULT). */
+ * Returns NCS_OK, NCS_EINVAL (flow outside 0..65535, error or speed
+ * unknown), NCS_EBUSY (already initialised) or NCS_ECOMM (rocl failed, the
+ * others did not come, or ROCL_RANK and ROCL_SIZE make no sense;
+ * rocl_last_error() says why where rocl failed). NCS_init(flow, error) is
+ * NCS_init_mode(flow, error, NCS_SPEED_DEFAULT). */
 int NCS_init(int flow, int error);
 int NCS_init_mode(int flow, int error, int speed);
 

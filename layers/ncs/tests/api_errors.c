@@ -128,6 +128,7 @@ int main(void) {
   CHECK_RC(NCS_unblock(0), NCS_ENOINIT);
   CHECK_RC(NCS_send(0, 0, 0, 0, "x", 1), NCS_ENOINIT);
   CHECK_RC(NCS_init(-1, NCS_ERROR_TRUST), NCS_EINVAL);
+  CHECK_RC(NCS_init(65536, NCS_ERROR_TRUST), NCS_EINVAL); /* the header has 16 bits for it */
   CHECK_RC(NCS_init(NCS_FLOW_NONE, 7), NCS_EINVAL);
   CHECK_RC(NCS_init_mode(NCS_FLOW_NONE, NCS_ERROR_TRUST, 9), NCS_EINVAL);
 
