@@ -1,14 +1,22 @@
-# What `cmake --install` puts under the prefix: librocl and librocl_mpi,
-# the headers (mpi.h under include/rocl/mpi, clear of other MPIs' mpi.h),
+# What `cmake --install` puts under the prefix: librocl, librocl_mpi and
+# librocl_ncs, the headers (mpi.h under include/rocl/mpi, clear of other
+# MPIs' mpi.h; ncs.h under include/rocl/ncs),
 # the tools (each folder installs its own: rocl_install_tool), the
 # rocl-mpicc/rocl-mpicxx wrappers (layers/mpi), the CMake package
-# (find_package(rocl): rocl::rocl, rocl::mpi) and the pkg-config files
-# (rocl, rocl-mpi).
+# (find_package(rocl): rocl::rocl, rocl::mpi, rocl::ncs) and the
+# pkg-config files (rocl, rocl-mpi, rocl-ncs).
 include(CMakePackageConfigHelpers)
 set(rocl_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/rocl)
 
+set(rocl_libraries rocl rocl_mpi)
+set(ROCL_HAVE_NCS OFF) # for roclConfig.cmake
+if(TARGET rocl_ncs)
+  set(ROCL_HAVE_NCS ON)
+  list(APPEND rocl_libraries rocl_ncs)
+  install(FILES layers/ncs/include/ncs.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rocl/ncs)
+endif()
 install(
-  TARGETS rocl rocl_mpi
+  TARGETS ${rocl_libraries}
   EXPORT roclTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -53,7 +61,11 @@ foreach(dir LIBDIR INCLUDEDIR)
     set(ROCL_PC_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
   endif()
 endforeach()
-foreach(pc rocl rocl-mpi)
+set(rocl_pc_files rocl rocl-mpi)
+if(TARGET rocl_ncs)
+  list(APPEND rocl_pc_files rocl-ncs)
+endif()
+foreach(pc IN LISTS rocl_pc_files)
   set(pc_file ${PROJECT_BINARY_DIR}/pkgconfig/${pc}.pc)
   configure_file(cmake/${pc}.pc.in ${pc_file}.in @ONLY)
   install(CODE "configure_file(\"${pc_file}.in\" \"${pc_file}\" @ONLY)")

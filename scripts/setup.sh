@@ -19,6 +19,7 @@ packages=(
   libucx-dev ucx-utils                    # the ucx transport; ucx_perftest
   libzmq3-dev libnng-dev gnuplot-nox      # ZeroMQ, NNG (anchors); the plots
   python3 universal-ctags                 # check-layers.py, check-class-size.py, tidy.sh
+  libboost-context-dev libturbojpeg0-dev libfftw3-dev  # NCS's user threads, its JPEG and FFT examples
 )
 
 missing=()
