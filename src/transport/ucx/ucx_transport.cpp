@@ -160,6 +160,52 @@ struct PayloadReceive {
   ucs_status_t status = UCS_OK;
 };
 
+AmHeader message_header(rocl_gid_t destination, const CoreHeader &header) noexcept {
+  return AmHeader{kAmMagic, AmKind::kMessage, destination, header};
+}
+
+// A send UCX completes later: known to its peer, so that it can be
+// failed if the peer's process exits (UCX would wait for it forever
+// without error handling). Under the transport's lock.
+void track(SendOp *op, Peer &p, void *request) noexcept {
+  op->peer = &p;
+  op->request = request;
+  try {
+    p.pending.insert(op);
+  } catch (...) {  // untracked: it completes when UCX says, as before
+    op->peer = nullptr;
+  }
+}
+
+// Whether a peer failed: UCX said so, or (a peer of this host, looked at
+// every 20 ms through *next_look) its process exited. Under the
+// transport's lock.
+bool has_failed(Peer &p, std::chrono::steady_clock::time_point *next_look) noexcept {
+  if (p.failed.load()) return true;
+  const auto now = std::chrono::steady_clock::now();
+  if (!p.same_host || now < *next_look) return false;
+  *next_look = now + std::chrono::milliseconds(20);
+  if (!p.exited()) return false;
+  p.why = "its process exited";
+  p.failed.store(true);
+  return true;
+}
+
+// UCX's completion of a rendezvous payload's receive (PayloadReceive).
+void on_received(void *request, ucs_status_t status, std::size_t, void *user_data) {
+  auto *r = static_cast<PayloadReceive *>(user_data);
+  r->status = status;
+  r->done = true;
+  ucp_request_free(request);
+}
+
+// What a stub of this transport holds.
+StubInfo stub_info(Message *stub) noexcept {
+  StubInfo info;
+  std::memcpy(&info, payload_of(block_of(stub)), sizeof info);
+  return info;
+}
+
 class UcxTransport final : public Transport {
  public:
   UcxTransport(const TransportEnv &env, const Options &options)
@@ -384,10 +430,6 @@ class UcxTransport final : public Transport {
     }
   }
 
-  static AmHeader message_header(rocl_gid_t destination, const CoreHeader &header) noexcept {
-    return AmHeader{kAmMagic, AmKind::kMessage, destination, header};
-  }
-
   static ucp_request_param_t send_param(SendOp *op) noexcept {
     ucp_request_param_t param{};
     param.op_attr_mask =
@@ -435,19 +477,6 @@ class UcxTransport final : public Transport {
     return connect(peer, peer_address) == nullptr ? ROCL_EPEER : ROCL_OK;
   }
 
-  // A send UCX completes later: known to its peer, so that it can be
-  // cancelled if the peer's process exits (UCX would wait for it forever
-  // without error handling).
-  static void track(SendOp *op, Peer &p, void *request) noexcept {
-    op->peer = &p;
-    op->request = request;
-    try {
-      p.pending.insert(op);
-    } catch (...) {  // untracked: it completes when UCX says, as before
-      op->peer = nullptr;
-    }
-  }
-
   // Fails the sends to peers of this host whose process has exited,
   // looked at every 20 ms while any waits. Under mu_.
   void fail_sends_to_exited() noexcept {
@@ -481,19 +510,6 @@ class UcxTransport final : public Transport {
       }
     }
     p.pending.clear();
-  }
-
-  // Whether a peer failed: UCX said so, or (a peer of this host, looked at
-  // every 20 ms through *next_look) its process exited. Under mu_.
-  static bool has_failed(Peer &p, std::chrono::steady_clock::time_point *next_look) noexcept {
-    if (p.failed.load()) return true;
-    const auto now = std::chrono::steady_clock::now();
-    if (!p.same_host || now < *next_look) return false;
-    *next_look = now + std::chrono::milliseconds(20);
-    if (!p.exited()) return false;
-    p.why = "its process exited";
-    p.failed.store(true);
-    return true;
   }
 
   // Whether every peer has failed (nothing sent to them will complete).
@@ -715,13 +731,6 @@ class UcxTransport final : public Transport {
     return true;
   }
 
-  static void on_received(void *request, ucs_status_t status, std::size_t, void *user_data) {
-    auto *r = static_cast<PayloadReceive *>(user_data);
-    r->status = status;
-    r->done = true;
-    ucp_request_free(request);
-  }
-
   // Delivers the queue's arrivals in order: eager ones as they are,
   // rendezvous ones as stubs (their payloads stay at the sender until a
   // receive pulls them). Stops at one for which the pool has no block.
@@ -756,12 +765,6 @@ class UcxTransport final : public Transport {
     }
     waiting_for_blocks_.store(short_of_blocks, std::memory_order_relaxed);
     draining_ = false;
-  }
-
-  static StubInfo stub_info(Message *stub) noexcept {
-    StubInfo info;
-    std::memcpy(&info, payload_of(block_of(stub)), sizeof info);
-    return info;
   }
 
   void release_stub(Message *stub) noexcept {
@@ -824,7 +827,7 @@ class UcxTransport final : public Transport {
     PayloadReceive receive;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.recv_am = &UcxTransport::on_received;
+    param.cb.recv_am = &on_received;
     param.user_data = &receive;
     if (in_pool && worker_.memory() != nullptr) {
       param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
