@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -240,7 +241,7 @@ class UcxTransport final : public Transport {
   ~UcxTransport() override {
     stop_.store(true);
     wake_thread();
-    pollers_.notify_all();
+    wake_parked();
     thread_.join();
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(env_.linger_ms);
@@ -373,8 +374,17 @@ class UcxTransport final : public Transport {
   }
 
   void poll_begin_impl() noexcept override { pollers_.fetch_add(1); }
-  void poll_end_impl(bool) noexcept override {
-    if (pollers_.fetch_sub(1) == 1) pollers_.notify_all();
+  // The last caller to stop polling wakes the parked thread only if it is
+  // about to sleep (the thread must take over at once); one that got what
+  // it waited for lets the thread resume by itself within kParkMs, so that
+  // a receive's end costs no wake-up.
+  void poll_end_impl(bool will_sleep) noexcept override {
+    if (pollers_.fetch_sub(1) == 1 && will_sleep) wake_parked();
+  }
+
+  void wake_parked() noexcept {
+    std::lock_guard<std::mutex> lock(park_mu_);
+    park_cv_.notify_one();
   }
   bool idle_impl() const noexcept override { return !active_.load(std::memory_order_relaxed); }
 
@@ -900,9 +910,10 @@ class UcxTransport final : public Transport {
   // says so, and stays parked while callers poll.
   void run() noexcept {
     while (!stop_.load()) {
-      const int polling = pollers_.load();
-      if (polling > 0) {
-        pollers_.wait(polling);
+      if (pollers_.load() > 0) {
+        std::unique_lock<std::mutex> lock(park_mu_);
+        park_cv_.wait_for(lock, std::chrono::milliseconds(kParkMs),
+                          [this] { return pollers_.load() == 0 || stop_.load(); });
         continue;
       }
       ucs_status_t armed;
@@ -951,6 +962,9 @@ class UcxTransport final : public Transport {
   std::atomic<bool> waiting_for_blocks_{false};
   std::atomic<bool> active_{false};
   std::atomic<int> pollers_{0};
+  static constexpr int kParkMs = 1;  // the longest the thread stays parked unasked
+  std::mutex park_mu_;
+  std::condition_variable park_cv_;
   std::atomic<bool> stop_{false};
   int wake_fd_ = -1;
   std::thread thread_;
