@@ -60,10 +60,10 @@ constexpr OptionRow kOptions[] = {
      "never).",
      OptionType::kSize},
     {"ROCL_UCX_RNDV_THRESHOLD", "1M",
-     "Over ucx, messages from the application's memory (lent, as MPI sends; or copied from it, "
-     "ROCL_RNDV_COPY_THRESHOLD) of at least this many bytes (or ROCL_RNDV_THRESHOLD, if lower) "
-     "go by UCX's rendezvous: the payload waits at the sender until a receive matches and is "
-     "read straight into the receive's memory. Others go eagerly.",
+     "Over ucx, messages of at least this many bytes (or ROCL_RNDV_THRESHOLD, if lower) go by "
+     "UCX's rendezvous: the payload waits at the sender until a receive matches and is read "
+     "straight into the receive's memory or block (at most 64 messages or 256 MiB wait so per "
+     "transport; beyond, eagerly). Others go eagerly. 0: ROCL_RNDV_THRESHOLD alone.",
      OptionType::kSize},
 };
 
@@ -363,6 +363,7 @@ class UcxTransport final : public Transport {
                   ucs_status_string(UCS_PTR_STATUS(r)));
     } else {
       track(op, p, r);
+      if (!t_driving) drive(nullptr);  // reaps what completed since
     }
     return ROCL_OK;
   }
@@ -379,8 +380,12 @@ class UcxTransport final : public Transport {
   // it waited for lets the thread resume by itself within kParkMs, so that
   // a receive's end costs no wake-up.
   void poll_end_impl(bool will_sleep) noexcept override {
-    if (pollers_.fetch_sub(1) == 1 && will_sleep) wake_parked();
+    if (pollers_.fetch_sub(1) == 1 && (will_sleep || sends_in_flight())) wake_parked();
   }
+
+  // Eager sends UCX has not completed: they move on only when the worker
+  // is progressed (no event says a peer's queue has room again).
+  bool sends_in_flight() const noexcept { return in_flight_.load(std::memory_order_relaxed) != 0; }
 
   void wake_parked() noexcept {
     std::lock_guard<std::mutex> lock(park_mu_);
@@ -409,15 +414,15 @@ class UcxTransport final : public Transport {
 
   // ---- Sending ------------------------------------------------------------
   // Whether a message goes by rendezvous, its payload waiting at this side
-  // until the receiver pulls it (under mu_): one from the application's
-  // memory (lent, or copied with the core's preference) from
-  // ROCL_UCX_RNDV_THRESHOLD, any from ROCL_RNDV_THRESHOLD; while what
-  // waits so is within its bounds, as tcp's parked messages. Others go
-  // eagerly: rocl_send never waits for a receive (rocl.h).
+  // until the receiver pulls it straight into its memory (under mu_): from
+  // ROCL_UCX_RNDV_THRESHOLD or ROCL_RNDV_THRESHOLD, whichever is lower,
+  // while what waits so is within its bounds, as tcp's parked messages.
+  // Others go eagerly: rocl_send never waits for a receive (rocl.h), and
+  // UCX's eager protocol copies a large message through its fragments
+  // several times over.
   bool takes_rendezvous(const Message *msg) const noexcept {
     const std::size_t bytes = msg->length;
-    const bool from_memory = is_lent(msg) || msg->rendezvous;
-    const bool large = (from_memory && bytes >= options_.rndv_threshold) ||
+    const bool large = (options_.rndv_threshold != 0 && bytes >= options_.rndv_threshold) ||
                        (env_.rendezvous_threshold != 0 && bytes >= env_.rendezvous_threshold);
     if (!large) return false;
     return parked_count_ == 0 ||
@@ -916,13 +921,17 @@ class UcxTransport final : public Transport {
                           [this] { return pollers_.load() == 0 || stop_.load(); });
         continue;
       }
-      ucs_status_t armed;
+      ucs_status_t armed = UCS_ERR_BUSY;
       {
         std::lock_guard<std::recursive_mutex> lock(mu_);
         drive(nullptr);
-        armed = ucp_worker_arm(worker_.worker());
+        // Sends in flight move on by polling, not by events.
+        if (!sends_in_flight()) armed = ucp_worker_arm(worker_.worker());
       }
-      if (armed == UCS_ERR_BUSY) continue;
+      if (armed == UCS_ERR_BUSY) {
+        if (sends_in_flight()) std::this_thread::yield();
+        continue;
+      }
       pollfd fds[2] = {{worker_.event_fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
       // Arrivals waiting for pool blocks are retried soon; otherwise the
       // timeout only bounds a missed wake-up.
