@@ -929,18 +929,29 @@ class UcxTransport final : public Transport {
         if (!sends_in_flight()) armed = ucp_worker_arm(worker_.worker());
       }
       if (armed == UCS_ERR_BUSY) {
-        if (sends_in_flight()) std::this_thread::yield();
+        // Sends in flight: a short nap between looks, not a spin that
+        // would take the cpu of the threads sharing it.
+        if (sends_in_flight()) nap_on_events(std::chrono::microseconds(50));
         continue;
       }
-      pollfd fds[2] = {{worker_.event_fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
       // Arrivals waiting for pool blocks are retried soon; otherwise the
       // timeout only bounds a missed wake-up.
-      const int timeout_ms = waiting_for_blocks_.load(std::memory_order_relaxed) ? 1 : 100;
-      ::poll(fds, 2, timeout_ms);
-      if ((fds[1].revents & POLLIN) != 0) {
-        std::uint64_t n;
-        [[maybe_unused]] const ssize_t r = ::read(wake_fd_, &n, sizeof n);
-      }
+      nap_on_events(waiting_for_blocks_.load(std::memory_order_relaxed)
+                        ? std::chrono::microseconds(1000)
+                        : std::chrono::microseconds(100000));
+    }
+  }
+
+  // Sleeps until the worker's event descriptor or the wake-up descriptor
+  // is readable, or `most` has passed.
+  void nap_on_events(std::chrono::microseconds most) noexcept {
+    pollfd fds[2] = {{worker_.event_fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    const timespec timeout{static_cast<time_t>(most.count() / 1000000),
+                           static_cast<long>(most.count() % 1000000) * 1000};
+    ::ppoll(fds, 2, &timeout, nullptr);
+    if ((fds[1].revents & POLLIN) != 0) {
+      std::uint64_t n;
+      [[maybe_unused]] const ssize_t r = ::read(wake_fd_, &n, sizeof n);
     }
   }
 
