@@ -1,20 +1,18 @@
 // ucx_transport.cpp - see ucx_transport.hpp.
 #include "transport/ucx/ucx_transport.hpp"
 
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -28,6 +26,7 @@
 #include "os/process.hpp"
 #include "security/job_secret.hpp"
 #include "status/status.hpp"
+#include "transport/ucx/ucx_driver_thread.hpp"
 #include "transport/ucx/ucx_wire.hpp"
 #include "transport/ucx/ucx_worker.hpp"
 
@@ -127,14 +126,14 @@ struct Peer {
 
 // A send UCX has not completed yet: its header must outlive the call.
 struct SendOp {
-  AmHeader wire;
-  BlockHeader *block;  // finished when UCX completes it; nullptr for a hello
-  std::size_t bytes;
-  class UcxTransport *transport;
-  bool parked = false;             // by rendezvous: waits for the receiver's pull
-  Hello hello;                     // a hello's payload
-  std::vector<std::uint8_t> copy;  // send_bytes' bytes when UCX could not take them at once
-  Peer *peer = nullptr;            // while UCX has not completed it
+  AmHeader wire{};
+  BlockHeader *block = nullptr;  // finished when UCX completes it; nullptr for a hello
+  std::size_t bytes = 0;
+  class UcxTransport *transport = nullptr;
+  bool parked = false;               // by rendezvous: waits for the receiver's pull
+  Hello hello{};                     // a hello's payload
+  std::vector<std::uint8_t> copy{};  // send_bytes' bytes when UCX could not take them at once
+  Peer *peer = nullptr;              // while UCX has not completed it
   void *request = nullptr;
   bool abandoned = false;  // finished by us (its peer exited); UCX may still hold it
 };
@@ -233,16 +232,11 @@ class UcxTransport final : public Transport {
     if (status != UCS_OK) {
       throw std::runtime_error("ucx: setting the message handler: " + status_text(status));
     }
-    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd_ < 0) throw std::runtime_error("ucx: eventfd: " + std::string(strerror(errno)));
-    thread_ = std::thread([this] { run(); });
+    thread_.emplace(worker_.event_fd(), [this] { return look(); });
   }
 
   ~UcxTransport() override {
-    stop_.store(true);
-    wake_thread();
-    wake_parked();
-    thread_.join();
+    thread_.reset();
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(env_.linger_ms);
     auto next_look = std::chrono::steady_clock::now();
@@ -261,7 +255,6 @@ class UcxTransport final : public Transport {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     drop_arrivals();
     close_endpoints();
-    ::close(wake_fd_);
   }
 
  private:
@@ -279,8 +272,10 @@ class UcxTransport final : public Transport {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     Peer *p = connect(peer, peer_address);
     if (p == nullptr) return ROCL_EPEER;
-    auto *op = new (std::nothrow)
-        SendOp{message_header(destination, msg->header), block, bytes, this, {}, {}};
+    auto *op = new (std::nothrow) SendOp{.wire = message_header(destination, msg->header),
+                                         .block = block,
+                                         .bytes = bytes,
+                                         .transport = this};
     if (op == nullptr) return fail(ROCL_ENOMEM, "ucx: no memory for a send");
     ucp_request_param_t param = send_param(op);
     const bool in_pool = !is_lent(msg) && worker_.memory() != nullptr;
@@ -343,7 +338,7 @@ class UcxTransport final : public Transport {
                 std::size_t length) noexcept {
     SendOp *op = nullptr;
     try {
-      op = new SendOp{wire, nullptr, length, this, {}, {}};
+      op = new SendOp{.wire = wire, .block = nullptr, .bytes = length, .transport = this};
       op->copy.assign(static_cast<const std::uint8_t *>(data),
                       static_cast<const std::uint8_t *>(data) + length);
     } catch (...) {
@@ -374,23 +369,17 @@ class UcxTransport final : public Transport {
     return drive(waiter);
   }
 
-  void poll_begin_impl() noexcept override { pollers_.fetch_add(1); }
-  // The last caller to stop polling wakes the parked thread only if it is
-  // about to sleep (the thread must take over at once); one that got what
-  // it waited for lets the thread resume by itself within kParkMs, so that
-  // a receive's end costs no wake-up.
+  void poll_begin_impl() noexcept override { thread_->begin_polling(); }
+  // A caller about to sleep needs the thread at once; so do eager sends
+  // still in flight (nothing but polling moves them).
   void poll_end_impl(bool will_sleep) noexcept override {
-    if (pollers_.fetch_sub(1) == 1 && (will_sleep || sends_in_flight())) wake_parked();
+    thread_->end_polling(will_sleep || sends_in_flight());
   }
 
   // Eager sends UCX has not completed: they move on only when the worker
   // is progressed (no event says a peer's queue has room again).
   bool sends_in_flight() const noexcept { return in_flight_.load(std::memory_order_relaxed) != 0; }
 
-  void wake_parked() noexcept {
-    std::lock_guard<std::mutex> lock(park_mu_);
-    park_cv_.notify_one();
-  }
   bool idle_impl() const noexcept override { return !active_.load(std::memory_order_relaxed); }
 
   void flush_impl(std::chrono::steady_clock::time_point deadline) noexcept override {
@@ -598,8 +587,10 @@ class UcxTransport final : public Transport {
   }
 
   bool send_hello(Peer &p) noexcept {
-    auto *op = new (std::nothrow)
-        SendOp{AmHeader{kAmMagic, AmKind::kHello, 0, {}}, nullptr, sizeof(Hello), this, {}, {}};
+    auto *op = new (std::nothrow) SendOp{.wire = AmHeader{kAmMagic, AmKind::kHello, 0, {}},
+                                         .block = nullptr,
+                                         .bytes = sizeof(Hello),
+                                         .transport = this};
     if (op == nullptr || !JobSecret::random_bytes(op->hello.nonce, sizeof op->hello.nonce)) {
       delete op;
       p.why = "no memory or randomness for the hello";
@@ -684,7 +675,11 @@ class UcxTransport final : public Transport {
       refuse_once(from, "message from an end-point that proved no job secret");
       return UCS_OK;
     }
-    if (!rendezvous && arrivals_.empty() && deliver_now(h.destination, h.header, data, length)) {
+    // Delivered at once only if nothing waits before it, and not while a
+    // pull waits for its payload: a sink that pulls inside its delivery
+    // must see the next message after the one it pulls.
+    if (!rendezvous && arrivals_.empty() && pulls_waiting_ == 0 &&
+        deliver_now(h.destination, h.header, data, length)) {
       return UCS_OK;
     }
     try {
@@ -855,7 +850,9 @@ class UcxTransport final : public Transport {
       receive.done = true;
       receive.status = UCS_PTR_STATUS(r);
     }
+    ++pulls_waiting_;
     while (!receive.done) drive(waiter_);
+    --pulls_waiting_;
     if (receive.status == UCS_OK) return ROCL_OK;
     return fail(ROCL_EPEER, "ucx: a %zu-byte rendezvous message was lost: %s", length,
                 ucs_status_string(receive.status));
@@ -906,53 +903,25 @@ class UcxTransport final : public Transport {
     }
   }
 
-  void wake_thread() noexcept {
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
-  }
-
-  // The transport's thread: drives the worker when its event descriptor
-  // says so, and stays parked while callers poll.
-  void run() noexcept {
-    while (!stop_.load()) {
-      if (pollers_.load() > 0) {
-        std::unique_lock<std::mutex> lock(park_mu_);
-        park_cv_.wait_for(lock, std::chrono::milliseconds(kParkMs),
-                          [this] { return pollers_.load() == 0 || stop_.load(); });
-        continue;
-      }
-      ucs_status_t armed = UCS_ERR_BUSY;
-      {
-        std::lock_guard<std::recursive_mutex> lock(mu_);
-        drive(nullptr);
-        // Sends in flight move on by polling, not by events.
-        if (!sends_in_flight()) armed = ucp_worker_arm(worker_.worker());
-      }
-      if (armed == UCS_ERR_BUSY) {
-        // Sends in flight: a short nap between looks, not a spin that
-        // would take the cpu of the threads sharing it.
-        if (sends_in_flight()) nap_on_events(std::chrono::microseconds(50));
-        continue;
-      }
-      // Arrivals waiting for pool blocks are retried soon; otherwise the
-      // timeout only bounds a missed wake-up.
-      nap_on_events(waiting_for_blocks_.load(std::memory_order_relaxed)
-                        ? std::chrono::microseconds(1000)
-                        : std::chrono::microseconds(100000));
+  // One look of the transport's thread (DriverThread::Look): drives the
+  // worker, then arms it unless sends in flight need polling; how long the
+  // thread may sleep on its events.
+  std::chrono::microseconds look() noexcept {
+    ucs_status_t armed = UCS_ERR_BUSY;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      drive(nullptr);
+      if (!sends_in_flight()) armed = ucp_worker_arm(worker_.worker());
     }
-  }
-
-  // Sleeps until the worker's event descriptor or the wake-up descriptor
-  // is readable, or `most` has passed.
-  void nap_on_events(std::chrono::microseconds most) noexcept {
-    pollfd fds[2] = {{worker_.event_fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    const timespec timeout{static_cast<time_t>(most.count() / 1000000),
-                           static_cast<long>(most.count() % 1000000) * 1000};
-    ::ppoll(fds, 2, &timeout, nullptr);
-    if ((fds[1].revents & POLLIN) != 0) {
-      std::uint64_t n;
-      [[maybe_unused]] const ssize_t r = ::read(wake_fd_, &n, sizeof n);
+    if (armed == UCS_ERR_BUSY) {
+      // Sends in flight: a short nap between looks, not a spin that would
+      // take the cpu of the threads sharing it.
+      return std::chrono::microseconds(sends_in_flight() ? 50 : 0);
     }
+    // Arrivals waiting for pool blocks are retried soon; otherwise the
+    // nap only bounds a missed wake-up.
+    return std::chrono::microseconds(waiting_for_blocks_.load(std::memory_order_relaxed) ? 1000
+                                                                                         : 100000);
   }
 
   const Options options_;
@@ -972,6 +941,7 @@ class UcxTransport final : public Transport {
   const Waiter *waiter_ = nullptr;
   int events_ = 0;
   bool draining_ = false;
+  int pulls_waiting_ = 0;  // receive_payload calls waiting (nested) on this worker
   std::chrono::steady_clock::time_point next_liveness_look_{};
 
   static constexpr std::size_t kMaxParkedMessages = 64;
@@ -981,13 +951,7 @@ class UcxTransport final : public Transport {
   std::atomic<std::size_t> in_flight_{0};  // eager bytes not completed
   std::atomic<bool> waiting_for_blocks_{false};
   std::atomic<bool> active_{false};
-  std::atomic<int> pollers_{0};
-  static constexpr int kParkMs = 1;  // the longest the thread stays parked unasked
-  std::mutex park_mu_;
-  std::condition_variable park_cv_;
-  std::atomic<bool> stop_{false};
-  int wake_fd_ = -1;
-  std::thread thread_;
+  std::optional<DriverThread> thread_;  // last: started once the rest is made
 };
 
 }  // namespace
