@@ -42,6 +42,7 @@ LAYERS = [
     ("cxx-api", "include/rocl/rocl.hpp", ["abi", "generic"]),
     ("launch", "src/launch/", ["directory"]),
     ("mpi", "layers/mpi/", ["abi", "cxx-api"]),
+    ("pvm", "layers/pvm/", ["abi", "cxx-api"]),
     ("tools", "tools/", ["api", "launch", "cxx-api", "os"]),
 ]
 
@@ -87,7 +88,7 @@ def closure():
 def resolve(header, including, root):
     """The repository path an include names, or None if outside the tree."""
     for base in (os.path.dirname(including), "src", "include", "layers/mpi/include",
-                 "layers/mpi/src"):
+                 "layers/mpi/src", "layers/pvm/include", "layers/pvm/src"):
         candidate = os.path.normpath(os.path.join(base, header))
         if os.path.isfile(os.path.join(root, candidate)):
             return candidate

@@ -1,0 +1,142 @@
+// groups.cpp - dynamic process groups kept in rocl's directory (docs/pvm.md,
+// "Groups"): a member is an entry {type=pvm-group-member, pvm.group=NAME,
+// pvm.inst=I, pvm.member=TID}. A joiner takes the lowest free instance by
+// registering an entry for it; if another task registered the same
+// instance first (a lower gid), the joiner withdraws and tries the next.
+#include <map>
+
+#include "pvm_impl.hpp"
+
+namespace rpvm {
+
+constexpr const char *kMemberType = "pvm-group-member";
+
+rocl::Attributes group_pattern(const char *group) {
+  return {{"type", kMemberType}, {"pvm.group", group}};
+}
+
+// Each instance's member (the lowest gid registered for it): inst -> tid.
+std::map<int, int> group_members(const char *group) {
+  std::map<int, int> members;
+  rocl::Attributes pattern = group_pattern(group);
+  for (const rocl::Found &f : find_all(pattern.ask("pvm.inst", 32).ask("pvm.member", 32))) {
+    members.emplace(attribute_int(f, "pvm.inst", -1), attribute_int(f, "pvm.member"));
+  }
+  return members;
+}
+
+namespace {
+
+int lowest_free_instance(const std::map<int, int> &members) {
+  int inst = 0;
+  while (members.contains(inst)) ++inst;
+  return inst;
+}
+
+int join(Task &t, const char *group) {
+  if (t.groups.contains(group)) return PvmDupGroup;
+  for (;;) {
+    const int inst = lowest_free_instance(group_members(group));
+    rocl::Attributes entry = group_pattern(group);
+    entry.set("pvm.inst", decimal(inst)).set("pvm.member", decimal(t.tid));
+    const std::int64_t gid = register_entry(entry);
+    if (gid <= 0) return PvmSysErr;
+    rocl::Attributes same = group_pattern(group);
+    const std::optional<rocl::Found> first = find_first(same.set("pvm.inst", decimal(inst)));
+    if (first && first->gid == rocl_gid_t(gid)) {
+      t.groups[group] = GroupMembership{rocl_gid_t(gid), inst};
+      return inst;
+    }
+    rocl_delete(rocl_gid_t(gid));  // another task took inst first
+  }
+}
+
+bool bad_name(const char *group) {
+  return group == nullptr || *group == '\0';
+}
+
+}  // namespace
+
+int group_code_for_missing(const char *group, int when_group_exists) {
+  return group_members(group).empty() ? PvmNoGroup : when_group_exists;
+}
+
+int instance_of(const char *group, int tid) {
+  rocl::Attributes pattern = group_pattern(group);
+  pattern.set("pvm.member", decimal(tid)).ask("pvm.inst", 32);
+  const std::optional<rocl::Found> found = find_first(pattern);
+  return found ? attribute_int(*found, "pvm.inst") : group_code_for_missing(group, PvmNotInGroup);
+}
+
+int tid_of_instance(const char *group, int inst) {
+  rocl::Attributes pattern = group_pattern(group);
+  pattern.set("pvm.inst", decimal(inst)).ask("pvm.member", 32);
+  const std::optional<rocl::Found> found = find_first(pattern);
+  return found ? attribute_int(*found, "pvm.member") : group_code_for_missing(group, PvmNoInst);
+}
+
+}  // namespace rpvm
+
+using rpvm::Task;
+
+extern "C" int pvm_joingroup(char *group) {
+  return rpvm::call_locked("pvm_joingroup", [&](Task &t) {
+    return rpvm::bad_name(group) ? PvmNullGroup : rpvm::join(t, group);
+  });
+}
+
+extern "C" int pvm_lvgroup(char *group) {
+  return rpvm::call_locked("pvm_lvgroup", [&](Task &t) {
+    if (rpvm::bad_name(group)) return PvmNullGroup;
+    const auto it = t.groups.find(group);
+    if (it == t.groups.end()) return rpvm::group_code_for_missing(group, PvmNotInGroup);
+    rocl_delete(it->second.entry);
+    if (it->second.last_barrier_entry != ROCL_NULL_GID) rocl_delete(it->second.last_barrier_entry);
+    t.groups.erase(it);
+    return PvmOk;
+  });
+}
+
+extern "C" int pvm_gettid(char *group, int inst) {
+  return rpvm::call_unlocked("pvm_gettid", [&](Task &) {
+    if (rpvm::bad_name(group)) return PvmNullGroup;
+    return inst < 0 ? PvmBadParam : rpvm::tid_of_instance(group, inst);
+  });
+}
+
+extern "C" int pvm_getinst(char *group, int tid) {
+  return rpvm::call_unlocked("pvm_getinst", [&](Task &t) {
+    if (rpvm::bad_name(group)) return PvmNullGroup;
+    if (tid <= 0) return PvmBadParam;
+    if (tid == t.tid) {
+      std::lock_guard guard(t.lock);
+      const auto it = t.groups.find(group);
+      if (it != t.groups.end()) return it->second.instance;
+    }
+    return rpvm::instance_of(group, tid);
+  });
+}
+
+extern "C" int pvm_gsize(char *group) {
+  return rpvm::call_unlocked("pvm_gsize", [&](Task &) {
+    if (rpvm::bad_name(group)) return PvmNullGroup;
+    const std::size_t n = rpvm::group_members(group).size();
+    return n != 0 ? int(n) : PvmNoGroup;
+  });
+}
+
+// Groups here are always usable by instance, so freezing only waits until
+// the group has `size` members (-1: as many as it has now).
+extern "C" int pvm_freezegroup(char *group, int size) {
+  return rpvm::call_unlocked("pvm_freezegroup", [&](Task &t) {
+    if (rpvm::bad_name(group)) return PvmNullGroup;
+    {
+      std::lock_guard guard(t.lock);
+      if (!t.groups.contains(group)) return rpvm::group_code_for_missing(group, PvmNotInGroup);
+    }
+    if (size < -1) return PvmBadParam;
+    if (size <= 0) return PvmOk;
+    return rocl_query_wait(rpvm::group_pattern(group).to_c().get(), size, -1) >= 0 ? PvmOk
+                                                                                   : PvmSysErr;
+  });
+}
