@@ -1,6 +1,6 @@
-// collectives.cpp - group operations: pvm_barrier (directory entries per
-// round), pvm_bcast, and pvm_reduce, pvm_gather, pvm_scatter as messages
-// to and from the root in domains of their own, apart from the user's.
+// collectives.cpp - group operations: pvm_barrier, pvm_bcast, and
+// pvm_reduce, pvm_gather, pvm_scatter: messages to and from one member (the
+// coordinator, the root) in domains of their own, apart from the user's.
 #include <cstring>
 #include <vector>
 
@@ -23,33 +23,51 @@ GroupMembership *membership(Task &t, const char *group, int *code) {
   return &it->second;
 }
 
-// A barrier round is an entry per arriving member; a member passes once
-// `count` entries of its round exist. Its entry of the round before goes
-// then: every member has passed that one.
+// The tag of a group's barrier messages: its name hashed (FNV-1a).
+int barrier_tag(const char *group) {
+  std::uint32_t h = 2166136261u;
+  for (const char *c = group; *c != '\0'; ++c) h = (h ^ std::uint8_t(*c)) * 16777619u;
+  return int(h & 0x7fffffff);
+}
+
+// The group's lowest instance coordinates: every other caller tells it
+// that it arrived and waits for its release; it waits for count - 1
+// arrivals and releases them. Messages, not directory entries, so that a
+// member may leave or exit as soon as it has passed.
 int barrier(Task &t, const char *group, int count) {
-  rocl::Attributes round;
   {
     std::lock_guard guard(t.lock);
     int code = PvmOk;
-    GroupMembership *m = membership(t, group, &code);
-    if (m == nullptr) return code;
-    round = {
-        {"type", "pvm-barrier"}, {"pvm.group", group}, {"pvm.round", decimal(++m->barrier_round)}};
+    if (membership(t, group, &code) == nullptr) return code;
   }
-  if (count == -1) count = int(group_members(group).size());
+  const std::map<int, int> members = group_members(group);
+  if (members.empty()) return PvmNoGroup;
+  if (count == -1) count = int(members.size());
   if (count < 1) return PvmBadParam;
-  const std::int64_t entry = register_entry(round);
-  if (entry <= 0) return PvmSysErr;
-  if (rocl_query_wait(round.to_c().get(), count, -1) < 0) return PvmSysErr;
-  std::lock_guard guard(t.lock);
-  int code = PvmOk;
-  if (GroupMembership *m = membership(t, group, &code)) {
-    if (m->last_barrier_entry != ROCL_NULL_GID) rocl_delete(m->last_barrier_entry);
-    m->last_barrier_entry = rocl_gid_t(entry);
-  } else {
-    rocl_delete(rocl_gid_t(entry));
+  const int tag = barrier_tag(group), coordinator = members.begin()->second;
+  const std::optional<rocl_gid_t> coordinator_gid = gid_of(coordinator);
+  if (!coordinator_gid) return PvmNoTask;
+  rocl_status_t st{};
+  char none = 0;
+  if (coordinator != t.tid) {
+    int rc = rocl_sendx(t.gid, *coordinator_gid, tag, kBarrierDomain, 0, &none, 0);
+    if (rc == ROCL_OK) {
+      rc = rocl_recvx(t.gid, *coordinator_gid, tag, kBarrierDomain, &none, 0, &st, -1);
+    }
+    return from_rocl(rc);
   }
-  return PvmOk;
+  std::vector<rocl_gid_t> arrived;
+  for (int i = 1; i < count; ++i) {
+    const int rc = rocl_recvx(t.gid, ROCL_ANY_GID, tag, kBarrierDomain, &none, 0, &st, -1);
+    if (rc != ROCL_OK) return from_rocl(rc);
+    arrived.push_back(st.origin);
+  }
+  int result = PvmOk;
+  for (rocl_gid_t g : arrived) {
+    const int rc = rocl_sendx(t.gid, g, tag, kBarrierDomain, 0, &none, 0);
+    if (rc != ROCL_OK) result = from_rocl(rc);
+  }
+  return result;
 }
 
 struct Operands {

@@ -91,7 +91,6 @@ extern "C" int pvm_lvgroup(char *group) {
     const auto it = t.groups.find(group);
     if (it == t.groups.end()) return rpvm::group_code_for_missing(group, PvmNotInGroup);
     rocl_delete(it->second.entry);
-    if (it->second.last_barrier_entry != ROCL_NULL_GID) rocl_delete(it->second.last_barrier_entry);
     t.groups.erase(it);
     return PvmOk;
   });

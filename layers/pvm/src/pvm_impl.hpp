@@ -36,6 +36,7 @@ constexpr std::uint32_t kSystemDomains = 0x400000;
 constexpr std::uint32_t kReduceDomain = kSystemDomains + 1;
 constexpr std::uint32_t kGatherDomain = kSystemDomains + 2;
 constexpr std::uint32_t kScatterDomain = kSystemDomains + 3;
+constexpr std::uint32_t kBarrierDomain = kSystemDomains + 4;
 
 // ---- tids (tids.cpp) ---------------------------------------------------------
 
@@ -126,8 +127,6 @@ class BufferTable {
 struct GroupMembership {
   rocl_gid_t entry = ROCL_NULL_GID;  // its {type=pvm-group-member} resource
   int instance = 0;
-  long barrier_round = 0;
-  rocl_gid_t last_barrier_entry = ROCL_NULL_GID;
 };
 
 // An enrolled task: its resource (where its messages arrive), its

@@ -152,7 +152,6 @@ int leave(Task *t) {
   stop_watching();
   for (auto &[name, member] : t->groups) {
     rocl_delete(member.entry);
-    if (member.last_barrier_entry != ROCL_NULL_GID) rocl_delete(member.last_barrier_entry);
   }
   for (rocl_gid_t c : t->contexts) rocl_delete(c);
   rocl_delete(t->entry);
