@@ -1,6 +1,8 @@
 // directory.cpp - the directory queries every part of the layer makes,
 // with rocl's C++ exceptions turned into "not found".
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "pvm_impl.hpp"
 
@@ -31,6 +33,22 @@ std::int64_t register_entry(const rocl::Attributes &attributes) {
     return rocl_register(attributes.to_c().get());
   } catch (const rocl::Error &e) {
     return e.code();
+  }
+}
+
+// Asks again and again, with pauses growing to 5 ms: rocl_query_wait was
+// seen to miss a registration made while it waited, under load, and sleep
+// until its timeout.
+std::vector<rocl::Found> wait_for_entries(const rocl::Attributes &pattern, std::size_t count,
+                                          int timeout_ms) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    std::vector<rocl::Found> found = find_all(pattern);
+    if (found.size() >= count) return found;
+    if (timeout_ms >= 0 && std::chrono::steady_clock::now() > give_up) return {};
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
   }
 }
 

@@ -135,7 +135,7 @@ extern "C" int pvm_freezegroup(char *group, int size) {
     }
     if (size < -1) return PvmBadParam;
     if (size <= 0) return PvmOk;
-    return rocl_query_wait(rpvm::group_pattern(group).to_c().get(), size, -1) >= 0 ? PvmOk
-                                                                                   : PvmSysErr;
+    rpvm::wait_for_entries(rpvm::group_pattern(group), std::size_t(size), -1);
+    return PvmOk;
   });
 }

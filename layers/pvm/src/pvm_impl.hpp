@@ -193,6 +193,10 @@ std::optional<rocl::Found> find_first(const rocl::Attributes &pattern);
 // Every resource matching pattern (empty on error).
 std::vector<rocl::Found> find_all(const rocl::Attributes &pattern);
 int attribute_int(const rocl::Found &found, const char *name, int otherwise = 0);
+// Waits until at least count resources match pattern (timeout_ms < 0: no
+// limit); every match, or nothing if the time ran out.
+std::vector<rocl::Found> wait_for_entries(const rocl::Attributes &pattern, std::size_t count,
+                                          int timeout_ms);
 // Registers a resource (rocl_register): its gid, or a negative rocl code.
 std::int64_t register_entry(const rocl::Attributes &attributes);
 

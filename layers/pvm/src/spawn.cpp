@@ -52,16 +52,13 @@ int spawn_one(const SpawnRequest &r) {
   const rocl_gid_t ctx = rocl_gid_t(context);
   rocl::Attributes pattern{{"type", "pvm-task"},
                            {"context", std::string(reinterpret_cast<const char *>(&ctx), 8)}};
-  try {
-    const auto found = rocl::query_wait(pattern.ask("pvm.tid", 32).ask("pvm.gid", 32), 1,
-                                        std::chrono::milliseconds(timeout));
-    const int tid = rpvm::attribute_int(found.at(0), "pvm.tid");
-    const std::optional<std::string> gid = found.at(0).attributes.get("pvm.gid");
-    if (gid) rpvm::remember_tid(tid, std::strtoull(gid->c_str(), nullptr, 10));
-    return tid;
-  } catch (const std::exception &) {
-    return PvmCantStart;  // not a PVM program, or it never enrolled
-  }
+  const std::vector<rocl::Found> found =
+      rpvm::wait_for_entries(pattern.ask("pvm.tid", 32).ask("pvm.gid", 32), 1, timeout);
+  if (found.empty()) return PvmCantStart;  // not a PVM program, or it never enrolled
+  const int tid = rpvm::attribute_int(found[0], "pvm.tid");
+  const std::optional<std::string> gid = found[0].attributes.get("pvm.gid");
+  if (gid) rpvm::remember_tid(tid, std::strtoull(gid->c_str(), nullptr, 10));
+  return tid;
 }
 
 SpawnRequest request_for(Task &t, char *task, char **argv, int flag, char *where) {

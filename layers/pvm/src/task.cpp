@@ -173,7 +173,9 @@ extern "C" int pvm_parent(void) {
   int code = PvmOk;
   rpvm::Task *t = rpvm::task(&code);
   if (t == nullptr) return rpvm::fail(code, "pvm_parent");
-  return t->parent_tid != 0 ? t->parent_tid : rpvm::fail(PvmNoParent, "pvm_parent");
+  if (t->parent_tid != 0) return t->parent_tid;
+  pvm_errno = PvmNoParent;  // PVM says nothing here: programs ask to learn if they were spawned
+  return PvmNoParent;
 }
 
 extern "C" int pvm_exit(void) {
