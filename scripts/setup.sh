@@ -18,6 +18,7 @@ packages=(
   openmpi-bin libopenmpi-dev mpich libmpich-dev   # anchors of rocl-bench compare: MPI,
   ucx-utils libzmq3-dev libnng-dev gnuplot-nox    # ucx_perftest, ZeroMQ, NNG; its plots
   python3 universal-ctags                 # check-layers.py, check-class-size.py, tidy.sh
+  pvm pvm-dev pvm-examples                # layers/pvm: PVM's examples and reference outputs
 )
 
 missing=()

@@ -154,6 +154,8 @@ struct Task {
 Task *task(int *code);
 // The task if enrolled, else nullptr (for pvm_perror's tid).
 Task *task_if_enrolled();
+// This context's host, as the directory names it ("host" of the context).
+std::string my_host_name();
 // pvm_exit's work: leaves the directory and the rocl context.
 int leave(Task *t);
 // The task tid's directory entry, with its pvm.* attributes filled in.

@@ -70,9 +70,8 @@ SpawnRequest request_for(Task &t, char *task, char **argv, int flag, char *where
   r.env = {std::string(rpvm::kParentTidVariable) + "=" + std::to_string(parent),
            std::string(rpvm::kContextVariable) + "=" + std::to_string(t.context),
            std::string(rpvm::kOutputVariable) + "=" + (t.catch_output ? "parent" : "log")};
-  if ((flag & PvmTaskHost) != 0 && where != nullptr && *where != '\0' &&
-      std::strcmp(where, ".") != 0) {
-    r.host = where;
+  if ((flag & PvmTaskHost) != 0 && where != nullptr && *where != '\0') {
+    r.host = std::strcmp(where, ".") == 0 ? rpvm::my_host_name() : where;
   }
   return r;
 }

@@ -32,7 +32,8 @@ std::string program_name() {
   return slash != nullptr ? slash + 1 : path;
 }
 
-// This context's host, as the directory names it ("host" of the context).
+}  // namespace
+
 std::string my_host_name() {
   rocl_attrl_t *a = rocl_new_attrl(512);
   rocl_add_attr(a, "host", nullptr, 256);
@@ -51,6 +52,8 @@ std::string my_host_name() {
   }
   return name;
 }
+
+namespace {
 
 // The tid of the host's {type=rocl-host} resource, or of this context
 // outside a job that lists hosts.
