@@ -154,8 +154,17 @@ struct Task {
 Task *task(int *code);
 // The task if enrolled, else nullptr (for pvm_perror's tid).
 Task *task_if_enrolled();
-// This context's host, as the directory names it ("host" of the context).
+// A context's host, as the directory names it ("host" of the context; ""
+// if unknown), and this context's (the system's name if unknown).
+std::string host_of(rocl_gid_t context);
 std::string my_host_name();
+// Registers t's directory entry for its resource t.gid and sets t.tid;
+// kind is "process" or "thread". PvmOk or PvmSysErr.
+int publish_task(Task &t, const char *kind);
+// Removes t's entries (task, groups, contexts) from the directory.
+void unpublish_task(Task &t);
+// Makes t the calling thread's task (a TPVM thread), or nullptr: none.
+void set_thread_task(Task *t);
 // pvm_exit's work: leaves the directory and the rocl context.
 int leave(Task *t);
 // The task tid's directory entry, with its pvm.* attributes filled in.

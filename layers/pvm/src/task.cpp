@@ -34,17 +34,22 @@ std::string program_name() {
 
 }  // namespace
 
-std::string my_host_name() {
+std::string host_of(rocl_gid_t context) {
   rocl_attrl_t *a = rocl_new_attrl(512);
   rocl_add_attr(a, "host", nullptr, 256);
-  rocl_gid_t gid = rocl_context_gid();
   std::string name;
   int len = 0;
-  if (rocl_query(&gid, a) == ROCL_OK) {
-    if (const void *v = rocl_get_attr(a, "host", &len))
-      name.assign(static_cast<const char *>(v), len);
+  if (rocl_query(&context, a) == ROCL_OK) {
+    if (const void *v = rocl_get_attr(a, "host", &len)) {
+      name.assign(static_cast<const char *>(v), std::size_t(len));
+    }
   }
   rocl_kill_attrl(a);
+  return name;
+}
+
+std::string my_host_name() {
+  std::string name = host_of(rocl_context_gid());
   if (name.empty()) {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
@@ -78,15 +83,13 @@ void redirect_spawned_output() {
   ::close(fd);
 }
 
-int register_task(Task &t) {
-  const std::int64_t gid = register_entry({{"type", "pvm-endpoint"}});
-  if (gid <= 0) return PvmSysErr;
-  t.gid = rocl_gid_t(gid);
+}  // namespace
+
+int publish_task(Task &t, const char *kind) {
   t.tid = tid_of(t.gid);
   if (find_first({{"type", "pvm-task"}, {"pvm.tid", decimal(t.tid)}})) {
     std::fprintf(stderr, "rocl PVM: tid t%x of gid %llu is taken (docs/pvm.md, Task ids)\n",
                  unsigned(t.tid), static_cast<unsigned long long>(t.gid));
-    rocl_delete(t.gid);
     return PvmSysErr;
   }
   const rocl::Attributes entry{{"type", "pvm-task"},
@@ -95,15 +98,33 @@ int register_task(Task &t) {
                                {"pvm.ptid", decimal(t.parent_tid)},
                                {"pvm.host", decimal(my_host_tid())},
                                {"pvm.name", program_name()},
-                               {"pvm.pid", decimal(::getpid())}};
+                               {"pvm.pid", decimal(::getpid())},
+                               {"pvm.kind", kind}};
   const std::int64_t entry_gid = register_entry(entry);
-  if (entry_gid <= 0) {
-    rocl_delete(t.gid);
-    return PvmSysErr;
-  }
+  if (entry_gid <= 0) return PvmSysErr;
   t.entry = rocl_gid_t(entry_gid);
   remember_tid(t.tid, t.gid);
   return PvmOk;
+}
+
+void unpublish_task(Task &t) {
+  for (auto &[name, member] : t.groups) rocl_delete(member.entry);
+  t.groups.clear();
+  for (rocl_gid_t c : t.contexts) rocl_delete(c);
+  t.contexts.clear();
+  if (t.entry != ROCL_NULL_GID) rocl_delete(t.entry);
+  t.entry = ROCL_NULL_GID;
+}
+
+namespace {
+
+int register_task(Task &t) {
+  const std::int64_t gid = register_entry({{"type", "pvm-endpoint"}});
+  if (gid <= 0) return PvmSysErr;
+  t.gid = rocl_gid_t(gid);
+  const int code = publish_task(t, "process");
+  if (code != PvmOk) rocl_delete(t.gid);
+  return code;
 }
 
 void leave_at_exit() {
@@ -136,11 +157,21 @@ __attribute__((constructor)) void enrol_if_spawned() {
 
 }  // namespace
 
+namespace {
+thread_local Task *t_thread_task = nullptr;  // the TPVM thread's own task
+}  // namespace
+
+void set_thread_task(Task *t) {
+  t_thread_task = t;
+}
+
 Task *task_if_enrolled() {
+  if (t_thread_task != nullptr) return t_thread_task;
   return g_process_task.load(std::memory_order_acquire);
 }
 
 Task *task(int *code) {
+  if (t_thread_task != nullptr) return t_thread_task;
   if (Task *t = g_process_task.load(std::memory_order_acquire)) return t;
   std::lock_guard guard(g_enrol_lock);
   if (Task *t = g_process_task.load(std::memory_order_acquire)) return t;
@@ -153,11 +184,7 @@ Task *task(int *code) {
 // context goes (messages already sent are still delivered: rocl_exit).
 int leave(Task *t) {
   stop_watching();
-  for (auto &[name, member] : t->groups) {
-    rocl_delete(member.entry);
-  }
-  for (rocl_gid_t c : t->contexts) rocl_delete(c);
-  rocl_delete(t->entry);
+  unpublish_task(*t);
   rocl_delete(t->gid);
   delete t;
   rocl_exit();
@@ -182,6 +209,11 @@ extern "C" int pvm_parent(void) {
 }
 
 extern "C" int pvm_exit(void) {
+  if (rpvm::Task *thread = rpvm::t_thread_task) {  // a TPVM thread leaves, not its process
+    std::lock_guard guard(thread->lock);
+    rpvm::unpublish_task(*thread);
+    return PvmOk;
+  }
   std::lock_guard guard(rpvm::g_enrol_lock);
   rpvm::Task *t = rpvm::g_process_task.exchange(nullptr);
   if (t == nullptr) return PvmOk;
