@@ -4,11 +4,17 @@
 # expected/NAME.stdout and expected/NAME.stderr, the reference that the
 # ctest runs under rocl compare with (compare_output.py).
 #
-# Usage: record_pvm_outputs.sh [NAME...]   (default: every line of
-# examples.txt). Needs the Debian packages pvm, pvm-dev and pvm-examples;
-# as root it sets PVM_ALLOW_ROOT. The pvmd it starts is halted at the end.
+# Usage: record_pvm_outputs.sh [--into DIR] [NAME...]   (default: every
+# line of examples.txt, into expected/). Needs the Debian packages pvm,
+# pvm-dev and pvm-examples; as root it sets PVM_ALLOW_ROOT. The pvmd it
+# starts is halted at the end.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+into="$here/expected"
+if [[ "${1:-}" == "--into" ]]; then
+  into="$2"
+  shift 2
+fi
 work="$(mktemp -d)"
 export PVM_ROOT="${PVM_ROOT:-/usr/lib/pvm3}" PVM_ALLOW_ROOT=yes
 trap 'echo halt | pvm >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
@@ -38,6 +44,5 @@ while IFS='|' read -r name command input mode; do
   read -r -a argv <<<"$command"
   echo "recording $name: ${argv[*]}"
   (cd "$work/bin" && printf "$(trim "$input")" |
-    timeout 120 "./${argv[0]}" "${argv[@]:1}" >"$here/expected/$name.stdout" \
-      2>"$here/expected/$name.stderr") || echo "  $name exited with status $?"
+    timeout 120 "./${argv[0]}" "${argv[@]:1}" >"$into/$name.stdout" 2>"$into/$name.stderr") || echo "  $name exited with status $?"
 done <"$here/examples.txt"
