@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "pvm_impl.hpp"
 
@@ -69,10 +70,18 @@ void print_prefix() {
 
 namespace rpvm {
 
+// A message box entry that is not there is an answer, not a failure: PVM
+// reports it to the caller only.
+bool is_answer(int code, const char *call) {
+  return code == PvmNotFound &&
+         (std::strcmp(call, "pvm_recvinfo") == 0 || std::strcmp(call, "pvm_delinfo") == 0 ||
+          std::strcmp(call, "pvm_lookup") == 0 || std::strcmp(call, "pvm_delete") == 0);
+}
+
 int fail(int code, const char *call) {
   pvm_errno = code;
   Task *t = task_if_enrolled();
-  if (code < 0 && (t == nullptr || t->auto_error != 0)) {
+  if (code < 0 && !is_answer(code, call) && (t == nullptr || t->auto_error != 0)) {
     print_prefix();
     std::fprintf(stderr, "%s(): %s\n", call, text_of(code));
   }

@@ -49,24 +49,3 @@ extern "C" int (*pvm_recvf(int (*)(int, int, int)))(int, int, int) {
   rpvm::fail(PvmNotImpl, "pvm_recvf");
   return nullptr;
 }
-extern "C" int pvm_putinfo(char *, int, int) {
-  return not_implemented("pvm_putinfo");
-}
-extern "C" int pvm_recvinfo(char *, int, int) {
-  return not_implemented("pvm_recvinfo");
-}
-extern "C" int pvm_delinfo(char *, int, int) {
-  return not_implemented("pvm_delinfo");
-}
-extern "C" int pvm_getmboxinfo(char *, int *, struct pvmmboxinfo **) {
-  return not_implemented("pvm_getmboxinfo");
-}
-extern "C" int pvm_insert(char *, int, int) {
-  return not_implemented("pvm_insert");
-}
-extern "C" int pvm_lookup(char *, int, int *) {
-  return not_implemented("pvm_lookup");
-}
-extern "C" int pvm_delete(char *, int) {
-  return not_implemented("pvm_delete");
-}
