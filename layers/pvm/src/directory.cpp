@@ -44,7 +44,14 @@ std::vector<rocl::Found> wait_for_entries(const rocl::Attributes &pattern, std::
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   auto pause = std::chrono::microseconds(50);
   for (;;) {
-    std::vector<rocl::Found> found = find_all(pattern);
+    // One answer is a single-answer query, which asks every directory
+    // server of a job on several hosts directly.
+    std::vector<rocl::Found> found;
+    if (count == 1) {
+      if (std::optional<rocl::Found> one = find_first(pattern)) found.push_back(*one);
+    } else {
+      found = find_all(pattern);
+    }
     if (found.size() >= count) return found;
     if (timeout_ms >= 0 && std::chrono::steady_clock::now() > give_up) return {};
     std::this_thread::sleep_for(pause);

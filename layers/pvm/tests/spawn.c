@@ -29,7 +29,7 @@ static int child(void) {
 }
 
 static int parent(char *self) {
-  int tids[CHILDREN], me = pvm_mytid(), i, j, ctx, ntask = 0, seen = 0, bad[1];
+  int tids[CHILDREN], me = pvm_mytid(), i, j, ctx, ntask = 0, seen = 0, bad[1], started;
   char *args[] = {"child", 0};
   struct pvmtaskinfo *tasks = 0;
   struct timeval tv = {30, 0};
@@ -38,7 +38,10 @@ static int parent(char *self) {
   ctx = pvm_newcontext();
   CHECK(ctx > 0);
   pvm_setcontext(ctx);
-  CHECK_CODE(pvm_spawn(self, args, PvmTaskDefault, "", CHILDREN, tids), CHILDREN);
+  started = pvm_spawn(self, args, PvmTaskDefault, "", CHILDREN, tids);
+  if (started != CHILDREN)
+    fprintf(stderr, "spawn: %d started, codes %d %d\n", started, tids[0], tids[1]);
+  CHECK(started == CHILDREN);
   CHECK(tids[0] > 0 && tids[1] > 0 && tids[0] != tids[1]);
   CHECK_CODE(pvm_notify(PvmTaskExit, 99, CHILDREN, tids), PvmOk);
   for (i = 0; i < CHILDREN; ++i) {
