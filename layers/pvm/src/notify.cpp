@@ -84,9 +84,12 @@ class ExitWatcher {
   bool stopping_ = false;
 };
 
+// Never destroyed: a program may return from main without pvm_exit, and
+// the exit handler that stops the thread (pvm_exit's) runs after the
+// destructors of statics made later than the task.
 ExitWatcher &watcher() {
-  static ExitWatcher w;
-  return w;
+  static ExitWatcher *w = new ExitWatcher;
+  return *w;
 }
 
 }  // namespace
