@@ -1,7 +1,9 @@
 /* spawn.c - pvm_spawn: a parent starts two copies of this program, which
- * find it with pvm_parent, inherit its context and talk back; the parent
- * sees them in pvm_tasks and gets pvm_notify's exit messages when they
- * end. Spawns of missing programs and hosts fail with PVM's codes. */
+ * find it with pvm_parent, inherit its context, find themselves in
+ * pvm_siblings and talk back; the parent sees them in pvm_tasks and gets
+ * pvm_notify's exit messages when they end, also for a third child it
+ * ends with pvm_kill. Spawns of missing programs and hosts fail with PVM's
+ * codes. */
 #include <string.h>
 #include <sys/time.h>
 
@@ -16,6 +18,12 @@ static int child(void) {
   CHECK(parent > 0 && me > 0 && me != parent);
   ctx = pvm_getcontext();
   CHECK(ctx != PvmBaseContext); /* the parent's, at the spawn */
+  {
+    int *sibs = 0, n = pvm_siblings(&sibs), k, mine = 0;
+    CHECK(n >= 1 && sibs != 0);
+    for (k = 0; k < n; ++k) mine += sibs[k] == me;
+    CHECK(mine == 1);
+  }
   CHECK(pvm_initsend(PvmDataDefault) > 0);
   CHECK_CODE(pvm_pkint(&me, 1, 1), PvmOk);
   CHECK_CODE(pvm_pkint(&ctx, 1, 1), PvmOk);
@@ -26,6 +34,28 @@ static int child(void) {
   CHECK(strcmp(text, "bye") == 0);
   pvm_exit();
   return 0;
+}
+
+/* Waits for a message nobody sends, until pvm_kill ends it. */
+static int sleeper(void) {
+  CHECK(pvm_mytid() > 0);
+  pvm_recv(-1, 12345);
+  return 1;
+}
+
+static void kill_a_task(char *self) {
+  char *args[] = {"sleeper", 0};
+  int tid = 0, gone = 0;
+  struct timeval tv = {30, 0};
+  CHECK_CODE(pvm_spawn(self, args, PvmTaskDefault, "", 1, &tid), 1);
+  CHECK_CODE(pvm_notify(PvmTaskExit, 98, 1, &tid), PvmOk);
+  CHECK_CODE(pvm_pstat(tid), PvmOk);
+  CHECK_CODE(pvm_kill(tid), PvmOk);
+  CHECK(pvm_trecv(-1, 98, &tv) > 0);
+  CHECK_CODE(pvm_upkint(&gone, 1, 1), PvmOk);
+  CHECK(gone == tid);
+  CHECK_CODE(pvm_pstat(tid), PvmNoTask);
+  CHECK_CODE(pvm_kill(pvm_mytid()), PvmBadParam);
 }
 
 static int parent(char *self) {
@@ -76,6 +106,7 @@ static int parent(char *self) {
     CHECK(gone == tids[0] || gone == tids[1]);
   }
   pvm_setcontext(PvmBaseContext);
+  kill_a_task(self);
   CHECK_CODE(pvm_spawn("rocl-pvm-no-such-program", 0, 0, "", 1, bad), 0);
   CHECK(bad[0] == PvmNoFile);
   CHECK_CODE(pvm_spawn(self, args, PvmTaskHost, "no-such-host", 1, bad), 0);
@@ -88,5 +119,6 @@ static int parent(char *self) {
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "child") == 0) return child();
+  if (argc > 1 && strcmp(argv[1], "sleeper") == 0) return sleeper();
   return parent(argv[0]);
 }
