@@ -1,6 +1,7 @@
 // directory.cpp - the directory queries every part of the layer makes,
 // with rocl's C++ exceptions turned into "not found".
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <thread>
 
@@ -57,6 +58,19 @@ std::vector<rocl::Found> wait_for_entries(const rocl::Attributes &pattern, std::
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(5000));
   }
+}
+
+bool sole_claim(const rocl::Attributes &claimed, rocl_gid_t mine) {
+  const std::vector<rocl::Found> all = find_all(claimed);
+  return all.size() == 1 && all[0].gid == mine;
+}
+
+void pause_before_retry() {
+  static thread_local unsigned seed =
+      unsigned(std::chrono::steady_clock::now().time_since_epoch().count() ^
+               reinterpret_cast<std::uintptr_t>(&seed));
+  seed = seed * 1103515245u + 12345u;
+  std::this_thread::sleep_for(std::chrono::microseconds(100 + (seed >> 8) % 2000));
 }
 
 int attribute_int(const rocl::Found &found, const char *name, int otherwise) {

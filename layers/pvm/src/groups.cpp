@@ -1,8 +1,8 @@
 // groups.cpp - dynamic process groups kept in rocl's directory (docs/pvm.md,
 // "Groups"): a member is an entry {type=pvm-group-member, pvm.group=NAME,
 // pvm.inst=I, pvm.member=TID}. A joiner takes the lowest free instance by
-// registering an entry for it; if another task registered the same
-// instance first (a lower gid), the joiner withdraws and tries the next.
+// registering an entry for it, and keeps it if no other task claims it
+// (sole_claim); else it withdraws and tries again.
 #include <map>
 
 #include "pvm_impl.hpp"
@@ -42,12 +42,12 @@ int join(Task &t, const char *group) {
     const std::int64_t gid = register_entry(entry);
     if (gid <= 0) return PvmSysErr;
     rocl::Attributes same = group_pattern(group);
-    const std::optional<rocl::Found> first = find_first(same.set("pvm.inst", decimal(inst)));
-    if (first && first->gid == rocl_gid_t(gid)) {
+    if (sole_claim(same.set("pvm.inst", decimal(inst)), rocl_gid_t(gid))) {
       t.groups[group] = GroupMembership{rocl_gid_t(gid), inst};
       return inst;
     }
-    rocl_delete(rocl_gid_t(gid));  // another task took inst first
+    rocl_delete(rocl_gid_t(gid));  // another task claims inst too
+    pause_before_retry();
   }
 }
 

@@ -1,9 +1,8 @@
 // mbox.cpp - PVM's message boxes in rocl's directory (docs/pvm.md,
 // "Message boxes"): an entry {type=pvm-mbox, pvm.class, pvm.index,
 // pvm.owner, pvm.flags, pvm.size, pvm.data} holds a copy of a message. A
-// putter takes an index by registering an entry for it; if another task
-// registered the same (class, index) first (a lower gid), the putter
-// withdraws, as joiners of a group do. The PVM 3.3 calls pvm_insert,
+// putter takes an index by registering an entry for it and keeps it if no
+// other task claims it too (sole_claim), as joiners of a group do. The PVM 3.3 calls pvm_insert,
 // pvm_lookup and pvm_delete are message boxes holding one int.
 #include <fnmatch.h>
 
@@ -68,10 +67,11 @@ int claim(Task &t, const char *name, int index, int flags, const std::string &by
                       {"pvm.size", decimal(static_cast<long long>(bytes.size()))},
                       {"pvm.data", bytes}});
   if (gid <= 0) return PvmSysErr;
-  const std::vector<MboxEntry> all = entries(name);
-  const MboxEntry *first = at(all, index);
-  if (first != nullptr && first->gid == rocl_gid_t(gid)) return index;
+  const rocl::Attributes claimed{
+      {"type", kMboxType}, {"pvm.class", name}, {"pvm.index", decimal(index)}};
+  if (sole_claim(claimed, rocl_gid_t(gid))) return index;
   rocl_delete(rocl_gid_t(gid));
+  pause_before_retry();
   return -1;
 }
 

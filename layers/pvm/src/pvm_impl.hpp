@@ -208,6 +208,14 @@ int attribute_int(const rocl::Found &found, const char *name, int otherwise = 0)
 // limit); every match, or nothing if the time ran out.
 std::vector<rocl::Found> wait_for_entries(const rocl::Attributes &pattern, std::size_t count,
                                           int timeout_ms);
+// Whether the resource mine (just registered) is the only one matching
+// claimed. A claim (a group instance, a message box index) is won by the
+// claimant that finds no other claim after registering its own: of two
+// claims, at least the later one sees the earlier, on one directory
+// server or several; both see each other when they race, and both retry
+// after pause_before_retry (random, so that one goes first).
+bool sole_claim(const rocl::Attributes &claimed, rocl_gid_t mine);
+void pause_before_retry();
 // Registers a resource (rocl_register): its gid, or a negative rocl code.
 std::int64_t register_entry(const rocl::Attributes &attributes);
 

@@ -47,7 +47,8 @@ static void kill_a_task(char *self) {
   char *args[] = {"sleeper", 0};
   int tid = 0, gone = 0;
   struct timeval tv = {30, 0};
-  CHECK_CODE(pvm_spawn(self, args, PvmTaskDefault, "", 1, &tid), 1);
+  /* On this host: pvm_kill signals tasks of the caller's host only. */
+  CHECK_CODE(pvm_spawn(self, args, PvmTaskHost, ".", 1, &tid), 1);
   CHECK_CODE(pvm_notify(PvmTaskExit, 98, 1, &tid), PvmOk);
   CHECK_CODE(pvm_pstat(tid), PvmOk);
   CHECK_CODE(pvm_kill(tid), PvmOk);
