@@ -37,6 +37,7 @@ constexpr std::uint32_t kReduceDomain = kSystemDomains + 1;
 constexpr std::uint32_t kGatherDomain = kSystemDomains + 2;
 constexpr std::uint32_t kScatterDomain = kSystemDomains + 3;
 constexpr std::uint32_t kBarrierDomain = kSystemDomains + 4;
+constexpr std::uint32_t kSpawnDomain = kSystemDomains + 5;  // children's first words
 
 // ---- tids (tids.cpp) ---------------------------------------------------------
 
@@ -173,6 +174,10 @@ std::optional<rocl::Found> task_entry(int tid);
 constexpr const char *kParentTidVariable = "ROCL_PVM_PARENT_TID";
 constexpr const char *kContextVariable = "ROCL_PVM_CONTEXT";
 constexpr const char *kOutputVariable = "ROCL_PVM_OUTPUT";  // "log" or "parent"
+// Where and with which tag a spawned task reports its tid (RoCL 5.1's
+// hand-shake): the spawner's resource and a tag of that spawn.
+constexpr const char *kReportToVariable = "ROCL_PVM_REPORT_TO";
+constexpr const char *kReportTagVariable = "ROCL_PVM_REPORT_TAG";
 
 // Runs body(task) for a call, under the task's lock unless the call
 // blocks (then body locks what it touches); a negative result is reported

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -38,26 +39,30 @@ int code_for_spawn_failure(std::int64_t rc, const SpawnRequest &r) {
   return PvmSysErr;
 }
 
-// Starts one child; its tid, or a PVM code.
-int spawn_one(const SpawnRequest &r) {
+// Starts one child; its tid, or a PVM code. The child's first message
+// (task.cpp, report_to_spawner) names it, with a tag of this spawn's own.
+int spawn_one(const Task &t, const SpawnRequest &r) {
+  static std::atomic<int> last_tag{0};
+  const int tag = last_tag.fetch_add(1) + 1;
+  std::vector<std::string> env_text = r.env;
+  env_text.push_back(std::string(rpvm::kReportToVariable) + "=" + std::to_string(t.gid));
+  env_text.push_back(std::string(rpvm::kReportTagVariable) + "=" + std::to_string(tag));
   std::vector<const char *> argv, env;
   for (const std::string &a : r.args) argv.push_back(a.c_str());
   argv.push_back(nullptr);
-  for (const std::string &e : r.env) env.push_back(e.c_str());
+  for (const std::string &e : env_text) env.push_back(e.c_str());
   env.push_back(nullptr);
   const int timeout = spawn_timeout_ms();
   const std::int64_t context =
       rocl_spawn_env(r.host.empty() ? nullptr : r.host.c_str(), argv.data(), env.data(), timeout);
   if (context <= 0) return code_for_spawn_failure(context, r);
-  const rocl_gid_t ctx = rocl_gid_t(context);
-  rocl::Attributes pattern{{"type", "pvm-task"},
-                           {"context", std::string(reinterpret_cast<const char *>(&ctx), 8)}};
-  const std::vector<rocl::Found> found =
-      rpvm::wait_for_entries(pattern.ask("pvm.tid", 32).ask("pvm.gid", 32), 1, timeout);
-  if (found.empty()) return PvmCantStart;  // not a PVM program, or it never enrolled
-  const int tid = rpvm::attribute_int(found[0], "pvm.tid");
-  const std::optional<std::string> gid = found[0].attributes.get("pvm.gid");
-  if (gid) rpvm::remember_tid(tid, std::strtoull(gid->c_str(), nullptr, 10));
+  int tid = 0;
+  rocl_status_t st{};
+  if (rocl_recvx(t.gid, ROCL_ANY_GID, tag, rpvm::kSpawnDomain, &tid, sizeof tid, &st, timeout) !=
+      ROCL_OK) {
+    return PvmCantStart;  // not a PVM program, or it never enrolled
+  }
+  rpvm::remember_tid(tid, st.origin);
   return tid;
 }
 
@@ -84,7 +89,7 @@ extern "C" int pvm_spawn(char *task, char **argv, int flag, char *where, int nta
     const SpawnRequest r = request_for(t, task, argv, flag, where);
     int started = 0;
     for (int i = 0; i < ntask; ++i) {
-      const int tid = spawn_one(r);
+      const int tid = spawn_one(t, r);
       if (tid < 0) {
         std::fill(tids + started, tids + ntask, tid);
         break;

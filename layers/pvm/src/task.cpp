@@ -127,6 +127,16 @@ int register_task(Task &t) {
   return code;
 }
 
+// A spawned task tells its spawner its tid at once: a message waits for
+// the spawner even if this task has ended by the time it looks.
+void report_to_spawner(const Task &t) {
+  const char *to = std::getenv(kReportToVariable), *tag = std::getenv(kReportTagVariable);
+  if (to == nullptr || tag == nullptr) return;
+  int tid = t.tid;
+  rocl_sendx(t.gid, std::strtoull(to, nullptr, 10), std::atoi(tag), kSpawnDomain, 0, &tid,
+             sizeof tid);
+}
+
 void leave_at_exit() {
   if (g_process_task.load() != nullptr) pvm_exit();
 }
@@ -143,6 +153,7 @@ Task *enrol_process(int *code) {
     rocl_exit();
     return nullptr;
   }
+  report_to_spawner(*t);
   static std::once_flag at_exit;
   std::call_once(at_exit, [] { std::atexit(leave_at_exit); });
   return t.release();
