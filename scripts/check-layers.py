@@ -41,8 +41,8 @@ LAYERS = [
     ("api", "src/api/", ["core"]),
     ("cxx-api", "include/rocl/rocl.hpp", ["abi", "generic"]),
     ("launch", "src/launch/", ["directory"]),
-    ("mpi", "layers/mpi/", ["abi", "cxx-api"]),
     ("pvm", "layers/pvm/", ["abi", "cxx-api"]),
+    ("mpi", "layers/mpi/", ["abi", "cxx-api"]),
     ("tools", "tools/", ["api", "launch", "cxx-api", "os"]),
 ]
 
@@ -88,7 +88,7 @@ def closure():
 def resolve(header, including, root):
     """The repository path an include names, or None if outside the tree."""
     for base in (os.path.dirname(including), "src", "include", "layers/mpi/include",
-                 "layers/mpi/src", "layers/pvm/include", "layers/pvm/src"):
+                 "layers/mpi/src"):
         candidate = os.path.normpath(os.path.join(base, header))
         if os.path.isfile(os.path.join(root, candidate)):
             return candidate

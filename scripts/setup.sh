@@ -15,10 +15,10 @@ packages=(
   iperf3 sockperf                         # the bare TCP path's standard tools (bench/hosts)
   openssh-server openssh-client           # roclrun's ssh launcher, tested inside the test hosts
   slurm-wlm munge libpmix-dev             # srun --mpi=pmix and PMIx (tests/slurm, src/bootstrap)
+  pvm pvm-dev pvm-examples                # layers/pvm: PVM's examples and reference outputs
   openmpi-bin libopenmpi-dev mpich libmpich-dev   # anchors of rocl-bench compare: MPI,
   ucx-utils libzmq3-dev libnng-dev gnuplot-nox    # ucx_perftest, ZeroMQ, NNG; its plots
   python3 universal-ctags                 # check-layers.py, check-class-size.py, tidy.sh
-  pvm pvm-dev pvm-examples                # layers/pvm: PVM's examples and reference outputs
 )
 
 missing=()
