@@ -3,6 +3,7 @@
 // pvm.inst=I, pvm.member=TID}. A joiner takes the lowest free instance by
 // registering an entry for it, and keeps it if no other task claims it
 // (sole_claim); else it withdraws and tries again.
+#include <cstdlib>
 #include <map>
 
 #include "pvm_impl.hpp"
@@ -15,12 +16,28 @@ rocl::Attributes group_pattern(const char *group) {
   return {{"type", kMemberType}, {"pvm.group", group}};
 }
 
+namespace {
+
+// A member entry also names the member's resource, so that sending to the
+// members needs no further look-up (on several hosts, one less question
+// to another host's directory server).
+void remember_gid_of(const rocl::Found &entry, int tid) {
+  if (const std::optional<std::string> gid = entry.attributes.get("pvm.gid")) {
+    remember_tid(tid, std::strtoull(gid->c_str(), nullptr, 10));
+  }
+}
+
+}  // namespace
+
 // Each instance's member (the lowest gid registered for it): inst -> tid.
 std::map<int, int> group_members(const char *group) {
   std::map<int, int> members;
   rocl::Attributes pattern = group_pattern(group);
-  for (const rocl::Found &f : find_all(pattern.ask("pvm.inst", 32).ask("pvm.member", 32))) {
-    members.emplace(attribute_int(f, "pvm.inst", -1), attribute_int(f, "pvm.member"));
+  pattern.ask("pvm.inst", 32).ask("pvm.member", 32).ask("pvm.gid", 32);
+  for (const rocl::Found &f : find_all(pattern)) {
+    const int tid = attribute_int(f, "pvm.member");
+    members.emplace(attribute_int(f, "pvm.inst", -1), tid);
+    remember_gid_of(f, tid);
   }
   return members;
 }
@@ -38,7 +55,9 @@ int join(Task &t, const char *group) {
   for (;;) {
     const int inst = lowest_free_instance(group_members(group));
     rocl::Attributes entry = group_pattern(group);
-    entry.set("pvm.inst", decimal(inst)).set("pvm.member", decimal(t.tid));
+    entry.set("pvm.inst", decimal(inst))
+        .set("pvm.member", decimal(t.tid))
+        .set("pvm.gid", decimal(static_cast<long long>(t.gid)));
     const std::int64_t gid = register_entry(entry);
     if (gid <= 0) return PvmSysErr;
     rocl::Attributes same = group_pattern(group);
@@ -70,9 +89,12 @@ int instance_of(const char *group, int tid) {
 
 int tid_of_instance(const char *group, int inst) {
   rocl::Attributes pattern = group_pattern(group);
-  pattern.set("pvm.inst", decimal(inst)).ask("pvm.member", 32);
+  pattern.set("pvm.inst", decimal(inst)).ask("pvm.member", 32).ask("pvm.gid", 32);
   const std::optional<rocl::Found> found = find_first(pattern);
-  return found ? attribute_int(*found, "pvm.member") : group_code_for_missing(group, PvmNoInst);
+  if (!found) return group_code_for_missing(group, PvmNoInst);
+  const int tid = attribute_int(*found, "pvm.member");
+  remember_gid_of(*found, tid);
+  return tid;
 }
 
 }  // namespace rpvm
