@@ -41,6 +41,7 @@ LAYERS = [
     ("api", "src/api/", ["core"]),
     ("cxx-api", "include/rocl/rocl.hpp", ["abi", "generic"]),
     ("launch", "src/launch/", ["directory"]),
+    ("pvm", "layers/pvm/", ["abi", "cxx-api"]),
     ("mpi", "layers/mpi/", ["abi", "cxx-api"]),
     ("ncs", "layers/ncs/", ["abi", "cxx-api"]),
     ("tools", "tools/", ["api", "launch", "cxx-api", "os"]),

@@ -15,6 +15,7 @@ packages=(
   iperf3 sockperf                         # the bare TCP path's standard tools (bench/hosts)
   openssh-server openssh-client           # roclrun's ssh launcher, tested inside the test hosts
   slurm-wlm munge libpmix-dev             # srun --mpi=pmix and PMIx (tests/slurm, src/bootstrap)
+  pvm pvm-dev pvm-examples                # layers/pvm: PVM's examples and reference outputs
   openmpi-bin libopenmpi-dev mpich libmpich-dev   # anchors of rocl-bench compare: MPI,
   libucx-dev ucx-utils                    # the ucx transport; ucx_perftest
   libzmq3-dev libnng-dev gnuplot-nox      # ZeroMQ, NNG (anchors); the plots

@@ -1,0 +1,111 @@
+// packing.cpp - pvm_pk* and pvm_upk*: items of one type, with a stride,
+// into the active send buffer and out of the active receive buffer.
+// Items travel in the machine's own representation (docs/pvm.md, "Data
+// encodings"); a string travels as its length with the NUL, then its bytes.
+#include <cstring>
+
+#include "pvm_impl.hpp"
+
+namespace rpvm {
+namespace {
+
+// Runs body(buffer) on the task's active send (or receive) buffer.
+template <class Body>
+int with_active(const char *call, bool sending, Body body) {
+  return call_locked(call, [&](Task &t) {
+    const int id = sending ? t.buffers.active_send : t.buffers.active_receive;
+    MessageBuffer *b = id != 0 ? t.buffers.find(id) : nullptr;
+    return b != nullptr ? body(*b) : PvmNoBuf;
+  });
+}
+
+}  // namespace
+
+// Packs count items of size bytes each, stride items apart.
+int pack_items(const char *call, const void *items, int count, int stride, std::size_t size) {
+  if (count < 0 || stride < 1 || (items == nullptr && count > 0)) return fail(PvmBadParam, call);
+  return with_active(call, true, [&](MessageBuffer &b) {
+    const auto *p = static_cast<const std::byte *>(items);
+    if (stride == 1) {
+      b.append(p, size * std::size_t(count), true);
+    } else {
+      for (int i = 0; i < count; ++i) b.append(p + std::size_t(i) * stride * size, size);
+    }
+    return PvmOk;
+  });
+}
+
+int unpack_items(const char *call, void *items, int count, int stride, std::size_t size) {
+  if (count < 0 || stride < 1 || (items == nullptr && count > 0)) return fail(PvmBadParam, call);
+  return with_active(call, false, [&](MessageBuffer &b) {
+    auto *p = static_cast<std::byte *>(items);
+    if (stride == 1) return b.take(p, size * std::size_t(count));
+    if (b.left() < size * std::size_t(count)) return PvmNoData;
+    for (int i = 0; i < count; ++i) b.take(p + std::size_t(i) * stride * size, size);
+    return PvmOk;
+  });
+}
+
+int pack_string(const char *call, const char *s) {
+  if (s == nullptr) return fail(PvmBadParam, call);
+  return with_active(call, true, [&](MessageBuffer &b) {
+    if (b.encoding() == PvmDataInPlace) return PvmNotImpl;  // as PVM 3.4
+    const int len = int(std::strlen(s)) + 1;
+    b.append(&len, sizeof len);
+    b.append(s, std::size_t(len));
+    return PvmOk;
+  });
+}
+
+int unpack_string(const char *call, char *s) {
+  if (s == nullptr) return fail(PvmBadParam, call);
+  return with_active(call, false, [&](MessageBuffer &b) {
+    int len = 0;
+    if (b.left() < sizeof len) return PvmNoData;
+    b.take(&len, sizeof len);
+    if (len < 0 || std::size_t(len) > b.left()) return PvmNoData;
+    return b.take(s, std::size_t(len));
+  });
+}
+
+}  // namespace rpvm
+
+#define ROCL_PVM_PACKING(suffix, type)                                        \
+  extern "C" int pvm_pk##suffix(type *p, int n, int stride) {                 \
+    return rpvm::pack_items("pvm_pk" #suffix, p, n, stride, sizeof(type));    \
+  }                                                                           \
+  extern "C" int pvm_upk##suffix(type *p, int n, int stride) {                \
+    return rpvm::unpack_items("pvm_upk" #suffix, p, n, stride, sizeof(type)); \
+  }
+
+ROCL_PVM_PACKING(byte, char)
+ROCL_PVM_PACKING(short, short)
+ROCL_PVM_PACKING(ushort, unsigned short)
+ROCL_PVM_PACKING(int, int)
+ROCL_PVM_PACKING(uint, unsigned int)
+ROCL_PVM_PACKING(long, long)
+ROCL_PVM_PACKING(ulong, unsigned long)
+ROCL_PVM_PACKING(float, float)
+ROCL_PVM_PACKING(double, double)
+
+// A complex is two floats (two doubles) side by side: the stride counts
+// complex numbers.
+extern "C" int pvm_pkcplx(float *p, int n, int stride) {
+  return rpvm::pack_items("pvm_pkcplx", p, n, stride, 2 * sizeof(float));
+}
+extern "C" int pvm_upkcplx(float *p, int n, int stride) {
+  return rpvm::unpack_items("pvm_upkcplx", p, n, stride, 2 * sizeof(float));
+}
+extern "C" int pvm_pkdcplx(double *p, int n, int stride) {
+  return rpvm::pack_items("pvm_pkdcplx", p, n, stride, 2 * sizeof(double));
+}
+extern "C" int pvm_upkdcplx(double *p, int n, int stride) {
+  return rpvm::unpack_items("pvm_upkdcplx", p, n, stride, 2 * sizeof(double));
+}
+
+extern "C" int pvm_pkstr(char *s) {
+  return rpvm::pack_string("pvm_pkstr", s);
+}
+extern "C" int pvm_upkstr(char *s) {
+  return rpvm::unpack_string("pvm_upkstr", s);
+}
