@@ -18,12 +18,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 hosts_sh=$here/../../tests/netns/hosts.sh
 build=build
 lan=1gbit
-wan=20mbit
+wan=100mbit
 host_counts="1 2 4"
 repeat=3
 matmul_args="1000"
-jpeg_args="4000 3000"
-fft_args="262144 16"
+jpeg_args="3000 2000"
+fft_args="131072 8"
 openmpi=1
 
 usage() {
@@ -97,7 +97,7 @@ host_list() { # 3 -> h1,h2,h3
 # One run; prints its time in seconds, or "FAILED" (the output is kept in
 # $work/last.out, and appended to $work/all.out).
 run_once() {
-  local app=$1 version=$2 hosts=$3 out=$work/last.out
+  local app=$1 version=$2 hosts=$3 out=$work/last.out label=$2
   local -a args
   read -r -a args <<<"$(args_of "$app")"
   if [ "$version" = openmpi ]; then
@@ -114,7 +114,7 @@ run_once() {
   local time
   time=$(grep -E "${app}_${version}: OK" "$out" | grep -oE 'time=[0-9.]+' | cut -d= -f2 || true)
   if [ -z "$time" ]; then
-    echo "$me: ${app} ${version} on ${hosts} host(s) failed:" >&2
+    echo "$me: ${app} ${label} on ${hosts} host(s) failed:" >&2
     tail -5 "$out" >&2
     echo FAILED
   else
