@@ -31,6 +31,9 @@ int env_int(const char *name, int otherwise) {
 // The job's name: roclrun's job folder, shared by its processes; a process
 // started alone is a job of its own.
 std::string job_name() {
+  // roclrun --hosts: ROCL_JOB_ID names the job on every host, whose job
+  // folders (ROCL_JOB_DIR) differ.
+  if (const char *id = std::getenv("ROCL_JOB_ID"); id != nullptr && *id != '\0') return id;
   const char *dir = std::getenv("ROCL_JOB_DIR");
   return dir != nullptr ? dir : "single-" + std::to_string(getpid());
 }
