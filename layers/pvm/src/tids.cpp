@@ -10,8 +10,15 @@
 namespace rpvm {
 namespace {
 
-std::mutex g_cache_lock;
-std::unordered_map<int, rocl_gid_t> g_gid_by_tid;
+std::mutex g_cache_lock;  // constant-initialised: usable before main
+
+// Made on first use: a spawned task enrols from a constructor that may run
+// before this file's static initialisers (their order across files is not
+// fixed), and an unconstructed map divides by its zero bucket count.
+std::unordered_map<int, rocl_gid_t> &gid_by_tid() {
+  static std::unordered_map<int, rocl_gid_t> map;
+  return map;
+}
 
 struct GidParts {
   std::uint64_t server, serial;
@@ -49,7 +56,7 @@ std::optional<rocl_gid_t> gid_of(int tid) {
   if (rocl_context_gid() <= 0x7fffffffu) return rocl_gid_t(tid);
   {
     std::lock_guard guard(g_cache_lock);
-    if (auto it = g_gid_by_tid.find(tid); it != g_gid_by_tid.end()) return it->second;
+    if (auto it = gid_by_tid().find(tid); it != gid_by_tid().end()) return it->second;
   }
   const std::optional<rocl::Found> entry = task_entry(tid);
   if (!entry) return std::nullopt;
@@ -62,7 +69,7 @@ std::optional<rocl_gid_t> gid_of(int tid) {
 
 void remember_tid(int tid, rocl_gid_t gid) {
   std::lock_guard guard(g_cache_lock);
-  g_gid_by_tid[tid] = gid;
+  gid_by_tid()[tid] = gid;
 }
 
 }  // namespace rpvm

@@ -99,7 +99,7 @@ TEST(UcxTransport, SmallBytesGoWithoutABlockOrAreDeclined) {
   }
   EXPECT_EQ(taken, 10);
   ASSERT_TRUE(b.sink.wait_for(static_cast<std::size_t>(taken)));
-  std::vector<char> big(64 << 10);
+  std::vector<char> big(a.t->caps().bytes_send_limit + 1);
   EXPECT_EQ(a.t->send_bytes(2, b.t->address(), kDestination, header, big.data(), big.size(), false),
             Transport::kNotTaken);
 }
