@@ -24,7 +24,8 @@ const char *reach_name(rocl::impl::Reach reach) {
 void print_built_transports() {
   std::printf("\ntransports built (ROCL_TRANSPORTS, in default order):\n");
   for (const rocl::impl::TransportEntry *entry : rocl::impl::transport_table()) {
-    std::printf("  %-8s reaches %-12s %s\n", entry->name, reach_name(entry->reach), entry->doc);
+    std::printf("  %-8s reaches %-12s %s%s\n", entry->name, reach_name(entry->reach), entry->doc,
+                entry->in_auto ? "" : " (only when named: not in ROCL_TRANSPORTS=auto)");
   }
 }
 
@@ -36,7 +37,9 @@ void print_transports(rocl_gid_t context) {
     char attr[32];
     std::snprintf(attr, sizeof attr, "addr.%s", name);
     rocl_attrl_t *query = rocl_new_attrl(0);
-    if (query == nullptr || rocl_add_attr(query, attr, nullptr, 256) != ROCL_OK) {
+    if (query == nullptr ||
+        rocl_add_attr(query, attr, nullptr, static_cast<int>(rocl::impl::kMaxAddressBytes)) !=
+            ROCL_OK) {
       rocl_kill_attrl(query);
       continue;
     }
