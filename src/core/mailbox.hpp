@@ -64,6 +64,10 @@ class MailboxOf : public generic::Communicator<H, Lock> {
   // signals recv->complete as its last touch. Otherwise (no match, the
   // earliest declines, not the caller's, or closed) nothing changes and
   // nullptr is returned: make an envelope and deliver() it. Never blocks.
+  // A spinning receive (post_spinning) declines unasked: it waits for an
+  // envelope through the hand-off word, and a sender without the lock may
+  // hand it one at any moment, after which its owner returns and reuses
+  // its memory, so nothing of it may be read here.
   template <class Accepts, class StillMine>
   Env *claim_receive(const H &header, Accepts accepts, StillMine still_mine) {
     std::lock_guard<Lock> guard(this->lock_);
@@ -71,7 +75,8 @@ class MailboxOf : public generic::Communicator<H, Lock> {
     Env *recv;
     do {
       recv = this->find_posted(header);
-      if (recv == nullptr || !accepts(static_cast<const Env &>(*recv))) return nullptr;
+      if (recv == nullptr || this->spins(recv)) return nullptr;
+      if (!accepts(static_cast<const Env &>(*recv))) return nullptr;
     } while (!this->unpost(recv, Base::kSettled));  // a hand-off took it meanwhile: look again
     ++this->next_order_;  // the message's arrival, as deliver() would count it
     recv->matched = nullptr;

@@ -98,11 +98,18 @@ TEST(HandOff, LockedCallsSettleASpinningReceive) {
   std::uint64_t ticket = 0;
   const auto yes = [](const Env &) { return true; };
 
-  // claim_receive (a transport copying into the receive's memory).
+  // claim_receive (a transport copying into the receive's memory) leaves
+  // a spinning receive alone, without asking accepts (its owner may be
+  // handed a message and reuse it meanwhile); withdrawn, it is claimed.
   ASSERT_EQ(c.post_spinning(&recv, &ticket), nullptr);
+  bool asked = false;
+  const auto ask = [&asked](const Env &) { return asked = true; };
+  EXPECT_EQ(c.claim_receive(hdr(1, 2), ask), nullptr);
+  EXPECT_FALSE(asked);
+  EXPECT_TRUE(c.waiting_on(ticket));
+  ASSERT_TRUE(c.withdraw(ticket));
   ASSERT_EQ(c.claim_receive(hdr(1, 2), yes), &recv);
-  EXPECT_FALSE(c.waiting_on(ticket));
-  EXPECT_EQ(c.take_handed(&recv, ticket), nullptr);  // claimed: wait on the completion
+  EXPECT_FALSE(c.cancel_receive(&recv));  // claimed: no longer posted
 
   // cancel_receive: back with the owner, the word idle (a new ticket).
   ASSERT_EQ(c.post_spinning(&recv, &ticket), nullptr);

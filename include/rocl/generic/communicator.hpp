@@ -761,6 +761,10 @@ class Communicator {
       note_posted();
     }
   }
+  // Under lock_: whether recv, which find_posted returned, is the receive
+  // that spins on the hand-off word (its owner may be handed a message
+  // without the lock and return at any moment).
+  bool spins(const Env *recv) const noexcept { return recv == waiter_ && waiter_spins_; }
   // Whether waiter_ is still posted (for const callers, which cannot sync).
   bool waiter_posted() const noexcept {
     return waiter_ != nullptr &&
