@@ -115,6 +115,12 @@ Context::Context(const Options &options) : options_(options), progress_(*this, a
   pool_config.cap_bytes = options_.pool_max;
   pool_config.thread_cache_bytes = options_.pool_thread_cache;
   pool_ = std::make_unique<BufferPool>(pool_config);
+  stripes_ = std::make_unique<StripeReassembly>(
+      *pool_,
+      [this](rocl_gid_t destination, Message *msg) {
+        return deliver_now(destination, msg, nullptr);
+      },
+      [](const std::string &line) { std::fprintf(stderr, "rocl: %s\n", line.c_str()); });
   directory_ = open_directory(options_, owned_directory_, secret_);
   start_transports();
 
@@ -140,6 +146,7 @@ Context::Context(const Options &options) : options_(options), progress_(*this, a
   std::int64_t gid = directory_->register_resource(attrs, ROCL_NULL_GID);
   if (gid < 0) throw std::runtime_error(last_error());
   gid_ = static_cast<rocl_gid_t>(gid);
+  fragment_gid_.store(gid_, std::memory_order_relaxed);
   router_.set_context(gid_);
 }
 
@@ -151,6 +158,7 @@ void Context::start_transports() {
   env.spin_us = static_cast<std::uint32_t>(
       std::min<std::int64_t>(wait::spin_budget().count(), options_.spin_us));
   std::vector<Transport *> polled;
+  std::vector<Reach> reach;  // polled[k]'s
   std::string list = options_.transports;
   if (list == "auto") {
     // Without a node directory no other process can find this context, so
@@ -174,25 +182,42 @@ void Context::start_transports() {
       throw std::invalid_argument("ROCL_TRANSPORTS names '" + name +
                                   "', which this build of rocl does not have (see rocl-info)");
     }
-    std::unique_ptr<Transport> made = entry->make(env);
-    if (!made) throw std::runtime_error("transport " + name + ": " + last_error());
-    transports_.push_back(std::move(made));
-    Transport *t = transports_.back().get();
-    if (t->register_memory(pool_->region_base(), pool_->region_bytes()) != ROCL_OK) {
-      throw std::runtime_error("transport " + name + " cannot register the buffer pool");
-    }
-    if (entry->reach == Reach::kProcess) {
-      if (local_ != nullptr) {
-        throw std::invalid_argument("ROCL_TRANSPORTS names two in-process transports ('" +
-                                    std::string(local_->name()) + "', '" + name + "')");
+    // A list in the transport's network option (ROCL_TCP_BIND=eth0,eth1):
+    // one end-point per entry, each a rail, made with its entry alone.
+    std::vector<std::string> networks;
+    if (entry->rail_option != nullptr)
+      networks = split_list(options_.values.text(entry->rail_option));
+    const std::size_t rails = std::max<std::size_t>(networks.size(), 1);
+    for (std::size_t k = 0; k < rails; ++k) {
+      TransportEnv rail_env = env;
+      if (networks.size() > 1) {
+        rail_options_.push_back(std::make_unique<OptionValues>(options_.values));
+        rail_options_.back()->set(entry->rail_option, networks[k]);
+        rail_env.options = rail_options_.back().get();
+        rail_env.rail = static_cast<unsigned>(k);
       }
-      local_ = t;
-    } else {
-      polled.push_back(t);
+      std::unique_ptr<Transport> made = entry->make(rail_env);
+      if (!made) throw std::runtime_error("transport " + name + ": " + last_error());
+      transports_.push_back(std::move(made));
+      Transport *t = transports_.back().get();
+      if (t->register_memory(pool_->region_base(), pool_->region_bytes()) != ROCL_OK) {
+        throw std::runtime_error("transport " + std::string(t->name()) +
+                                 " cannot register the buffer pool");
+      }
+      if (entry->reach == Reach::kProcess) {
+        if (local_ != nullptr) {
+          throw std::invalid_argument("ROCL_TRANSPORTS names two in-process transports ('" +
+                                      std::string(local_->name()) + "', '" + name + "')");
+        }
+        local_ = t;
+      } else {
+        polled.push_back(t);
+        reach.push_back(entry->reach);
+      }
     }
   }
   if (transports_.empty()) throw std::invalid_argument("ROCL_TRANSPORTS names no transport");
-  router_.start(pool_.get(), directory_, local_, polled);
+  router_.start(pool_.get(), directory_, local_, polled, std::move(reach));
   progress_.set_transports(std::move(polled));
 }
 

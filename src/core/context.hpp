@@ -20,6 +20,7 @@
 #include "core/resource_table.hpp"
 #include "core/route_cache.hpp"
 #include "core/router.hpp"
+#include "core/stripe_reassembly.hpp"
 #include "core/user_buffers.hpp"
 #include "directory/directory.hpp"
 #include "security/job_secret.hpp"
@@ -123,6 +124,8 @@ class Context final : public MessageSink {
   int await_hand_off(Resource *r, Envelope &env, std::uint64_t ticket, int timeout, Envelope **msg,
                      ReceiveOp &op) noexcept;
   void free_message(Envelope *msg) noexcept;
+  // deliver() past the striped messages' hold (the reassembly's hand-on).
+  int deliver_now(rocl_gid_t destination, Message *msg, const Waiter *waiter) noexcept;
   void start_transports();
   // ROCL_FLAG_ACK (acks.cpp): a message matched on `receiver`: queue its
   // acknowledgement (under a transport's locks) or send it now. The flag's
@@ -145,6 +148,10 @@ class Context final : public MessageSink {
   std::unique_ptr<Directory> owned_directory_;  // a connection to a node server
   std::optional<JobSecret> secret_;             // the job's, when in a job
   ResourceTable resources_;
+  // The options of each rail after a transport's first (TransportEnv::
+  // rail): its network option set to its own entry. They outlive the
+  // transports.
+  std::vector<std::unique_ptr<OptionValues>> rail_options_;
   std::vector<std::unique_ptr<Transport>> transports_;
   // The in-process hand-off (a transport of Reach::kProcess), when enabled.
   Transport *local_ = nullptr;
@@ -157,6 +164,12 @@ class Context final : public MessageSink {
   // yet in the table can wait for it instead of failing.
   std::shared_mutex registering_;
   Router router_{options_, registering_};  // where each message goes
+  // Striped messages arriving: fragments (messages to gid_) gathered, and
+  // the messages of a pair held behind an incomplete one.
+  std::unique_ptr<StripeReassembly> stripes_;
+  // gid_ once registered, for the transports' threads (which run before):
+  // the destination of fragments. ROCL_ANY_GID before, which no message has.
+  std::atomic<rocl_gid_t> fragment_gid_{ROCL_ANY_GID};
   Requests requests_{*this};
 };
 

@@ -149,6 +149,19 @@ Resource *Context::arrival_resource(rocl_gid_t destination, const ReceiveOp *op)
 }
 
 int Context::deliver(rocl_gid_t destination, Message *msg, const Waiter *waiter) noexcept {
+  // Messages to the context itself are fragments of striped messages.
+  if (destination == fragment_gid_.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (msg->rendezvous) return ROCL_EBADGID;  // fragments go eagerly: a stub is no fragment
+    stripes_->take_fragment(msg);
+    return ROCL_OK;
+  }
+  if (stripes_->holding() && stripes_->hold(destination, msg)) [[unlikely]] {
+    return ROCL_OK;
+  }
+  return deliver_now(destination, msg, waiter);
+}
+
+int Context::deliver_now(rocl_gid_t destination, Message *msg, const Waiter *waiter) noexcept {
   const ReceiveOp *op = ReceiveOp::of(waiter, this);
   Resource *r = arrival_resource(destination, op);
   if (r == nullptr) {
@@ -206,6 +219,8 @@ bool Context::deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
   // the one-way path of a zero-copy ping-pong, and at the start of every
   // run a stream's receiver drains).
   if (!may_take_pieces(destination, waiter)) return false;
+  // Behind a striped message of its pair: deliver() holds it.
+  if (stripes_->holding() && stripes_->holds(header.source, destination)) return false;
   const ReceiveOp *op = ReceiveOp::of(waiter, this);
   Resource *r = arrival_resource(destination, op);
   if (r == nullptr) return false;

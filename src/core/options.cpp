@@ -3,11 +3,13 @@
 // load_options gathers them all into Options::values.
 #include "core/options.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include "core/stripe_wire.hpp"
 #include "transport/transport.hpp"
 #include "wait/wait_policy.hpp"
 
@@ -51,6 +53,19 @@ const OptionRow kCoreOptions[] = {
      "rendezvous from this many bytes, where the transport lets a receive copy it straight "
      "into its own memory (shm, rocl_recvx and MPI receives): two copies instead of four "
      "(block, ring, block, receive). ROCL_RNDV_THRESHOLD=0 turns this off too (0: never).",
+     OptionType::kSize},
+    {"ROCL_STRIPE_THRESHOLD", "1M",
+     "A message of at least this many bytes to a peer reached over several rails (networks "
+     "of one kind that both ends have: ROCL_TCP_BIND=eth0,eth1 makes two tcp rails) is cut "
+     "into fragments of ROCL_STRIPE_FRAGMENT bytes, spread over every rail as fast as each "
+     "drains them and put back together at the receiver, in order with the pair's other "
+     "messages. Shorter messages take the first rail. 0: never stripe.",
+     OptionType::kSize},
+    {"ROCL_STRIPE_FRAGMENT", "256K",
+     "The bytes of a striped message each fragment carries (at least 4K). Smaller spreads a "
+     "message more evenly over rails of different speeds; larger costs fewer messages. Keep it "
+     "below the rails' own rendezvous thresholds (ROCL_TCP_RNDV_THRESHOLD, "
+     "ROCL_UCX_RNDV_THRESHOLD), so that fragments go eagerly.",
      OptionType::kSize},
     {"ROCL_LEND_THRESHOLD", "32K",
      "rocl_isendx_lend (MPI's standard and ready sends of contiguous data) lends the "
@@ -140,6 +155,9 @@ Options options_from(const OptionValues &values) {
   o.rndv_copy_threshold = values.size("ROCL_RNDV_COPY_THRESHOLD");
   o.lend_threshold = values.size("ROCL_LEND_THRESHOLD");
   o.linger_ms = values.uint("ROCL_LINGER_MS");
+  o.stripe_threshold = values.size("ROCL_STRIPE_THRESHOLD");
+  o.stripe_fragment =
+      std::max<std::size_t>(values.size("ROCL_STRIPE_FRAGMENT"), FragmentHeader::kMinFragmentBytes);
   o.transports = values.text("ROCL_TRANSPORTS");
   o.directory = values.text("ROCL_DIRECTORY");
   o.secret_file = values.text("ROCL_SECRET_FILE");

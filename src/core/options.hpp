@@ -26,6 +26,8 @@ struct Options {
   std::size_t rndv_copy_threshold = 0;       // ROCL_RNDV_COPY_THRESHOLD
   std::size_t lend_threshold = 0;            // ROCL_LEND_THRESHOLD
   std::uint32_t linger_ms = 0;               // ROCL_LINGER_MS
+  std::size_t stripe_threshold = 0;          // ROCL_STRIPE_THRESHOLD
+  std::size_t stripe_fragment = 0;           // ROCL_STRIPE_FRAGMENT
   std::string transports;                    // ROCL_TRANSPORTS
   std::string directory;                     // ROCL_DIRECTORY
   std::string secret_file;                   // ROCL_SECRET_FILE

@@ -47,6 +47,13 @@ std::string_view RouteCache::intern(std::string address) {
   return *addresses_.insert(std::move(address)).first;
 }
 
+const RailSet *RouteCache::intern(rocl_gid_t context, RailSet rails) {
+  std::unique_lock lock(mutex_);
+  auto &kept = rail_sets_[context];
+  if (!kept) kept = std::make_unique<RailSet>(std::move(rails));
+  return kept.get();
+}
+
 void RouteCache::forget_context(rocl_gid_t context) {
   std::unique_lock lock(mutex_);
   std::erase_if(routes_, [context](const auto &kv) { return kv.second.route.context == context; });

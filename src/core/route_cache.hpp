@@ -14,17 +14,20 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/stripe_sender.hpp"
 #include "rocl/rocl.h"
 
 namespace rocl::impl {
 
 class Transport;
+struct RailSet;
 
 struct Route {
   rocl_gid_t context = ROCL_NULL_GID;
@@ -33,6 +36,10 @@ struct Route {
   // transport->bytes_send_limit(), asked once when the route is resolved:
   // a small message's send checks it without an indirect call.
   std::size_t bytes_send_limit = 0;
+  // Every rail to the context, transport first, when there are several
+  // (stripe_sender.hpp); nullptr: transport is the only one. Interned by
+  // the cache.
+  const RailSet *rails = nullptr;
 };
 
 class RouteCache {
@@ -78,6 +85,9 @@ class RouteCache {
   // copied on every send without allocating. Addresses are few (one per
   // peer context and transport) and kept.
   std::string_view intern(std::string address);
+  // The same for a context's rails (which never change while it lives):
+  // the copy made for it first, which lives as long as the cache.
+  const RailSet *intern(rocl_gid_t context, RailSet rails);
   // Forgets every route through context (it went away or moved).
   void forget_context(rocl_gid_t context);
 
@@ -110,6 +120,7 @@ class RouteCache {
   mutable std::shared_mutex mutex_;
   std::unordered_map<rocl_gid_t, Entry> routes_;
   std::unordered_set<std::string> addresses_;  // node-based: stable storage
+  std::unordered_map<rocl_gid_t, std::unique_ptr<RailSet>> rail_sets_;  // per peer context
 };
 
 }  // namespace rocl::impl

@@ -40,15 +40,30 @@ Recheck recheck(Directory &directory, rocl_gid_t dgid, rocl_gid_t context) noexc
     return Recheck::kUnsure;
   }
 }
+// The address `context` published for transport t, if t reaches it.
+bool peer_address(Directory &directory, rocl_gid_t context, const Transport &t,
+                  std::string *address) {
+  std::string name = "addr." + std::string(t.name());
+  AttrList where(static_cast<int>(kMaxAddressBytes + 256));
+  where.add_unspecified(name, static_cast<int>(kMaxAddressBytes));
+  if (directory.query(&context, where) != ROCL_OK) return false;
+  std::size_t len = 0;
+  const std::byte *addr = where.get(name, &len);
+  if (addr == nullptr) return false;
+  address->assign(reinterpret_cast<const char *>(addr), len);
+  return t.reaches(*address);
+}
 }  // namespace
 
 void Router::start(BufferPool *pool, Directory *directory, Transport *local,
-                   std::vector<Transport *> remote) {
+                   std::vector<Transport *> remote, std::vector<Reach> reach) {
   pool_ = pool;
   directory_ = directory;
   local_ = local;
   local_address_ = local != nullptr ? local->address() : std::string();
   remote_ = std::move(remote);
+  reach_ = std::move(reach);
+  stripes_.start(pool, options_.stripe_fragment);
 }
 
 int Router::route(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous) noexcept {
@@ -100,19 +115,13 @@ int Router::resolve(rocl_gid_t dgid, Route *route) noexcept {
       return fail(ROCL_EBADGID, "rocl_send: destination gid %#llx is not a registered resource",
                   ull(dgid));
     }
-    for (Transport *t : remote_) {
-      std::string name = "addr." + std::string(t->name());
-      rocl_gid_t context = route->context;
-      AttrList where(static_cast<int>(kMaxAddressBytes + 256));
-      where.add_unspecified(name, static_cast<int>(kMaxAddressBytes));
-      if (directory_->query(&context, where) != ROCL_OK) continue;
-      const std::byte *addr = where.get(name, &len);
-      if (addr == nullptr) continue;
-      std::string address(reinterpret_cast<const char *>(addr), len);
-      if (!t->reaches(address)) continue;
-      route->transport = t;
+    for (std::size_t k = 0; k < remote_.size(); ++k) {
+      std::string address;
+      if (!peer_address(*directory_, route->context, *remote_[k], &address)) continue;
+      route->transport = remote_[k];
       route->address = routes_.intern(std::move(address));
-      route->bytes_send_limit = t->caps().bytes_send_limit;
+      route->bytes_send_limit = remote_[k]->caps().bytes_send_limit;
+      add_rails(k, route);
       routes_.store(dgid, *route, epoch);
       return ROCL_OK;
     }
@@ -123,6 +132,35 @@ int Router::resolve(rocl_gid_t dgid, Route *route) noexcept {
               "rocl_send: destination gid %#llx belongs to context %#llx, which no enabled "
               "transport reaches (ROCL_TRANSPORTS=%s)",
               ull(dgid), ull(route->context), options_.transports.c_str());
+}
+
+void Router::add_rails(std::size_t first, Route *route) {
+  RailSet set;
+  set.rails.push_back(Rail{route->transport, route->address});
+  for (std::size_t k = first + 1; k < remote_.size(); ++k) {
+    std::string address;
+    if (reach_[k] != reach_[first] ||
+        !peer_address(*directory_, route->context, *remote_[k], &address)) {
+      continue;
+    }
+    set.rails.push_back(Rail{remote_[k], routes_.intern(std::move(address))});
+  }
+  route->rails = set.rails.size() > 1 ? routes_.intern(route->context, std::move(set)) : nullptr;
+}
+
+int Router::send_striped(const Route &route, rocl_gid_t dgid, Message *msg) noexcept {
+  const int rc = stripes_.send(route.context, *route.rails, dgid, msg->header,
+                               static_cast<const std::byte *>(msg->data), msg->length);
+  if (rc != ROCL_OK) return rc;
+  // Finished as a transport finishes what it sent (Transport::finish_sent).
+  BlockHeader *b = block_of(msg);
+  if (b->return_after_send) {
+    end_message(b);
+    pool_->release(b, BlockState::kLibrary);
+  } else {
+    b->send_status.store(SendStatus::kSent, std::memory_order_release);
+  }
+  return ROCL_OK;
 }
 
 // `found` and `route`: route()'s lookup of dgid at removal epoch `epoch`.
@@ -154,6 +192,7 @@ int Router::route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous, 
       return rc;
     }
   }
+  if (stripes(route, msg->length) && !is_lent(msg)) return send_striped(route, dgid, msg);
   int rc = route.transport->send(route.context, route.address, dgid, msg);
   if (rc == ROCL_OK || !cached) return rc;
   // The cache may be stale although no removal was seen (the directory has
@@ -238,7 +277,7 @@ bool Router::may_lend(rocl_gid_t dgid, const void *ptr, std::size_t len, Route *
   }
   const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
   return routes_.lookup(dgid, epoch, route) == RouteCache::Lookup::kHit && route->context != gid_ &&
-         route->transport->caps().takes_lent_memory;
+         route->transport->caps().takes_lent_memory && !stripes(*route, len);
 }
 
 // A failure here is met again, and worded, by the usual path.

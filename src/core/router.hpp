@@ -15,6 +15,7 @@
 #include "buffer/buffer_pool.hpp"
 #include "core/options.hpp"
 #include "core/route_cache.hpp"
+#include "core/stripe_sender.hpp"
 #include "directory/directory.hpp"
 #include "message/message.hpp"
 #include "transport/transport.hpp"
@@ -34,9 +35,16 @@ class Router {
 
   // Set-up, once the context has them: its pool and directory, its
   // in-process hand-off (nullptr: none) and the other transports in order
-  // of preference; then its own gid once registered.
+  // of preference with how far each reaches (reach[k] is remote[k]'s);
+  // then its own gid once registered.
+  //
+  // Rails: a peer is reached first by the first of `remote` that reaches
+  // it (the route's transport); every later one of the same reach that
+  // also reaches it is a further rail (a second tcp network, tcp and ucx),
+  // over which messages of at least ROCL_STRIPE_THRESHOLD bytes are
+  // striped (stripe_sender.hpp).
   void start(BufferPool *pool, Directory *directory, Transport *local,
-             std::vector<Transport *> remote);
+             std::vector<Transport *> remote, std::vector<Reach> reach);
   void set_context(rocl_gid_t gid) noexcept { gid_ = gid; }
 
   // Posts msg (a block the library owns) to resource dgid: Transport::send
@@ -76,6 +84,16 @@ class Router {
   int route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous, std::uint64_t epoch,
                    RouteCache::Lookup found, Route route) noexcept;
   int resolve(rocl_gid_t dgid, Route *route) noexcept;
+  // The rails to route->context after its first transport, remote_[first]
+  // (route->rails set when there are more).
+  void add_rails(std::size_t first, Route *route);
+  bool stripes(const Route &route, std::size_t length) const noexcept {
+    return route.rails != nullptr && options_.stripe_threshold != 0 &&
+           length >= options_.stripe_threshold && length > options_.stripe_fragment;
+  }
+  // msg over route's rails (stripes()): its block finished as a transport
+  // would once every fragment is out.
+  int send_striped(const Route &route, rocl_gid_t dgid, Message *msg) noexcept;
   BlockHeader *claim_small(void *ptr, std::size_t len) noexcept;
   void finish_small(BlockHeader *b, bool ok) noexcept;
 
@@ -86,6 +104,8 @@ class Router {
   Transport *local_ = nullptr;
   std::string local_address_;
   std::vector<Transport *> remote_;
+  std::vector<Reach> reach_;  // remote_[k]'s
+  StripeSender stripes_;
   rocl_gid_t gid_ = ROCL_NULL_GID;
   RouteCache routes_;  // resource -> (context, transport, address) of other processes
 };

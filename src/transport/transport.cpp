@@ -11,7 +11,10 @@
 namespace rocl::impl {
 
 Transport::Transport(const TransportEnv &env, std::string_view name, TransportLog log)
-    : env_(env), name_(name), log_(std::move(log)) {
+    : env_(env),
+      name_(env.rail == 0 ? std::string(name)
+                          : std::string(name) + "." + std::to_string(env.rail + 1)),
+      log_(std::move(log)) {
   if (!log_) log_ = [](const std::string &s) { std::fprintf(stderr, "rocl: %s\n", s.c_str()); };
 }
 

@@ -155,6 +155,11 @@ struct TransportEnv {
   // (ROCL_SPIN_US: 0 on oversubscribed machines, where a spinner takes the
   // cpu from the one it waits for).
   std::uint32_t spin_us = 100;
+  // Which of the transport's rails this end-point is (TransportEntry::
+  // rail_option): 0 for the first (and usually only) one, whose name is
+  // the entry's; rail k > 0 is named "<name>.<k+1>" ("tcp.2"), and so is
+  // the directory attribute of its address.
+  unsigned rail = 0;
 };
 
 // What a transport can do beyond the required interface. Declared by the
@@ -555,6 +560,11 @@ struct TransportEntry {
   // duplicates the others on a machine without its hardware (ucx over
   // shared memory and tcp): named explicitly to be used.
   bool in_auto = true;
+  // The option that chooses the network (ROCL_TCP_BIND), or nullptr. A
+  // comma-separated list there makes one end-point per entry, the rails of
+  // this transport (TransportEnv::rail), each made with the option set to
+  // its entry alone.
+  const char *rail_option = nullptr;
 };
 
 // read(values) on the values of a transport's options: env.options, or

@@ -256,7 +256,12 @@ Options options_from(const OptionValues &values) {
 
 // Constant-initialised, so that the table is whole before any code runs.
 extern constinit const TransportEntry transport_entry_tcp = {
-    "tcp", "TCP/IPv4 sockets: epoll progress thread, one connection per peer, writev without copy",
-    Reach::kNetwork, tcp::kOptions, &make_tcp_transport};
+    "tcp",
+    "TCP/IPv4 sockets: epoll progress thread, one connection per peer, writev without copy",
+    Reach::kNetwork,
+    tcp::kOptions,
+    &make_tcp_transport,
+    true,
+    "ROCL_TCP_BIND"};
 
 }  // namespace rocl::impl

@@ -70,8 +70,11 @@ constexpr OptionRow kOptions[] = {
 // for a host's network, whichever transport crosses it).
 std::string bind_of(const OptionValues &values) {
   if (const std::string &own = values.text("ROCL_UCX_BIND"); !own.empty()) return own;
+  // A list there names tcp's rails: ucx, given no rails of its own,
+  // takes the first network.
   const char *tcp = std::getenv("ROCL_TCP_BIND");
-  return tcp != nullptr && *tcp != '\0' ? tcp : "loopback";
+  const std::vector<std::string> rails = split_list(tcp != nullptr ? tcp : "");
+  return rails.empty() ? "loopback" : rails.front();
 }
 
 Options options_from(const OptionValues &values) {
@@ -979,6 +982,7 @@ extern constinit const TransportEntry transport_entry_ucx = {
     Reach::kNetwork,
     ucx::kOptions,
     &make_ucx_transport,
-    false};
+    false,
+    "ROCL_UCX_BIND"};
 
 }  // namespace rocl::impl
