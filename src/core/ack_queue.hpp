@@ -21,6 +21,9 @@ class AckQueue {
     rocl_gid_t from, to;
     int tag;
     std::uint32_t domain;
+    // Nonzero: not a match's acknowledgement but a striped message's
+    // (StripeAck): message stripe_id from `to` arrived whole at `from`.
+    std::uint64_t stripe_id = 0;
   };
 
   // Keeps `ack` for the next take(). False if there is no memory for it:

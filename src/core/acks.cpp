@@ -25,7 +25,13 @@ void Context::acknowledge(rocl_gid_t receiver, const CoreHeader &h, bool may_sen
 }
 
 void Context::send_acks() noexcept {
-  for (const AckQueue::Ack &a : acks_.take()) send_as(a.from, a.to, a.tag, a.domain, nullptr, 0);
+  for (const AckQueue::Ack &a : acks_.take()) {
+    if (a.stripe_id != 0) {
+      router_.send_stripe_ack(a.from, a.to, a.stripe_id);  // a sender gone needs none
+    } else {
+      send_as(a.from, a.to, a.tag, a.domain, nullptr, 0);
+    }
+  }
 }
 
 }  // namespace rocl::impl

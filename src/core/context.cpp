@@ -120,7 +120,14 @@ Context::Context(const Options &options) : options_(options), progress_(*this, a
       [this](rocl_gid_t destination, Message *msg) {
         return deliver_now(destination, msg, nullptr);
       },
-      [](const std::string &line) { std::fprintf(stderr, "rocl: %s\n", line.c_str()); });
+      [](const std::string &line) { std::fprintf(stderr, "rocl: %s\n", line.c_str()); },
+      [this](rocl_gid_t source, std::uint64_t id) {
+        // Sent after the progress round (acks.cpp); from our context's
+        // gid, which the sender only needs as an origin.
+        if (!acks_.push(AckQueue::Ack{gid_, source, 0, 0, id})) {
+          std::fprintf(stderr, "rocl: no memory to acknowledge a striped message\n");
+        }
+      });
   directory_ = open_directory(options_, owned_directory_, secret_);
   start_transports();
 

@@ -15,6 +15,7 @@
 
 #include "core/context.hpp"
 #include "core/receive_op.hpp"
+#include "core/stripe_wire.hpp"
 #include "rocl/platform/cpu.hpp"
 #include "rocl/platform/small_copy.hpp"
 #include "status/status.hpp"
@@ -31,6 +32,26 @@ struct Context::Outgoing {
 namespace {
 unsigned long long ull(rocl_gid_t g) {
   return static_cast<unsigned long long>(g);
+}
+
+// A message to the context itself: a fragment of a striped message, or
+// the acknowledgement of one we sent (stripe_wire.hpp).
+int take_context_message(Router &router, StripeReassembly &stripes, BufferPool &pool,
+                         Message *msg) noexcept {
+  if (msg->rendezvous) return ROCL_EBADGID;  // both go eagerly: a stub is neither
+  if (context_message_magic(msg->data, msg->length) != StripeAck::kMagic) {
+    stripes.take_fragment(msg);
+    return ROCL_OK;
+  }
+  StripeAck ack;
+  if (msg->length == sizeof ack) {
+    std::memcpy(&ack, msg->data, sizeof ack);
+    router.stripe_acknowledged(ack.message_id);
+  }
+  BlockHeader *b = block_of(msg);
+  end_message(b);
+  pool.release(b, BlockState::kLibrary);
+  return ROCL_OK;
 }
 }  // namespace
 
@@ -151,9 +172,7 @@ Resource *Context::arrival_resource(rocl_gid_t destination, const ReceiveOp *op)
 int Context::deliver(rocl_gid_t destination, Message *msg, const Waiter *waiter) noexcept {
   // Messages to the context itself are fragments of striped messages.
   if (destination == fragment_gid_.load(std::memory_order_relaxed)) [[unlikely]] {
-    if (msg->rendezvous) return ROCL_EBADGID;  // fragments go eagerly: a stub is no fragment
-    stripes_->take_fragment(msg);
-    return ROCL_OK;
+    return take_context_message(router_, *stripes_, *pool_, msg);
   }
   if (stripes_->holding() && stripes_->hold(destination, msg)) [[unlikely]] {
     return ROCL_OK;

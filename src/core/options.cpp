@@ -67,6 +67,13 @@ const OptionRow kCoreOptions[] = {
      "below the rails' own rendezvous thresholds (ROCL_TCP_RNDV_THRESHOLD, "
      "ROCL_UCX_RNDV_THRESHOLD), so that fragments go eagerly.",
      OptionType::kSize},
+    {"ROCL_STRIPE_RESEND_MS", "10000",
+     "A striped message's send returns once the receiver has it whole (its acknowledgement): a "
+     "rail's connection that breaks after taking fragments loses them. Without the "
+     "acknowledgement this many milliseconds after the last fragment left, the message is "
+     "sent again over the rails that still work (at most three sends in all), then the send "
+     "fails naming the peer. Keep it above a rail's failure bound (ROCL_TCP_USER_TIMEOUT_MS).",
+     OptionType::kUint},
     {"ROCL_LEND_THRESHOLD", "32K",
      "rocl_isendx_lend (MPI's standard and ready sends of contiguous data) lends the "
      "application's memory from this many bytes where the transport can send from it (shm, "
@@ -156,6 +163,7 @@ Options options_from(const OptionValues &values) {
   o.lend_threshold = values.size("ROCL_LEND_THRESHOLD");
   o.linger_ms = values.uint("ROCL_LINGER_MS");
   o.stripe_threshold = values.size("ROCL_STRIPE_THRESHOLD");
+  o.stripe_resend_ms = std::max<std::uint32_t>(values.uint("ROCL_STRIPE_RESEND_MS"), 1);
   o.stripe_fragment =
       std::max<std::size_t>(values.size("ROCL_STRIPE_FRAGMENT"), FragmentHeader::kMinFragmentBytes);
   o.transports = values.text("ROCL_TRANSPORTS");

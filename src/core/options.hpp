@@ -28,6 +28,7 @@ struct Options {
   std::uint32_t linger_ms = 0;               // ROCL_LINGER_MS
   std::size_t stripe_threshold = 0;          // ROCL_STRIPE_THRESHOLD
   std::size_t stripe_fragment = 0;           // ROCL_STRIPE_FRAGMENT
+  std::uint32_t stripe_resend_ms = 0;        // ROCL_STRIPE_RESEND_MS
   std::string transports;                    // ROCL_TRANSPORTS
   std::string directory;                     // ROCL_DIRECTORY
   std::string secret_file;                   // ROCL_SECRET_FILE

@@ -8,6 +8,7 @@
 #include <new>
 #include <string>
 
+#include "core/stripe_wire.hpp"
 #include "directory/attr_list.hpp"
 #include "status/status.hpp"
 
@@ -63,7 +64,7 @@ void Router::start(BufferPool *pool, Directory *directory, Transport *local,
   local_address_ = local != nullptr ? local->address() : std::string();
   remote_ = std::move(remote);
   reach_ = std::move(reach);
-  stripes_.start(pool, options_.stripe_fragment);
+  stripes_.start(pool, options_.stripe_fragment, options_.stripe_resend_ms);
 }
 
 int Router::route(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous) noexcept {
@@ -148,6 +149,54 @@ void Router::add_rails(std::size_t first, Route *route) {
   route->rails = set.rails.size() > 1 ? routes_.intern(route->context, std::move(set)) : nullptr;
 }
 
+// Over the primary rail; if that fails, the next rails in turn, and the
+// first that takes the message becomes the primary (RailSet).
+int Router::send_on_rails(const Route &route, rocl_gid_t dgid, Message *msg) noexcept {
+  const RailSet &set = *route.rails;
+  const unsigned first = set.primary.load(std::memory_order_acquire);
+  int rc = ROCL_EPEER;
+  for (unsigned k = first; k < set.rails.size(); ++k) {
+    rc = set.rails[k].transport->send(route.context, set.rails[k].address, dgid, msg);
+    if (rc == ROCL_OK) {
+      if (k != first) {
+        unsigned expected = first;
+        set.primary.compare_exchange_strong(expected, k, std::memory_order_acq_rel);
+      }
+      return ROCL_OK;
+    }
+    if (rc == ROCL_ETOOBIG || rc == ROCL_EINVAL) return rc;  // the message's fault, not the rail's
+  }
+  return rc;
+}
+
+int Router::send_stripe_ack(rocl_gid_t from, rocl_gid_t source, std::uint64_t id) noexcept {
+  const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
+  Route route;
+  if (routes_.lookup(source, epoch, &route) != RouteCache::Lookup::kHit) {
+    if (int rc = resolve(source, &route); rc != ROCL_OK) return rc;
+  }
+  BlockHeader *b = pool_->allocate(sizeof(StripeAck));
+  if (b == nullptr) return ROCL_ENOMEM;
+  StripeAck ack;
+  ack.source = source;
+  ack.message_id = id;
+  std::memcpy(payload_of(b), &ack, sizeof ack);
+  b->state.store(BlockState::kLibrary, std::memory_order_relaxed);
+  b->return_after_send = true;
+  Message *msg = message_in(b);
+  msg->header = CoreHeader{from, 0, 0};
+  msg->data = payload_of(b);
+  msg->length = sizeof ack;
+  const int rc = route.rails != nullptr
+                     ? send_on_rails(route, route.context, msg)
+                     : route.transport->send(route.context, route.address, route.context, msg);
+  if (rc != ROCL_OK) {
+    end_message(b);
+    pool_->release(b, BlockState::kLibrary);
+  }
+  return rc;
+}
+
 int Router::send_striped(const Route &route, rocl_gid_t dgid, Message *msg) noexcept {
   const int rc = stripes_.send(route.context, *route.rails, dgid, msg->header,
                                static_cast<const std::byte *>(msg->data), msg->length);
@@ -193,14 +242,16 @@ int Router::route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous, 
     }
   }
   if (stripes(route, msg->length) && !is_lent(msg)) return send_striped(route, dgid, msg);
-  int rc = route.transport->send(route.context, route.address, dgid, msg);
+  int rc = route.rails != nullptr ? send_on_rails(route, dgid, msg)
+                                  : route.transport->send(route.context, route.address, dgid, msg);
   if (rc == ROCL_OK || !cached) return rc;
   // The cache may be stale although no removal was seen (the directory has
   // no epoch, or the peer died and its connection is not closed yet): ask
   // the directory once more.
   routes_.forget_context(route.context);
   if (int rc2 = resolve(dgid, &route); rc2 != ROCL_OK) return rc2;
-  return route.transport->send(route.context, route.address, dgid, msg);
+  return route.rails != nullptr ? send_on_rails(route, dgid, msg)
+                                : route.transport->send(route.context, route.address, dgid, msg);
 }
 
 // A small message to a resource of another context whose route is cached:
@@ -222,8 +273,9 @@ bool Router::send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, st
   const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
   Route route;
   if (routes_.lookup(dgid, epoch, &route) != RouteCache::Lookup::kHit || route.context == gid_ ||
-      len > route.bytes_send_limit || route.bytes_send_limit == 0) {
-    return false;
+      len > route.bytes_send_limit || route.bytes_send_limit == 0 ||
+      (route.rails != nullptr && route.rails->primary.load(std::memory_order_relaxed) != 0)) {
+    return false;  // the usual path (a primary rail other than the first: send_on_rails)
   }
   BlockHeader *b = nullptr;  // ptr's pool buffer
   if (pool_->contains(ptr) && (b = claim_small(ptr, len)) == nullptr) return false;
@@ -277,7 +329,8 @@ bool Router::may_lend(rocl_gid_t dgid, const void *ptr, std::size_t len, Route *
   }
   const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
   return routes_.lookup(dgid, epoch, route) == RouteCache::Lookup::kHit && route->context != gid_ &&
-         route->transport->caps().takes_lent_memory && !stripes(*route, len);
+         route->transport->caps().takes_lent_memory && !stripes(*route, len) &&
+         (route->rails == nullptr || route->rails->primary.load(std::memory_order_relaxed) == 0);
 }
 
 // A failure here is met again, and worded, by the usual path.

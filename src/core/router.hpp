@@ -65,6 +65,13 @@ class Router {
   // destinations, a buffer the usual path refuses, a pool buffer the
   // transport would rather send with its block, or a failure here, which
   // the usual path meets again and words, with the directory asked).
+  // Striped messages' acknowledgements (stripe_wire.hpp, StripeAck):
+  // sends one for message `id` from `source` to source's context (the
+  // message's destination resource, `from`, as its origin); and takes one
+  // that came for a send of ours.
+  int send_stripe_ack(rocl_gid_t from, rocl_gid_t source, std::uint64_t id) noexcept;
+  void stripe_acknowledged(std::uint64_t id) noexcept { stripes_.acknowledged(id); }
+
   bool send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, std::size_t len,
                   int *rc) noexcept;
 
@@ -91,6 +98,7 @@ class Router {
     return route.rails != nullptr && options_.stripe_threshold != 0 &&
            length >= options_.stripe_threshold && length > options_.stripe_fragment;
   }
+  int send_on_rails(const Route &route, rocl_gid_t dgid, Message *msg) noexcept;
   // msg over route's rails (stripes()): its block finished as a transport
   // would once every fragment is out.
   int send_striped(const Route &route, rocl_gid_t dgid, Message *msg) noexcept;

@@ -11,8 +11,18 @@
 
 namespace rocl::impl {
 
-StripeReassembly::StripeReassembly(BufferPool &pool, Deliver deliver, Log log)
-    : pool_(pool), deliver_(std::move(deliver)), log_(std::move(log)) {}
+StripeReassembly::StripeReassembly(BufferPool &pool, Deliver deliver, Log log, Ack ack)
+    : pool_(pool), deliver_(std::move(deliver)), log_(std::move(log)), ack_(std::move(ack)) {}
+
+void StripeReassembly::note_completed(const AssemblyKey &key) {
+  if (recent_.size() == kRecentCompleted) {
+    recent_set_.erase(recent_.front());
+    recent_.pop_front();
+  }
+  recent_.push_back(key);
+  recent_set_.insert(key);
+  if (ack_) ack_(key.first, key.second);
+}
 
 StripeReassembly::~StripeReassembly() {
   std::lock_guard lock(mutex_);
@@ -72,13 +82,23 @@ void StripeReassembly::take_fragment(Message *fragment) noexcept {
   std::unique_lock lock(mutex_);
   if (bad == nullptr) {
     try {
+      if (completed_lately(AssemblyKey{h.header.source, h.message_id})) {
+        ++counts_.repeats;
+        if (ack_) ack_(h.header.source, h.message_id);  // its ack may have been lost
+        lock.unlock();
+        drop(fragment);
+        return;
+      }
       Assembly *a = assembly_for(h);
       const std::uint64_t index = h.offset / h.fragment_bytes;
       const std::size_t n = fragment->length - sizeof h;
       if (a->destination != h.destination || a->total != h.total || index >= a->have.size()) {
         bad = "does not match the earlier fragments of its message";
       } else if (a->have[index]) {
-        bad = "a repeat of a fragment already taken";
+        ++counts_.repeats;  // a resend's, or a rail's that failed late: dropped quietly
+        lock.unlock();
+        drop(fragment);
+        return;
       } else {
         a->have[index] = true;
         a->received += n;
@@ -93,7 +113,11 @@ void StripeReassembly::take_fragment(Message *fragment) noexcept {
           pair->second.push_back(Slot{AssemblyKey{h.header.source, h.message_id}, nullptr});
           if (added) open_pairs_.fetch_add(1, std::memory_order_release);
         }
-        if (a->received == a->total) release_ready(PairKey{h.header.source, h.destination});
+        if (a->received == a->total) {
+          // Not one the pool had no block for: a resend may find one.
+          if (a->block != nullptr) note_completed(AssemblyKey{h.header.source, h.message_id});
+          release_ready(PairKey{h.header.source, h.destination});
+        }
       }
     } catch (const std::bad_alloc &) {
       bad = "no memory to track its message";

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,7 +37,11 @@ class StripeReassembly {
   // mailbox in order. log: one line, no newline.
   using Deliver = std::function<int(rocl_gid_t, Message *)>;
   using Log = std::function<void(const std::string &)>;
-  StripeReassembly(BufferPool &pool, Deliver deliver, Log log);
+  // ack(source, message_id): tell the sender the message is whole (queued
+  // by the core and sent after the progress round: StripeAck). Called
+  // under this object's lock; must not block.
+  using Ack = std::function<void(rocl_gid_t, std::uint64_t)>;
+  StripeReassembly(BufferPool &pool, Deliver deliver, Log log, Ack ack = nullptr);
   StripeReassembly(const StripeReassembly &) = delete;
   StripeReassembly &operator=(const StripeReassembly &) = delete;
   // Drops what is incomplete or held (its blocks back to the pool).
@@ -46,7 +51,9 @@ class StripeReassembly {
   // its bytes are copied into their message's block and its own block goes
   // back to the pool. A bad fragment (stripe_wire.hpp's check), a repeated
   // one, or one of a message the pool had no block for is dropped with a
-  // line on the log naming why and whose it was. Thread safe.
+  // line on the log naming why and whose it was; a fragment of a message
+  // completed lately (a sender's resend) is dropped quietly and acked
+  // again. Thread safe.
   void take_fragment(Message *fragment) noexcept;
 
   // Whether any pair has a striped message in progress (a hint, one load:
@@ -63,8 +70,9 @@ class StripeReassembly {
   struct Counts {
     std::uint64_t messages = 0;   // reassembled and handed on
     std::uint64_t fragments = 0;  // taken into a message
-    std::uint64_t dropped = 0;    // fragments dropped (bad, repeated, no memory)
+    std::uint64_t dropped = 0;    // fragments dropped (bad, no memory)
     std::uint64_t held = 0;       // messages that waited behind a striped one
+    std::uint64_t repeats = 0;    // fragments that came again (resends), dropped quietly
   };
   Counts counts() const;
   // Messages being reassembled now (complete ones waiting for their turn
@@ -95,9 +103,19 @@ class StripeReassembly {
   void drop(Message *msg) noexcept;
   void log_line(const std::string &line) noexcept;
 
+  // The messages completed lately, oldest first: a resend's fragments are
+  // known for repeats by them (a bounded memory: a resend comes within
+  // seconds, after few others).
+  static constexpr std::size_t kRecentCompleted = 4096;
+  bool completed_lately(const AssemblyKey &key) const { return recent_set_.contains(key); }
+  void note_completed(const AssemblyKey &key);
+
   BufferPool &pool_;
   Deliver deliver_;
   Log log_;
+  Ack ack_;
+  std::deque<AssemblyKey> recent_;
+  std::set<AssemblyKey> recent_set_;
   mutable std::mutex mutex_;
   std::map<AssemblyKey, std::unique_ptr<Assembly>> assemblies_;
   std::map<PairKey, std::deque<Slot>> pairs_;  // only pairs with something queued

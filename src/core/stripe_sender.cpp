@@ -26,6 +26,7 @@ struct Fragment {
   BlockHeader *block = nullptr;
   std::size_t length = 0;  // header and bytes
   std::size_t rail = 0;
+  std::uint64_t index = 0;
 };
 
 // The sender's state for one message.
@@ -36,7 +37,8 @@ class Striping {
         rails_(rails),
         window_(kWindowFragments * fragment_bytes),
         queued_(rails.rails.size(), 0),
-        up_(rails.rails.size(), true) {}
+        up_(rails.rails.size(), true),
+        finished_on_(rails.rails.size()) {}
 
   // Finished fragments: sent ones back to the pool, failed ones to send
   // again elsewhere (their rail is down).
@@ -48,19 +50,44 @@ class Striping {
       if (s == SendStatus::kSent) {
         end_message(f.block);
         pool_->release(f.block, BlockState::kLibrary);
+        // Sent on a rail that broke meanwhile: maybe lost in its socket.
+        if (up_[f.rail]) {
+          finished_on_[f.rail].push_back(f.index);
+        } else {
+          redo_.push_back(f.index);
+        }
       } else {
-        up_[f.rail] = false;
         retry_.push_back(f);
+        rail_down(f.rail);
       }
       return true;
     });
+  }
+
+  // Rail r broke: what it finished of the message may have died with its
+  // connection (a transport finishes a fragment once it is on its way), so
+  // those fragments go again over the others; the receiver drops repeats.
+  void rail_down(std::size_t r) {
+    if (!up_[r]) return;
+    up_[r] = false;
+    redo_.insert(redo_.end(), finished_on_[r].begin(), finished_on_[r].end());
+    finished_on_[r].clear();
+  }
+  void put_back(std::uint64_t index) { redo_.push_back(index); }
+  // A fragment to send again whose block is gone: its index.
+  bool take_redo(std::uint64_t *index) {
+    if (redo_.empty()) return false;
+    *index = redo_.back();
+    redo_.pop_back();
+    return true;
   }
 
   // The rail for the next fragment: the primary for the head while it is
   // up; else the rail up with the fewest bytes queued, if it has room.
   // -1: every rail up is full; -2: no rail is up.
   int pick(bool head) const {
-    if (head && up_[0]) return 0;
+    const unsigned primary = rails_.primary.load(std::memory_order_acquire);
+    if (head && up_[primary]) return static_cast<int>(primary);
     int best = -2;
     for (std::size_t r = 0; r < up_.size(); ++r) {
       if (!up_[r]) continue;
@@ -85,7 +112,7 @@ class Striping {
     const Rail &rail = rails_.rails[r];
     const int rc = rail.transport->send(peer, rail.address, peer, msg);
     if (rc != ROCL_OK) {
-      up_[r] = false;
+      rail_down(r);
       return rc;
     }
     f.rail = r;
@@ -130,7 +157,9 @@ class Striping {
   std::vector<std::uint64_t> queued_;  // per rail: bytes handed over, not finished
   std::vector<bool> up_;
   std::vector<Fragment> flight_;
-  std::vector<Fragment> retry_;
+  std::vector<Fragment> retry_;                          // failed, their blocks kept
+  std::vector<std::vector<std::uint64_t>> finished_on_;  // per rail: indices it finished
+  std::vector<std::uint64_t> redo_;                      // indices to make again
 };
 
 // Between two looks at fragments in flight: a yield first (a rail whose
@@ -139,7 +168,7 @@ void pause_for_rails(unsigned *rounds) {
   if (++*rounds < 64) {
     sched_yield();
   } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    std::this_thread::sleep_for(std::chrono::microseconds(*rounds < 1024 ? 20 : 200));
   }
 }
 }  // namespace
@@ -147,9 +176,60 @@ void pause_for_rails(unsigned *rounds) {
 int StripeSender::send(rocl_gid_t peer, const RailSet &rails, rocl_gid_t dgid,
                        const CoreHeader &header, const std::byte *data,
                        std::size_t length) noexcept {
+  const std::uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  try {
+    std::lock_guard lock(acks_mutex_);
+    waiting_.emplace(id, false);
+  } catch (const std::bad_alloc &) {
+    return fail(ROCL_ENOMEM, "rocl_send: out of memory striping a message to %#llx",
+                static_cast<unsigned long long>(dgid));
+  }
+  int rc = ROCL_OK;
+  for (int sends = 1; sends <= kSends; ++sends) {
+    rc = send_once(peer, rails, dgid, header, data, length, id);
+    if (rc != ROCL_OK) break;
+    if (wait_for_ack(id)) return ROCL_OK;
+    rc = fail(ROCL_EPEER,
+              "rocl_send: a striped message of %zu bytes to %#llx (context %#llx) was not "
+              "acknowledged within %u ms of its last fragment, %d times (ROCL_STRIPE_RESEND_MS)",
+              length, static_cast<unsigned long long>(dgid), static_cast<unsigned long long>(peer),
+              resend_ms_, sends);
+  }
+  std::lock_guard lock(acks_mutex_);
+  waiting_.erase(id);
+  return rc;
+}
+
+void StripeSender::acknowledged(std::uint64_t message_id) noexcept {
+  std::lock_guard lock(acks_mutex_);
+  if (auto it = waiting_.find(message_id); it != waiting_.end()) it->second = true;
+}
+
+// Whether message id's ack came within resend_ms_ (it is forgotten then).
+bool StripeSender::wait_for_ack(std::uint64_t id) noexcept {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(resend_ms_);
+  unsigned rounds = 0;
+  for (;;) {
+    {
+      std::lock_guard lock(acks_mutex_);
+      auto it = waiting_.find(id);
+      if (it->second) {
+        waiting_.erase(it);
+        return true;
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    pause_for_rails(&rounds);
+  }
+}
+
+// One send of the whole message: every fragment handed to a rail and
+// finished by it.
+int StripeSender::send_once(rocl_gid_t peer, const RailSet &rails, rocl_gid_t dgid,
+                            const CoreHeader &header, const std::byte *data, std::size_t length,
+                            std::uint64_t id) noexcept {
   const auto fb = static_cast<std::uint32_t>(fragment_bytes_);
   const std::uint64_t count = fragment_count(length, fb);
-  const std::uint64_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
   try {
     Striping s(pool_, rails, fragment_bytes_);
     std::uint64_t next = 0;
@@ -159,8 +239,10 @@ int StripeSender::send(rocl_gid_t peer, const RailSet &rails, rocl_gid_t dgid,
     unsigned rounds = 0;
     for (;;) {
       s.reap();
-      if (ready.block == nullptr && !s.take_retry(&ready) && next < count) {
-        const std::uint64_t offset = next * fb;
+      std::uint64_t index = 0;
+      if (ready.block == nullptr && !s.take_retry(&ready) &&
+          (s.take_redo(&index) || (next < count && (index = next++, true)))) {
+        const std::uint64_t offset = index * fb;
         const std::size_t chunk = std::min<std::uint64_t>(fb, length - offset);
         ready.block = pool_->allocate(sizeof(FragmentHeader) + chunk);
         if (ready.block == nullptr) {
@@ -169,6 +251,7 @@ int StripeSender::send(rocl_gid_t peer, const RailSet &rails, rocl_gid_t dgid,
                         "rocl_send: no pool block for a fragment of a striped message to %#llx",
                         static_cast<unsigned long long>(dgid));
           }
+          s.put_back(index);         // made again on the next turn
           pause_for_rails(&rounds);  // fragments in flight give theirs back
           continue;
         }
@@ -184,14 +267,14 @@ int StripeSender::send(rocl_gid_t peer, const RailSet &rails, rocl_gid_t dgid,
         ready.block->state.store(BlockState::kLibrary, std::memory_order_relaxed);
         ready.block->return_after_send = false;
         ready.length = sizeof h + chunk;
-        ++next;
+        ready.index = index;
       }
       if (ready.block == nullptr) {
         if (s.idle()) return ROCL_OK;  // every fragment sent
         pause_for_rails(&rounds);
         continue;
       }
-      const int r = s.pick(head);
+      const int r = s.pick(head && ready.index == 0);
       if (r == -2) {
         end_message(ready.block);
         pool_->release(ready.block, BlockState::kLibrary);

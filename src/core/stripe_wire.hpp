@@ -35,6 +35,25 @@ struct FragmentHeader {
 };
 static_assert(sizeof(FragmentHeader) == 56);
 
+// What the receiver sends the sending context once a striped message is
+// whole (again for every repeat of a fragment of it): the sender's send
+// returns then, and resends the message if it does not come.
+struct StripeAck {
+  static constexpr std::uint32_t kMagic = 0x52535441;  // "ATSR"
+  std::uint32_t magic = kMagic;
+  std::uint32_t reserved = 0;
+  rocl_gid_t source = ROCL_NULL_GID;  // the message's source
+  std::uint64_t message_id = 0;
+};
+static_assert(sizeof(StripeAck) == 24);
+
+// The first word of a message to a context: which of the two it is.
+inline std::uint32_t context_message_magic(const void *bytes, std::size_t length) noexcept {
+  std::uint32_t magic = 0;
+  if (length >= sizeof magic) std::memcpy(&magic, bytes, sizeof magic);
+  return magic;
+}
+
 // The fragment count of a message of `total` bytes cut at fragment_bytes.
 inline std::uint64_t fragment_count(std::uint64_t total, std::uint32_t fragment_bytes) noexcept {
   return (total + fragment_bytes - 1) / fragment_bytes;

@@ -66,8 +66,12 @@ restore_qdiscs() {
   return "$status"
 }
 
+link_down=0
 cleanup() {
   local status=$?
+  if [ "$link_down" = 1 ]; then
+    ip -n "$prefix-h1" link set eth1 up || status=1
+  fi
   restore_qdiscs || {
     echo "$me: some qdiscs were not put back" >&2
     [ "$status" -ne 0 ] || status=1
@@ -172,6 +176,41 @@ case_mixed() {
   echo "$me: mixed: ok (over $1; $split)"
 }
 
+# A rail taken down in the middle of a transfer: h1's eth1 goes down while
+# the first 64 MiB message is on its way; its connection times out
+# (ROCL_TCP_USER_TIMEOUT_MS=1000), the fragments it held go over eth0,
+# and every message still arrives whole, the later ones over eth0 alone.
+case_failover() {
+  set_rates 400mbit 400mbit
+  local before0 before1 pid
+  before0=$(tx_bytes eth0) before1=$(tx_bytes eth1)
+  ROCL_TRANSPORTS=tcp ROCL_TCP_BIND=eth0,eth1 ROCL_TCP_USER_TIMEOUT_MS=1000 ROCL_STRIPE_RESEND_MS=2000 timeout 150 \
+    "$roclrun" --launcher netns --timeout 120 --hosts h1,h2 -n 2 "$program" big "$payload_mib" \
+    >"$out" 2>&1 &
+  pid=$!
+  # Down once the first message is under way (the first 'MiB' of eth1's
+  # counter moved), at most 20 s later.
+  for _ in $(seq 200); do
+    [ $(($(tx_bytes eth1) - before1)) -gt 4000000 ] && break
+    sleep 0.1
+  done
+  ip -n "$prefix-h1" link set eth1 down || fail "failover: cannot take h1's eth1 down"
+  link_down=1
+  local rc=0
+  wait "$pid" || rc=$?
+  ip -n "$prefix-h1" link set eth1 up || fail "failover: cannot bring h1's eth1 back up"
+  link_down=0
+  if [ "$rc" -ne 0 ]; then
+    cat "$out" >&2
+    fail "failover: rails big $payload_mib with eth1 taken down failed (exit $rc)"
+  fi
+  sent0=$(($(tx_bytes eth0) - before0)) sent1=$(($(tx_bytes eth1) - before1))
+  split="eth0 $((sent0 / 1000000)) MB, eth1 $((sent1 / 1000000)) MB before it went down"
+  expect_ok failover big
+  print_speeds failover
+  echo "$me: failover: ok ($split)"
+}
+
 case_single() {
   set_rates 400mbit 400mbit
   run single eth0 big "$payload_mib"
@@ -186,5 +225,6 @@ save_qdiscs
 case_equal
 case_unequal
 case_mixed eth0,eth1
+case_failover
 case_single
 echo "$me: ok"

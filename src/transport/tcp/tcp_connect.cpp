@@ -49,6 +49,9 @@ std::string system_congestion() {
 void SocketTuner::tune(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (const unsigned ms = shared_.options.user_timeout_ms; ms != 0) {
+    ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms);
+  }
   const std::vector<std::string> &names = shared_.options.congestion;
   if (names.empty()) return;
   std::vector<int> errors;  // why each name was refused, in order

@@ -231,6 +231,14 @@ constexpr OptionRow kOptions[] = {
      "net.ipv4.tcp_allowed_congestion_control lists (reno always); if every name is refused, "
      "connections keep the system's, said once on stderr.",
      OptionType::kString},
+    {"ROCL_TCP_USER_TIMEOUT_MS", "30000",
+     "How long bytes sent over a connection may stay unacknowledged by the peer's host before "
+     "the connection is dropped (TCP_USER_TIMEOUT): a peer host that became unreachable (its "
+     "network down, its cable pulled) then fails the messages in flight and later sends with "
+     "a named error within this bound, and a striped message's fragments go over its other "
+     "rails, instead of the kernel retrying for about 15 minutes. A peer that is reachable "
+     "but stops reading is not dropped (its host keeps answering). 0: the system's.",
+     OptionType::kUint},
     {"ROCL_TCP_BIND", "loopback",
      "Where tcp listens: an IPv4 address, a network interface (its first IPv4 address), "
      "'auto' (the first interface that is up and not loopback, loopback if there is none) or "
@@ -250,6 +258,7 @@ Options options_from(const OptionValues &values) {
   o.rendezvous_threshold = values.size("ROCL_TCP_RNDV_THRESHOLD");
   o.congestion = split_list(values.text("ROCL_TCP_CONGESTION"));
   o.bind_address = values.text("ROCL_TCP_BIND");
+  o.user_timeout_ms = values.uint("ROCL_TCP_USER_TIMEOUT_MS");
   return o;
 }
 }  // namespace tcp

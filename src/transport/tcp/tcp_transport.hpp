@@ -258,6 +258,10 @@ struct Options {
   std::vector<std::string> congestion{};
   // What to listen on (ROCL_TCP_BIND; resolve_bind in tcp_socket.hpp).
   std::string bind_address{};
+  // How long sent bytes may stay unacknowledged before the kernel drops
+  // the connection (TCP_USER_TIMEOUT; ROCL_TCP_USER_TIMEOUT_MS). 0: the
+  // system's (minutes).
+  std::uint32_t user_timeout_ms = 0;
 };
 
 // The tcp transport's option rows (ROCL_TCP_*), and the Options they give.

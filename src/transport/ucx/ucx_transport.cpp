@@ -916,6 +916,9 @@ class UcxTransport final : public Transport {
       drive(nullptr);
       if (!sends_in_flight()) armed = ucp_worker_arm(worker_.worker());
     }
+    // Outside the worker's lock: what the deliveries could not send from
+    // under it (acknowledgements), as every transport's thread does.
+    env_.sink->progressed();
     if (armed == UCS_ERR_BUSY) {
       // Sends in flight: a short nap between looks, not a spin that would
       // take the cpu of the threads sharing it.
