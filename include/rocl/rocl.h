@@ -146,6 +146,19 @@ int64_t rocl_register(rocl_attrl_t *attrs);
  * later sends to it fail with ROCL_EBADGID. Returns ROCL_OK or ROCL_EBADGID. */
 int rocl_delete(rocl_gid_t gid);
 
+/* Routes per resource (CoR's soft-ports bound to a network): the messages
+ * resource gid (of this context) sends to other processes take the network
+ * named `network`, one of this context's transport end-points as
+ * `rocl-info` and ROCL_TRANSPORTS name them ("tcp"; "tcp.2" for the second
+ * entry of ROCL_TCP_BIND=eth0,eth1; "ucx"), wherever it reaches the peer,
+ * and are never striped over several (a control resource on a management
+ * network while bulk data takes the fast ones). To a peer that network does
+ * not reach, they take their usual route. NULL or "" undoes it; deleting
+ * the resource does too. Messages sent while the route changes may take
+ * either way. Returns ROCL_OK, ROCL_EBADGID (not a resource of this
+ * context) or ROCL_EINVAL (no such network here; the sentence lists them). */
+int rocl_route(rocl_gid_t gid, const char *network);
+
 /* Single-answer query. If *gid != ROCL_NULL_GID the resource with that gid
  * is looked up; otherwise the first resource (lowest gid) whose attributes
  * include every specified attribute of attrs (same name, same bytes). On

@@ -70,6 +70,11 @@ int rocl_delete(rocl_gid_t gid) {
   return ctx != nullptr ? ctx->delete_resource(gid) : ROCL_ENOINIT;
 }
 
+int rocl_route(rocl_gid_t gid, const char *network) {
+  Context *ctx = context_for("rocl_route");
+  return ctx != nullptr ? ctx->bind_route(gid, network) : ROCL_ENOINIT;
+}
+
 int rocl_query(rocl_gid_t *gid, rocl_attrl_t *attrs) {
   Context *ctx = context_for("rocl_query");
   if (ctx == nullptr) return ROCL_ENOINIT;

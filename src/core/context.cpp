@@ -276,7 +276,16 @@ int Context::delete_resource(rocl_gid_t gid) {
   directory_->remove(gid);
   r->mailbox().close(ROCL_EDELETED, [this](Envelope *e) { free_message(e); });
   resources_.put(r);
+  router_.bind(gid, {});  // its route, if it had one
   return ROCL_OK;
+}
+
+int Context::bind_route(rocl_gid_t gid, const char *network) noexcept {
+  if (!resources_.contains(gid)) {
+    return fail(ROCL_EBADGID, "rocl_route: gid %#llx is not a resource of this context",
+                static_cast<unsigned long long>(gid));
+  }
+  return router_.bind(gid, network != nullptr ? std::string_view(network) : std::string_view());
 }
 
 void Context::free_message(Envelope *msg) noexcept {

@@ -24,6 +24,7 @@
 #include "core/user_buffers.hpp"
 #include "directory/directory.hpp"
 #include "security/job_secret.hpp"
+#include "status/status.hpp"
 #include "transport/transport.hpp"
 
 struct rocl_request;
@@ -31,6 +32,17 @@ struct rocl_request;
 namespace rocl::impl {
 
 struct ReceiveOp;
+
+// A receive's tag and domain, checked: ROCL_OK or ROCL_EINVAL with its
+// sentence (`who`: the call's name).
+inline int check_receive_args(const char *who, int tag, std::uint32_t domain) noexcept {
+  if (tag < ROCL_ANY_TAG)
+    return fail(ROCL_EINVAL, "%s: tag %d is neither >= 0 nor ROCL_ANY", who, tag);
+  if (domain > kDomainMask) {
+    return fail(ROCL_EINVAL, "%s: domain %#x exceeds ROCL_DOMAIN_MAX", who, unsigned(domain));
+  }
+  return ROCL_OK;
+}
 
 class Context final : public MessageSink {
  public:
@@ -69,6 +81,9 @@ class Context final : public MessageSink {
            std::size_t cap, rocl_status_t *status, int timeout) noexcept;
   int probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, rocl_status_t *status,
             int timeout) noexcept;
+  // rocl_route: the messages resource gid sends take the rail named
+  // `network` (Router::bind); "" or nullptr undoes it.
+  int bind_route(rocl_gid_t gid, const char *network) noexcept;
   // The immediate operations (rocl_isend ... rocl_cancel).
   Requests &requests() noexcept { return requests_; }
 
@@ -108,7 +123,6 @@ class Context final : public MessageSink {
   [[gnu::noinline]] bool spin_take(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern,
                                    void *into, std::size_t cap, rocl_status_t *status,
                                    int *rc) noexcept;
-  int check_receive_args(const char *who, int tag, std::uint32_t domain) noexcept;
   // r: the resource the stub goes back to if the pull fails, held; nullptr:
   // none (deleted), the stub is dropped then.
   int pull_if_rendezvous(Resource *r, Envelope **msg) noexcept;

@@ -436,15 +436,6 @@ int Context::finish_receive(Envelope *msg, void *into, std::size_t cap,
   return ROCL_OK;
 }
 
-int Context::check_receive_args(const char *who, int tag, std::uint32_t domain) noexcept {
-  if (tag < ROCL_ANY_TAG)
-    return fail(ROCL_EINVAL, "%s: tag %d is neither >= 0 nor ROCL_ANY", who, tag);
-  if (domain > kDomainMask) {
-    return fail(ROCL_EINVAL, "%s: domain %#x exceeds ROCL_DOMAIN_MAX", who, unsigned(domain));
-  }
-  return ROCL_OK;
-}
-
 // A receive whose message waits queued already (a stream's receiver finds
 // most of them so) takes it without a reference to its resource: the
 // mailbox's lock and a check of the gid under it make the take safe

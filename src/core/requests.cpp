@@ -83,7 +83,7 @@ int Requests::isend_lend(rocl_gid_t ogid, rocl_gid_t dgid, int tag, std::uint32_
 int Requests::irecv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domain, void *into,
                     std::size_t cap, rocl_request **req) noexcept {
   if (req == nullptr) return fail(ROCL_EINVAL, "rocl_irecv: req is NULL");
-  if (int rc = context_.check_receive_args("rocl_irecv", tag, domain); rc != ROCL_OK) return rc;
+  if (int rc = check_receive_args("rocl_irecv", tag, domain); rc != ROCL_OK) return rc;
   const auto not_here = [dgid] {
     return fail(ROCL_EBADGID, "rocl_irecv: gid %#llx is not a resource of this context",
                 static_cast<unsigned long long>(dgid));

@@ -169,6 +169,42 @@ int Router::send_on_rails(const Route &route, rocl_gid_t dgid, Message *msg) noe
   return rc;
 }
 
+int Router::bind(rocl_gid_t source, std::string_view network) noexcept {
+  Transport *rail = nullptr;
+  if (!network.empty()) {
+    std::string names;
+    for (Transport *t : remote_) {
+      if (t->name() == network) rail = t;
+      names += (names.empty() ? "" : ", ") + std::string(t->name());
+    }
+    if (rail == nullptr) {
+      return fail(ROCL_EINVAL,
+                  "rocl_route: this context has no network '%.*s' (its networks to other "
+                  "processes: %s)",
+                  static_cast<int>(network.size()), network.data(),
+                  names.empty() ? "none" : names.c_str());
+    }
+  }
+  try {
+    std::unique_lock lock(bound_mutex_);
+    if (rail != nullptr) {
+      bound_[source] = rail;
+    } else {
+      bound_.erase(source);
+    }
+    any_bound_.store(!bound_.empty(), std::memory_order_release);
+  } catch (const std::bad_alloc &) {
+    return fail(ROCL_ENOMEM, "rocl_route: out of memory");
+  }
+  return ROCL_OK;
+}
+
+Transport *Router::bound_rail(rocl_gid_t source) const noexcept {
+  std::shared_lock lock(bound_mutex_);
+  const auto it = bound_.find(source);
+  return it != bound_.end() ? it->second : nullptr;
+}
+
 int Router::send_stripe_ack(rocl_gid_t from, rocl_gid_t source, std::uint64_t id) noexcept {
   const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());
   Route route;
@@ -241,6 +277,17 @@ int Router::route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous, 
       return rc;
     }
   }
+  if (any_bound_.load(std::memory_order_acquire)) {
+    if (Transport *rail = bound_rail(msg->header.source); rail != nullptr) {
+      // Its own network, where that reaches the peer: never striped.
+      if (rail == route.transport) return rail->send(route.context, route.address, dgid, msg);
+      if (route.rails != nullptr) {
+        for (const Rail &r : route.rails->rails) {
+          if (r.transport == rail) return rail->send(route.context, r.address, dgid, msg);
+        }
+      }
+    }
+  }
   if (stripes(route, msg->length) && !is_lent(msg)) return send_striped(route, dgid, msg);
   int rc = route.rails != nullptr ? send_on_rails(route, dgid, msg)
                                   : route.transport->send(route.context, route.address, dgid, msg);
@@ -274,6 +321,7 @@ bool Router::send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, st
   Route route;
   if (routes_.lookup(dgid, epoch, &route) != RouteCache::Lookup::kHit || route.context == gid_ ||
       len > route.bytes_send_limit || route.bytes_send_limit == 0 ||
+      any_bound_.load(std::memory_order_relaxed) ||
       (route.rails != nullptr && route.rails->primary.load(std::memory_order_relaxed) != 0)) {
     return false;  // the usual path (a primary rail other than the first: send_on_rails)
   }
@@ -324,7 +372,8 @@ void Router::finish_small(BlockHeader *b, bool ok) noexcept {
 // ROCL_LEND_THRESHOLD=0, shows it).
 bool Router::may_lend(rocl_gid_t dgid, const void *ptr, std::size_t len, Route *route) noexcept {
   if (options_.lend_threshold == 0 || options_.rndv_threshold == 0 ||
-      len < options_.lend_threshold || ptr == nullptr || pool_->contains(ptr)) {
+      any_bound_.load(std::memory_order_relaxed) || len < options_.lend_threshold ||
+      ptr == nullptr || pool_->contains(ptr)) {
     return false;
   }
   const std::uint64_t epoch = RouteCache::epoch_now(directory_->removal_epoch());

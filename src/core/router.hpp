@@ -6,10 +6,13 @@
 // (send_small) and application memory lent to the receiver (lent sends).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "buffer/buffer_pool.hpp"
@@ -65,6 +68,15 @@ class Router {
   // destinations, a buffer the usual path refuses, a pool buffer the
   // transport would rather send with its block, or a failure here, which
   // the usual path meets again and words, with the directory asked).
+  // Routes per resource (CoR's soft-ports bound to a network): the
+  // messages `source` sends to another process take the rail named
+  // `network` ("tcp", "tcp.2", "ucx": a transport end-point of this
+  // context), never striped, wherever that rail reaches the peer (else
+  // their usual route); "" undoes it. ROCL_EINVAL naming the rails there
+  // are if there is no such one. Messages sent while it changes may take
+  // either way (and overtake each other).
+  int bind(rocl_gid_t source, std::string_view network) noexcept;
+
   // Striped messages' acknowledgements (stripe_wire.hpp, StripeAck):
   // sends one for message `id` from `source` to source's context (the
   // message's destination resource, `from`, as its origin); and takes one
@@ -105,6 +117,9 @@ class Router {
   BlockHeader *claim_small(void *ptr, std::size_t len) noexcept;
   void finish_small(BlockHeader *b, bool ok) noexcept;
 
+  // The rail bound to `source` (bind), or nullptr.
+  Transport *bound_rail(rocl_gid_t source) const noexcept;
+
   const Options &options_;
   std::shared_mutex *registering_;
   BufferPool *pool_ = nullptr;
@@ -114,6 +129,10 @@ class Router {
   std::vector<Transport *> remote_;
   std::vector<Reach> reach_;  // remote_[k]'s
   StripeSender stripes_;
+  // Routes per resource (bind): few, looked up only while there are any.
+  mutable std::shared_mutex bound_mutex_;
+  std::unordered_map<rocl_gid_t, Transport *> bound_;
+  std::atomic<bool> any_bound_{false};
   rocl_gid_t gid_ = ROCL_NULL_GID;
   RouteCache routes_;  // resource -> (context, transport, address) of other processes
 };

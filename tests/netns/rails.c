@@ -392,7 +392,9 @@ static void mixed(unsigned count) {
 /* ---- main ----------------------------------------------------------------- */
 
 static void usage(void) {
-  fprintf(stderr, "usage: rails big [MiB] | rails mixed [count]   (under roclrun -n 2)\n");
+  fprintf(stderr,
+          "usage: rails big [MiB [NETWORK]] | rails mixed [count]   (under roclrun -n 2)\n"
+          "  NETWORK: rank 0's resource sends over that network alone (rocl_route)\n");
   exit(2);
 }
 
@@ -401,7 +403,7 @@ static unsigned long number_arg(int argc, char **argv, unsigned long def, unsign
   if (argc < 3) return def;
   char *end = NULL;
   const unsigned long v = strtoul(argv[2], &end, 10);
-  if (argc > 3 || *end != '\0' || v < 1 || v > max) usage();
+  if (*end != '\0' || v < 1 || v > max) usage();
   return v;
 }
 
@@ -420,8 +422,18 @@ int main(int argc, char **argv) {
   const int64_t context = rocl_init();
   if (context <= 0)
     die("rocl_init failed: %s (%s)", rocl_strerror((int)context), rocl_last_error());
+  if ((big && argc > 4) || (!big && argc > 3)) usage();
   if (big) {
     const rocl_gid_t me = register_resource(0), peer = find_peer(0);
+    if (g_rank == 0 && argc == 4) {
+      /* A network that is not there is refused, naming those that are. */
+      if (rocl_route(me, "no-such-network") != ROCL_EINVAL)
+        die("rocl_route accepted a network that does not exist");
+      if (strstr(rocl_last_error(), "no-such-network") == NULL)
+        die("rocl_route's refusal does not name the network: %s", rocl_last_error());
+      check(rocl_route(me, argv[3]), "rocl_route");
+      printf("rails big: rank 0 sends over %s\n", argv[3]);
+    }
     if (g_rank == 0)
       big_sender(me, peer, n);
     else

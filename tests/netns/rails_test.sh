@@ -8,6 +8,9 @@
 #   equal     both rails 400mbit, big 64: each carried 30 % to 70 %
 #   unequal   eth0 400mbit, eth1 100mbit, big 64: eth1 carried 8 % to 35 %
 #   mixed     both 400mbit, mixed: every message once, in order, whole
+#   failover  h1's eth1 taken down mid-message: every message arrives whole
+#   route     rank 0's resource bound to tcp.2, then tcp (rocl_route): that
+#             rail carried at least 95 %
 #   single    one rail (ROCL_TCP_BIND=eth0), 400mbit, big 64: for comparison;
 #             eth0 carried at least 95 %
 # The MB/s of each big case is printed, never asserted. The qdiscs found at
@@ -211,6 +214,20 @@ case_failover() {
   echo "$me: failover: ok ($split)"
 }
 
+# Routes per resource: rank 0's resource bound to one network (rocl_route)
+# sends its large messages over that one alone, whichever it is.
+case_route() {
+  set_rates 400mbit 400mbit
+  run route eth0,eth1 big "$payload_mib" tcp.2
+  expect_ok route big
+  expect_share route 1 95 100
+  echo "$me: route: tcp.2 alone: ok ($split)"
+  run route eth0,eth1 big "$payload_mib" tcp
+  expect_ok route big
+  expect_share route 0 95 100
+  echo "$me: route: tcp alone: ok ($split)"
+}
+
 case_single() {
   set_rates 400mbit 400mbit
   run single eth0 big "$payload_mib"
@@ -226,5 +243,6 @@ case_equal
 case_unequal
 case_mixed eth0,eth1
 case_failover
+case_route
 case_single
 echo "$me: ok"
