@@ -286,6 +286,16 @@ int rocl_bfstat(void *ptr);
 /* Usable size of a buffer (>= the len asked for), or 0 if not a buffer. */
 size_t rocl_bfsize(void *ptr);
 
+/* The network of a buffer (ToCL 4.1): messages sent from rocl buffer ptr to
+ * other processes take `network` ("tcp", "tcp.2", "ucx": this context's
+ * end-points, as rocl_route names them) wherever it reaches the peer, never
+ * striped; NULL or "" for the default (the fastest way, striped over every
+ * network the peers share from ROCL_STRIPE_THRESHOLD). The choice stays
+ * with the buffer until it goes back to the pool, and wins over the
+ * sending resource's rocl_route. Returns ROCL_OK, ROCL_EBADBUF (not the
+ * start of an owned rocl buffer) or ROCL_EINVAL (no such network here). */
+int rocl_bfnet(void *ptr, const char *network);
+
 /* ---- messages (table 1, CoR immediate forms) ------------------------------ */
 
 /* Sends len bytes at ptr from resource ogid (of this context) to resource

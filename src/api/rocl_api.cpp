@@ -70,6 +70,11 @@ int rocl_delete(rocl_gid_t gid) {
   return ctx != nullptr ? ctx->delete_resource(gid) : ROCL_ENOINIT;
 }
 
+int rocl_bfnet(void *ptr, const char *network) {
+  Context *ctx = context_for("rocl_bfnet");
+  return ctx != nullptr ? ctx->bind_route(ptr, network) : ROCL_ENOINIT;
+}
+
 int rocl_route(rocl_gid_t gid, const char *network) {
   Context *ctx = context_for("rocl_route");
   return ctx != nullptr ? ctx->bind_route(gid, network) : ROCL_ENOINIT;

@@ -44,7 +44,10 @@ struct alignas(64) BlockHeader {
   // put their own links in the owner area. A block handed out again keeps
   // it, and its next message renews that envelope.
   bool has_message;
-  std::uint8_t pad0[4];
+  // The network its messages take (rocl_bfnet): 0 for the usual route,
+  // else 1 + the index of a transport among the router's remote ones.
+  std::uint8_t network;
+  std::uint8_t pad0[3];
   BlockHeader *free_next;  // free-list link, pool use only
   std::uint64_t pad1[4];
 };

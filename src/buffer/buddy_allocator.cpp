@@ -25,6 +25,7 @@ void BuddyAllocator::write_header(BlockHeader *b, unsigned order) noexcept {
   b->return_after_send = false;
   b->lent = false;
   b->has_message = false;
+  b->network = 0;
   b->free_next = nullptr;
 }
 

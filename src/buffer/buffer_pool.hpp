@@ -255,6 +255,7 @@ inline void hand_out(BlockHeader *b) noexcept {
   b->send_status.store(SendStatus::kIdle, std::memory_order_relaxed);
   b->return_after_send = false;
   b->lent = false;
+  b->network = 0;
   // has_message stays: a block that carried a message keeps its envelope,
   // renewed by the next message_in (one line written instead of two);
   // whoever puts other things in the owner area clears it.

@@ -285,7 +285,26 @@ int Context::bind_route(rocl_gid_t gid, const char *network) noexcept {
     return fail(ROCL_EBADGID, "rocl_route: gid %#llx is not a resource of this context",
                 static_cast<unsigned long long>(gid));
   }
-  return router_.bind(gid, network != nullptr ? std::string_view(network) : std::string_view());
+  const int rc =
+      router_.bind(gid, network != nullptr ? std::string_view(network) : std::string_view());
+  if (rc == ROCL_OK) return rc;
+  const std::string why = last_error();  // fail() writes where last_error() reads
+  return fail(rc, "rocl_route: %s", why.c_str());
+}
+
+int Context::bind_route(void *buffer, const char *network) noexcept {
+  BlockHeader *b = buffer != nullptr ? pool_->find(buffer) : nullptr;
+  if (b == nullptr || b->state.load(std::memory_order_acquire) != BlockState::kUser) {
+    return fail(ROCL_EBADBUF, "rocl_bfnet: %p is not the start of a rocl buffer of the caller",
+                buffer);
+  }
+  std::uint8_t index = 0;
+  if (int rc = router_.network_of(network != nullptr ? network : "", &index); rc != ROCL_OK) {
+    const std::string why = last_error();  // fail() writes where last_error() reads
+    return fail(rc, "rocl_bfnet: %s", why.c_str());
+  }
+  b->network = index;
+  return ROCL_OK;
 }
 
 void Context::free_message(Envelope *msg) noexcept {

@@ -84,6 +84,8 @@ class Context final : public MessageSink {
   // rocl_route: the messages resource gid sends take the rail named
   // `network` (Router::bind); "" or nullptr undoes it.
   int bind_route(rocl_gid_t gid, const char *network) noexcept;
+  // rocl_bfnet: the same for the messages sent from pool buffer ptr.
+  int bind_route(void *buffer, const char *network) noexcept;
   // The immediate operations (rocl_isend ... rocl_cancel).
   Requests &requests() noexcept { return requests_; }
 

@@ -81,7 +81,8 @@ int Context::prepare_outgoing(const char *who, void *ptr, std::size_t len, Outgo
     return fail(ROCL_EINVAL, "%s: NULL data with length %zu", who, len);
   }
   BlockHeader *copy = pool_->allocate(len);
-  if (copy == nullptr) return ROCL_ENOMEM;  // the pool said why
+  if (copy == nullptr) return ROCL_ENOMEM;                             // the pool said why
+  if (out.original != nullptr) copy->network = out.original->network;  // rocl_bfnet
   if (len != 0) std::memcpy(payload_of(copy), ptr, len);
   copy->state.store(BlockState::kLibrary, std::memory_order_relaxed);
   copy->return_after_send = true;

@@ -169,22 +169,24 @@ int Router::send_on_rails(const Route &route, rocl_gid_t dgid, Message *msg) noe
   return rc;
 }
 
-int Router::bind(rocl_gid_t source, std::string_view network) noexcept {
-  Transport *rail = nullptr;
-  if (!network.empty()) {
-    std::string names;
-    for (Transport *t : remote_) {
-      if (t->name() == network) rail = t;
-      names += (names.empty() ? "" : ", ") + std::string(t->name());
-    }
-    if (rail == nullptr) {
-      return fail(ROCL_EINVAL,
-                  "rocl_route: this context has no network '%.*s' (its networks to other "
-                  "processes: %s)",
-                  static_cast<int>(network.size()), network.data(),
-                  names.empty() ? "none" : names.c_str());
-    }
+int Router::network_of(std::string_view network, std::uint8_t *out) const noexcept {
+  *out = 0;
+  if (network.empty()) return ROCL_OK;
+  std::string names;
+  for (std::size_t k = 0; k < remote_.size(); ++k) {
+    if (remote_[k]->name() == network && k < 255) *out = static_cast<std::uint8_t>(k + 1);
+    names += (names.empty() ? "" : ", ") + std::string(remote_[k]->name());
   }
+  if (*out != 0) return ROCL_OK;
+  return fail(
+      ROCL_EINVAL, "this context has no network '%.*s' (its networks to other processes: %s)",
+      static_cast<int>(network.size()), network.data(), names.empty() ? "none" : names.c_str());
+}
+
+int Router::bind(rocl_gid_t source, std::string_view network) noexcept {
+  std::uint8_t index = 0;
+  if (int rc = network_of(network, &index); rc != ROCL_OK) return rc;
+  Transport *rail = index != 0 ? remote_[index - 1] : nullptr;
   try {
     std::unique_lock lock(bound_mutex_);
     if (rail != nullptr) {
@@ -277,8 +279,12 @@ int Router::route_remote(rocl_gid_t dgid, Message *msg, bool prefer_rendezvous, 
       return rc;
     }
   }
-  if (any_bound_.load(std::memory_order_acquire)) {
-    if (Transport *rail = bound_rail(msg->header.source); rail != nullptr) {
+  // The buffer's network (rocl_bfnet), else the source's (rocl_route).
+  const std::uint8_t network = block_of(msg)->network;
+  if (network != 0 || any_bound_.load(std::memory_order_acquire)) {
+    Transport *rail = network != 0 && network <= remote_.size() ? remote_[network - 1]
+                                                                : bound_rail(msg->header.source);
+    if (rail != nullptr) {
       // Its own network, where that reaches the peer: never striped.
       if (rail == route.transport) return rail->send(route.context, route.address, dgid, msg);
       if (route.rails != nullptr) {
@@ -340,7 +346,9 @@ bool Router::send_small(rocl_gid_t dgid, const CoreHeader &header, void *ptr, st
 // not.
 BlockHeader *Router::claim_small(void *ptr, std::size_t len) noexcept {
   BlockHeader *b = pool_->find(ptr);
-  if (b == nullptr || len > payload_capacity(b)) return nullptr;
+  // A buffer with a network of its own (rocl_bfnet) takes the usual path,
+  // which honours it.
+  if (b == nullptr || len > payload_capacity(b) || b->network != 0) return nullptr;
   if (!b->return_after_send) {
     return b->send_status.load(std::memory_order_acquire) == SendStatus::kPending ? nullptr : b;
   }

@@ -76,6 +76,10 @@ class Router {
   // are if there is no such one. Messages sent while it changes may take
   // either way (and overtake each other).
   int bind(rocl_gid_t source, std::string_view network) noexcept;
+  // The same for a buffer (rocl_bfnet): *network = what a block's
+  // `network` field holds for that network (0 for ""); ROCL_EINVAL naming
+  // the networks there are if there is no such one.
+  int network_of(std::string_view network, std::uint8_t *out) const noexcept;
 
   // Striped messages' acknowledgements (stripe_wire.hpp, StripeAck):
   // sends one for message `id` from `source` to source's context (the

@@ -186,10 +186,14 @@ static void check_big(const unsigned char *p, size_t n, int round, char *verdict
              round + 1, bad, n / 8, first, (double)first / (double)MIB);
 }
 
+/* The network of every large message's buffer (rocl_bfnet), or NULL. */
+static const char *g_buffer_network;
+
 static void big_sender(rocl_gid_t me, rocl_gid_t peer, size_t mib) {
   const size_t n = mib * MIB;
   for (int round = 0; round < kRounds; ++round) {
     unsigned char *buf = get_buffer(n);
+    if (g_buffer_network != NULL) check(rocl_bfnet(buf, g_buffer_network), "rocl_bfnet");
     fill_big(buf, n, round);
     const double start = now_s();
     send_buffer(me, peer, kTagBig, buf, n, "the large message");
@@ -394,7 +398,8 @@ static void mixed(unsigned count) {
 static void usage(void) {
   fprintf(stderr,
           "usage: rails big [MiB [NETWORK]] | rails mixed [count]   (under roclrun -n 2)\n"
-          "  NETWORK: rank 0's resource sends over that network alone (rocl_route)\n");
+          "  NETWORK: rank 0's resource sends over that network alone (rocl_route);\n"
+          "  buffer:NETWORK: its buffers do (rocl_bfnet)\n");
   exit(2);
 }
 
@@ -426,13 +431,23 @@ int main(int argc, char **argv) {
   if (big) {
     const rocl_gid_t me = register_resource(0), peer = find_peer(0);
     if (g_rank == 0 && argc == 4) {
-      /* A network that is not there is refused, naming those that are. */
-      if (rocl_route(me, "no-such-network") != ROCL_EINVAL)
-        die("rocl_route accepted a network that does not exist");
+      /* A network that is not there is refused, naming those that are;
+       * "buffer:NET" names the buffers' network instead of the resource's. */
+      const int by_buffer = strncmp(argv[3], "buffer:", 7) == 0;
+      const char *network = by_buffer ? argv[3] + 7 : argv[3];
+      void *probe = get_buffer(16);
+      const int refused =
+          by_buffer ? rocl_bfnet(probe, "no-such-network") : rocl_route(me, "no-such-network");
+      if (refused != ROCL_EINVAL) die("a network that does not exist was accepted");
       if (strstr(rocl_last_error(), "no-such-network") == NULL)
-        die("rocl_route's refusal does not name the network: %s", rocl_last_error());
-      check(rocl_route(me, argv[3]), "rocl_route");
-      printf("rails big: rank 0 sends over %s\n", argv[3]);
+        die("the refusal does not name the network: %s", rocl_last_error());
+      check(rocl_bfret(probe), "rocl_bfret");
+      if (by_buffer)
+        g_buffer_network = network;
+      else
+        check(rocl_route(me, network), "rocl_route");
+      printf("rails big: rank 0 sends over %s (%s)\n", network,
+             by_buffer ? "rocl_bfnet" : "rocl_route");
     }
     if (g_rank == 0)
       big_sender(me, peer, n);

@@ -9,8 +9,8 @@
 #   unequal   eth0 400mbit, eth1 100mbit, big 64: eth1 carried 8 % to 35 %
 #   mixed     both 400mbit, mixed: every message once, in order, whole
 #   failover  h1's eth1 taken down mid-message: every message arrives whole
-#   route     rank 0's resource bound to tcp.2, then tcp (rocl_route): that
-#             rail carried at least 95 %
+#   route     rank 0's resource bound to tcp.2, then tcp (rocl_route), then
+#             its buffers to tcp.2 (rocl_bfnet): that rail carried at least 95 %
 #   single    one rail (ROCL_TCP_BIND=eth0), 400mbit, big 64: for comparison;
 #             eth0 carried at least 95 %
 # The MB/s of each big case is printed, never asserted. The qdiscs found at
@@ -226,6 +226,10 @@ case_route() {
   expect_ok route big
   expect_share route 0 95 100
   echo "$me: route: tcp alone: ok ($split)"
+  run route eth0,eth1 big "$payload_mib" buffer:tcp.2
+  expect_ok route big
+  expect_share route 1 95 100
+  echo "$me: route: buffers on tcp.2: ok ($split)"
 }
 
 case_single() {
