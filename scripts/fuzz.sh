@@ -6,6 +6,8 @@
 #              (tests/fuzz/rma_wire_fuzz.cpp)
 #   ucx_wire_fuzz  the header of the ucx transport's active messages and
 #              a hello's proof (tests/fuzz/ucx_wire_fuzz.cpp)
+#   stripe_fuzz  the fragments of striped messages and their reassembly
+#              (tests/fuzz/stripe_fuzz.cpp)
 # and runs each for a while over a seed corpus the binary writes itself.
 #   scripts/fuzz.sh [seconds]      (default 20, for each target)
 # Output in build-fuzz/: the binaries, corpus/<target>/ (seeds plus what the
@@ -45,9 +47,12 @@ done
   layers/mpi/src/rma_wire.cpp -o "$out/rma_wire_fuzz"
 "$cxx" "${flags[@]}" tests/fuzz/ucx_wire_fuzz.cpp src/security/job_secret.cpp \
   src/status/status.cpp -lcrypto -o "$out/ucx_wire_fuzz"
+"$cxx" "${flags[@]}" tests/fuzz/stripe_fuzz.cpp src/core/stripe_reassembly.cpp \
+  src/buffer/buffer_pool.cpp src/buffer/buddy_allocator.cpp src/buffer/region.cpp \
+  src/status/status.cpp -o "$out/stripe_fuzz"
 
 status=0
-for target in wire peer rma_wire ucx_wire; do
+for target in wire peer rma_wire ucx_wire stripe; do
   corpus="$out/corpus/$target"
   mkdir -p "$corpus"
   ROCL_FUZZ_WRITE_SEEDS="$corpus" "$out/${target}_fuzz"
