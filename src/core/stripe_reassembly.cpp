@@ -60,6 +60,7 @@ StripeReassembly::Assembly *StripeReassembly::assembly_for(const FragmentHeader 
   a->destination = h.destination;
   a->header = h.header;
   a->total = h.total;
+  a->fragment_bytes = h.fragment_bytes;
   a->have.assign(fragment_count(h.total, h.fragment_bytes), false);
   a->block = pool_.allocate(h.total);
   if (a->block != nullptr) {
@@ -92,7 +93,11 @@ void StripeReassembly::take_fragment(Message *fragment) noexcept {
       Assembly *a = assembly_for(h);
       const std::uint64_t index = h.offset / h.fragment_bytes;
       const std::size_t n = fragment->length - sizeof h;
-      if (a->destination != h.destination || a->total != h.total || index >= a->have.size()) {
+      // The same fragment size too: fragments cut at another size would
+      // overlap or leave gaps, and their bytes could add up to the total
+      // with some of the block never written.
+      if (a->destination != h.destination || a->total != h.total ||
+          a->fragment_bytes != h.fragment_bytes || index >= a->have.size()) {
         bad = "does not match the earlier fragments of its message";
       } else if (a->have[index]) {
         ++counts_.repeats;  // a resend's, or a rail's that failed late: dropped quietly

@@ -85,8 +85,9 @@ class StripeReassembly {
     CoreHeader header;
     BlockHeader *block;  // nullptr: the pool had none; its fragments are dropped
     std::uint64_t total;
-    std::uint64_t received = 0;  // bytes, of fragments taken or dropped for want of a block
-    std::vector<bool> have;      // per fragment
+    std::uint32_t fragment_bytes;  // its fragments' index is offset / fragment_bytes
+    std::uint64_t received = 0;    // bytes, of fragments taken or dropped for want of a block
+    std::vector<bool> have;        // per fragment
     bool head_seen = false;
   };
   using AssemblyKey = std::pair<rocl_gid_t, std::uint64_t>;  // (source, message id)

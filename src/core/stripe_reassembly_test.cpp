@@ -158,6 +158,32 @@ TEST_F(StripeReassemblyTest, RepeatsAreDroppedQuietlyBadFragmentsSaid) {
   EXPECT_EQ(stripes_->counts().dropped, 3u);
 }
 
+// A fragment cut at another size than its message's first would overlap
+// or leave a gap; it is refused by name and the message still completes.
+TEST_F(StripeReassemblyTest, AFragmentCutAtAnotherSizeIsRefused) {
+  const std::uint64_t total = 4 * kFragment;
+  stripes_->take_fragment(fragment(1, total, 0));
+  FragmentHeader h;
+  h.fragment_bytes = 2 * kFragment;
+  h.destination = kDestination;
+  h.header = CoreHeader{kSource, 7, 3};
+  h.message_id = 1;
+  h.offset = 2 * kFragment;  // index 1 at twice the size: the message's second half
+  h.total = total;
+  std::vector<std::byte> bytes(sizeof h + h.fragment_bytes);
+  std::memcpy(bytes.data(), &h, sizeof h);
+  stripes_->take_fragment(message(CoreHeader{kSource, 0, 0}, bytes.data(), bytes.size()));
+  ASSERT_FALSE(log_.empty());
+  EXPECT_NE(log_.back().find("does not match"), std::string::npos) << log_.back();
+  EXPECT_EQ(stripes_->counts().dropped, 1u);
+  for (std::uint64_t index : {1, 2, 3}) {
+    EXPECT_TRUE(delivered_.empty());
+    stripes_->take_fragment(fragment(1, total, index));
+  }
+  ASSERT_EQ(delivered_.size(), 1u);
+  expect_whole(delivered_[0], 1, total, 7);
+}
+
 // Whole messages are acknowledged to their sender, and again for every
 // fragment a resend brings after; the message is delivered once.
 TEST_F(StripeReassemblyTest, AWholeMessageIsAckedAndAResendOnlyAckedAgain) {
