@@ -5,7 +5,7 @@
 
 namespace rocl::impl {
 
-constinit thread_local RouteCache::Last RouteCache::t_last_{};
+constinit thread_local RouteCache::Recent RouteCache::t_recent_{};
 
 std::uint64_t RouteCache::next_id() noexcept {
   static std::atomic<std::uint64_t> n{0};
@@ -14,7 +14,16 @@ std::uint64_t RouteCache::next_id() noexcept {
 
 RouteCache::Lookup RouteCache::lookup_shared(rocl_gid_t gid, std::uint64_t epoch,
                                              Route *out) const {
-  Last &last = t_last_;
+  Recent &recent = t_recent_;
+  // The slot gid had, if it is there with an older generation; else the
+  // next in turn.
+  unsigned k = 0;
+  while (k < Recent::kSlots && !(recent.slot[k].cache == id_ && recent.slot[k].gid == gid)) ++k;
+  if (k == Recent::kSlots) {
+    k = recent.next;
+    recent.next = (k + 1) % Recent::kSlots;
+  }
+  Last &last = recent.slot[k];
   std::shared_lock lock(mutex_);
   auto it = routes_.find(gid);
   if (it == routes_.end()) {

@@ -58,17 +58,18 @@ class RouteCache {
   // The cached route to resource gid, and whether it was stored at removal
   // epoch `epoch` (kHit) or before (kStale: something left the directory
   // since, maybe gid).
-  // Inline, the thread's last entry (Last): a small message's send looks
-  // its route up every time, and the call cost as much as the look.
+  // Inline, the thread's recent entries (Recent): a small message's send
+  // looks its route up every time, and the call cost as much as the look.
   Lookup lookup(rocl_gid_t gid, std::uint64_t epoch, Route *out) const {
-    const Last &last = t_last_;
-    // Seeing the generation the entry was copied at means no change since:
+    // Seeing the generation an entry was copied at means no change since:
     // the lookup then takes effect at this load.
-    if (last.cache == id_ && last.gid == gid &&
-        last.generation == generation_.load(std::memory_order_acquire)) {
-      if (last.miss) return Lookup::kMiss;
-      *out = last.entry.route;
-      return last.entry.epoch == epoch ? Lookup::kHit : Lookup::kStale;
+    const std::uint64_t generation = generation_.load(std::memory_order_acquire);
+    for (const Last &last : t_recent_.slot) {
+      if (last.cache == id_ && last.gid == gid && last.generation == generation) {
+        if (last.miss) return Lookup::kMiss;
+        *out = last.entry.route;
+        return last.entry.epoch == epoch ? Lookup::kHit : Lookup::kStale;
+      }
     }
     return lookup_shared(gid, epoch, out);
   }
@@ -96,9 +97,10 @@ class RouteCache {
     Route route;
     std::uint64_t epoch;
   };
-  // Each thread keeps the entry it looked up last (route_cache.cpp), valid
-  // while generation_ has not moved: a thread sending to one resource
-  // again and again then takes no lock (the shared lock's two atomic
+  // Each thread keeps the entries it looked up last (route_cache.cpp),
+  // valid while generation_ has not moved: a thread sending to a few
+  // resources again and again (one, the children of a collective's tree, a
+  // ring's neighbours) then takes no lock (the shared lock's two atomic
   // operations on a line every sending thread writes).
   struct Last {
     std::uint64_t cache = 0;  // id_ of the cache the entry came from
@@ -107,9 +109,14 @@ class RouteCache {
     Entry entry;
     bool miss = false;  // gid was not cached (the entry is empty)
   };
+  struct Recent {
+    static constexpr unsigned kSlots = 4;
+    Last slot[kSlots];
+    unsigned next = 0;  // the slot a look-up past them fills: round robin
+  };
   // Constant-initialised (route_cache.cpp), trivially destroyed: read
   // without a guard or a wrapper call.
-  static constinit thread_local Last t_last_;
+  static constinit thread_local Recent t_recent_;
   // lookup() past the thread's last entry: under the shared lock.
   Lookup lookup_shared(rocl_gid_t gid, std::uint64_t epoch, Route *out) const;
   static std::uint64_t next_id() noexcept;

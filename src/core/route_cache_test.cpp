@@ -56,6 +56,45 @@ TEST(RouteCache, ARepeatedLookupSeesEveryChange) {
   EXPECT_EQ(cache.lookup(1, 3, &out), RouteCache::Lookup::kMiss);
 }
 
+// A thread keeps several recent lookups (a collective's children, a
+// ring's neighbours): each gives its own route, and a change by any thread
+// to one of them is seen, while more destinations than slots still give
+// the right routes.
+TEST(RouteCache, RecentLookupsOfSeveralResourcesSeeEveryChange) {
+  RouteCache cache;
+  constexpr rocl_gid_t kCount = 9;  // more than a thread keeps
+  for (rocl_gid_t g = 1; g <= kCount; ++g) {
+    Route r;
+    r.context = 0x100 + g;
+    cache.store(g, r, 1);
+  }
+  Route out;
+  for (int round = 0; round < 3; ++round) {
+    for (rocl_gid_t g : {rocl_gid_t{1}, rocl_gid_t{2}, rocl_gid_t{3}, rocl_gid_t{4}}) {
+      ASSERT_TRUE(cache.find(g, 1, &out));
+      EXPECT_EQ(out.context, 0x100 + g);
+    }
+  }
+  std::thread([&] { cache.forget(2); }).join();
+  EXPECT_EQ(cache.lookup(2, 1, &out), RouteCache::Lookup::kMiss);
+  for (rocl_gid_t g : {rocl_gid_t{1}, rocl_gid_t{3}, rocl_gid_t{4}}) {
+    ASSERT_TRUE(cache.find(g, 1, &out));
+    EXPECT_EQ(out.context, 0x100 + g);
+  }
+  Route moved;
+  moved.context = 0x999;
+  std::thread([&] { cache.store(3, moved, 2); }).join();
+  EXPECT_EQ(cache.lookup(3, 1, &out), RouteCache::Lookup::kStale);
+  ASSERT_TRUE(cache.find(3, 2, &out));
+  EXPECT_EQ(out.context, 0x999u);
+  for (rocl_gid_t g = 4; g <= kCount; ++g) {
+    ASSERT_TRUE(cache.find(g, 1, &out)) << g;
+    EXPECT_EQ(out.context, 0x100 + g);
+  }
+  ASSERT_TRUE(cache.find(1, 1, &out));
+  EXPECT_EQ(out.context, 0x101u);
+}
+
 TEST(RouteCache, EntriesOfAnOlderEpochAreMisses) {
   RouteCache cache;
   Route r;

@@ -5,28 +5,34 @@
 namespace rocl::impl::shm::detail {
 
 namespace {
-// What keeps t_last_conn_'s Conn alive while it is cached.
-thread_local std::shared_ptr<Conn> t_last_conn_keep;
+// What keeps each of t_recent_conns_'s Conns alive while it is cached.
+thread_local std::shared_ptr<Conn> t_recent_conns_keep[RecentConns::kSlots];
 }  // namespace
 
 Conn *PeerTable::conn_to_shared(rocl_gid_t peer) noexcept {
+  RecentConns &recent = t_recent_conns_;
+  const unsigned k = recent.next;
   try {
     std::lock_guard<std::mutex> g(mu_);
     auto &slot = peers_[peer];
     if (!slot) slot = std::make_shared<Conn>();
-    t_last_conn_keep = slot;
-    t_last_conn_ = LastConn{instance_, peer, slot.get()};
+    t_recent_conns_keep[k] = slot;
+    recent.slot[k] = LastConn{instance_, peer, slot.get()};
   } catch (...) {
     return nullptr;
   }
-  return t_last_conn_.conn;
+  recent.next = (k + 1) % RecentConns::kSlots;
+  return recent.slot[k].conn;
 }
 
 void PeerTable::drop(rocl_gid_t peer, Conn *c) noexcept {
-  std::shared_ptr<Conn> keep;  // destroyed last, after the map's lock
-  if (t_last_conn_.conn == c) {
-    keep = std::move(t_last_conn_keep);
-    t_last_conn_ = LastConn{};
+  std::shared_ptr<Conn> keep[RecentConns::kSlots];  // destroyed last, after the map's lock
+  RecentConns &recent = t_recent_conns_;
+  for (unsigned k = 0; k < RecentConns::kSlots; ++k) {
+    if (recent.slot[k].conn == c) {
+      keep[k] = std::move(t_recent_conns_keep[k]);
+      recent.slot[k] = LastConn{};
+    }
   }
   std::lock_guard<std::mutex> g(mu_);
   auto it = peers_.find(peer);

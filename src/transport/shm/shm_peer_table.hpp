@@ -16,31 +16,38 @@
 
 namespace rocl::impl::shm::detail {
 
-// The connection a thread sent on last, per table (PeerTable::conn_to): a
-// thread that sends to one peer again and again then takes no shared lock
+// The connections a thread sent on last, per table (PeerTable::conn_to): a
+// thread that sends to a few peers again and again (one, or the children
+// of a collective's tree, a ring's neighbours) then takes no shared lock
 // and touches no reference count (the map's mutex and a shared_ptr copy
 // would cost every send four locked read-modify-writes, a fair part of a
 // small message's cost: rocl-bench bandwidth --transport shm of small
-// messages shows it). A plain pointer, so that the thread-local needs no
-// guard: the shared_ptr that keeps the Conn alive meanwhile is kept beside
-// it (shm_peer_table.cpp).
+// messages and rocl-bench compare oversub's MPI bcast show it). Plain
+// pointers, so that the thread-local needs no guard: the shared_ptrs that
+// keep the Conns alive meanwhile are kept beside them (shm_peer_table.cpp).
 struct LastConn {
   std::uint64_t instance = 0;  // PeerTable::instance_, never 0
   rocl_gid_t peer = 0;
   Conn *conn = nullptr;
 };
-inline constinit thread_local LastConn t_last_conn_{};
+struct RecentConns {
+  static constexpr unsigned kSlots = 4;
+  LastConn slot[kSlots];
+  unsigned next = 0;  // the slot a miss fills: round robin
+};
+inline constinit thread_local RecentConns t_recent_conns_{};
 
 class PeerTable {
  public:
   using Map = std::map<rocl_gid_t, std::shared_ptr<Conn>>;
 
   // The connection to peer, made (not yet connected) if need be; nullptr:
-  // out of memory. Inline, the one this thread sent on last (LastConn): no
+  // out of memory. Inline, one this thread sent on lately (RecentConns): no
   // lock, no reference count, no call.
   Conn *conn_to(rocl_gid_t peer) noexcept {
-    const LastConn &last = t_last_conn_;
-    if (last.instance == instance_ && last.peer == peer && last.conn != nullptr) return last.conn;
+    for (const LastConn &last : t_recent_conns_.slot) {
+      if (last.instance == instance_ && last.peer == peer && last.conn != nullptr) return last.conn;
+    }
     return conn_to_shared(peer);
   }
   // Forgets a dead connection (called without c->mu): later sends to the
