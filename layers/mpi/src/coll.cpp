@@ -3,13 +3,16 @@
 // rank calls collectives in the same order, so operations never mix).
 //
 // Algorithms for the small rank counts of one node: dissemination barrier;
-// binomial broadcast; binomial reduce towards rank 0 that keeps rank order
-// (so non-commutative operations are right); recursive doubling allreduce
-// for power-of-two sizes (one exchange for 2 ranks), else reduce+bcast;
-// direct exchanges for gather/scatter/allgather/alltoall (a send never
-// waits for its receive, so everyone sends first, then receives); a chain
-// for scan. On an intercommunicator each entry point hands over to
-// intercomm.cpp or inter_coll.cpp once the communicator is checked.
+// binomial broadcast; for predefined operations on dense types a binary
+// (small) or binomial reduce, else a binomial reduce towards rank 0 that
+// keeps rank order (so non-commutative operations are right);
+// recursive doubling allreduce for power-of-two sizes (one exchange for 2
+// ranks), else reduce+bcast; direct exchanges for gather/scatter/allgather/
+// alltoall (a send never waits for its receive, so everyone sends first,
+// then receives); a chain for scan. On an intercommunicator each entry
+// point hands over to intercomm.cpp or inter_coll.cpp once the
+// communicator is checked.
+#include <array>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -191,11 +194,32 @@ int allreduce_dense(MPI_Comm comm, const void *sendbuf, void *recvbuf, int count
   return MPI_SUCCESS;
 }
 
-// A binomial tree towards the root straight into recvbuf, for a dense type
-// and a predefined operation (which commutes bit for bit: see
-// allreduce_dense): a leaf sends from sendbuf, an inner rank combines its
-// children's data into a buffer this thread keeps (up to kKeep bytes), the
-// root into recvbuf. No packed copies and no allocation per call.
+// A reduction of a predefined operation up to this size goes up a binary
+// tree, a larger one up a binomial tree. The binomial tree's inner ranks
+// are the even ones: with ranks placed on the cpus in turn (roclrun
+// --bind-to core, Open MPI oversubscribed) they all share one cpu, which
+// then receives and combines nearly everything while the other cpu's
+// ranks only send. The binary tree's inner ranks are the low half, which
+// that placement spreads over every cpu (Open MPI's choice for small
+// reductions too; rocl-bench compare oversub shows it). A large reduction
+// keeps the binomial tree, whose root combines each child's data while the
+// others are still moving. Broadcasts stay binomial: a stream of small
+// ones went no faster down the binary tree.
+constexpr std::size_t kBinaryTreeBytes = 8192;
+
+struct BinaryTree {
+  int rel, size;
+  int parent() const { return (rel - 1) / 2; }        // rel > 0
+  int child(int k) const { return 2 * rel + 1 + k; }  // k 0 or 1; < size to exist
+};
+
+// A tree towards the root straight into recvbuf (binary up to
+// kBinaryTreeBytes, else binomial), for a dense type and a predefined
+// operation (which commutes bit for bit: see allreduce_dense, so the
+// children's data may be combined in any order): a leaf sends from
+// sendbuf, an inner rank combines its children's data into a buffer this
+// thread keeps (up to kKeep bytes), the root into recvbuf. No packed
+// copies and no allocation per call.
 int reduce_dense(MPI_Comm comm, const void *sendbuf, void *recvbuf, int count, MPI_Datatype t,
                  MPI_Op op, int root) {
   constexpr std::size_t kKeep = std::size_t{1} << 20;
@@ -206,18 +230,26 @@ int reduce_dense(MPI_Comm comm, const void *sendbuf, void *recvbuf, int count, M
   char *const out = static_cast<char *>(recvbuf) + t->first();
   const char *mine =
       is_root && in_place(sendbuf) ? out : static_cast<const char *>(sendbuf) + t->first();
+  std::array<int, 8 * sizeof(int)> children{};  // relative ranks
+  int child_count = 0, parent = -1;
+  if (n <= kBinaryTreeBytes) {
+    const BinaryTree tree{rel, size};
+    for (int k = 0; k < 2 && tree.child(k) < size; ++k) children[child_count++] = tree.child(k);
+    if (!is_root) parent = tree.parent();
+  } else {
+    for (int mask = 1; mask < size; mask <<= 1) {
+      if (rel & mask) {
+        parent = rel - mask;
+        break;
+      }
+      if (rel + mask < size) children[child_count++] = rel + mask;
+    }
+  }
   std::vector<char> once_acc, once_other;
   std::vector<char> &acc_store = n <= kKeep ? kept_acc : once_acc;
   std::vector<char> &other = n <= kKeep ? kept_other : once_other;
   char *acc = nullptr;  // what this rank has combined so far (mine until a child's came)
-  for (int mask = 1; mask < size; mask <<= 1) {
-    if (rel & mask) {
-      // The parent receives from its children in turn: lending cannot
-      // deadlock, and spares the copies through the pool.
-      const int parent = (rel - mask + root) % size;
-      return send_to_receiver(comm, parent, kReduce, kCollective, acc != nullptr ? acc : mine, n);
-    }
-    if (rel + mask >= size) continue;
+  for (int i = 0; i < child_count; ++i) {
     if (acc == nullptr) {
       if (is_root) {
         acc = out;
@@ -229,9 +261,15 @@ int reduce_dense(MPI_Comm comm, const void *sendbuf, void *recvbuf, int count, M
     }
     if (other.size() < n) other.resize(n);
     if (int rc =
-            recv_bytes(comm, (rel + mask + root) % size, kReduce, kCollective, other.data(), n))
+            recv_bytes(comm, (children[i] + root) % size, kReduce, kCollective, other.data(), n))
       return rc;
     if (int rc = reduce_local(comm, op, t, other.data(), acc, count, "MPI_Reduce")) return rc;
+  }
+  if (parent >= 0) {
+    // The parent receives from its children in turn: lending cannot
+    // deadlock, and spares the copies through the pool.
+    return send_to_receiver(comm, (parent + root) % size, kReduce, kCollective,
+                            acc != nullptr ? acc : mine, n);
   }
   // The root; with no child (a communicator of one) its data is its own.
   if (acc == nullptr && mine != out && n != 0) std::memcpy(out, mine, n);
