@@ -23,6 +23,7 @@ RouteCache::Lookup RouteCache::lookup_shared(rocl_gid_t gid, std::uint64_t epoch
     k = recent.next;
     recent.next = (k + 1) % Recent::kSlots;
   }
+  recent.hit = k;
   Last &last = recent.slot[k];
   std::shared_lock lock(mutex_);
   auto it = routes_.find(gid);

@@ -64,8 +64,13 @@ class RouteCache {
     // Seeing the generation an entry was copied at means no change since:
     // the lookup then takes effect at this load.
     const std::uint64_t generation = generation_.load(std::memory_order_acquire);
-    for (const Last &last : t_recent_.slot) {
+    Recent &recent = t_recent_;
+    // The slot that answered last first: a thread sending to one resource
+    // finds it at the first compare.
+    for (unsigned n = 0, k = recent.hit; n < Recent::kSlots; ++n, k = (k + 1) % Recent::kSlots) {
+      const Last &last = recent.slot[k];
       if (last.cache == id_ && last.gid == gid && last.generation == generation) {
+        recent.hit = k;
         if (last.miss) return Lookup::kMiss;
         *out = last.entry.route;
         return last.entry.epoch == epoch ? Lookup::kHit : Lookup::kStale;
@@ -113,6 +118,7 @@ class RouteCache {
     static constexpr unsigned kSlots = 4;
     Last slot[kSlots];
     unsigned next = 0;  // the slot a look-up past them fills: round robin
+    unsigned hit = 0;   // the slot that answered last
   };
   // Constant-initialised (route_cache.cpp), trivially destroyed: read
   // without a guard or a wrapper call.

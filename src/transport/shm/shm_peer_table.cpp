@@ -22,6 +22,7 @@ Conn *PeerTable::conn_to_shared(rocl_gid_t peer) noexcept {
     return nullptr;
   }
   recent.next = (k + 1) % RecentConns::kSlots;
+  recent.hit = k;
   return recent.slot[k].conn;
 }
 

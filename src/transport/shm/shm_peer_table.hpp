@@ -34,6 +34,7 @@ struct RecentConns {
   static constexpr unsigned kSlots = 4;
   LastConn slot[kSlots];
   unsigned next = 0;  // the slot a miss fills: round robin
+  unsigned hit = 0;   // the slot that answered last
 };
 inline constinit thread_local RecentConns t_recent_conns_{};
 
@@ -45,8 +46,16 @@ class PeerTable {
   // out of memory. Inline, one this thread sent on lately (RecentConns): no
   // lock, no reference count, no call.
   Conn *conn_to(rocl_gid_t peer) noexcept {
-    for (const LastConn &last : t_recent_conns_.slot) {
-      if (last.instance == instance_ && last.peer == peer && last.conn != nullptr) return last.conn;
+    RecentConns &recent = t_recent_conns_;
+    // The slot that answered last first: a thread sending to one peer
+    // finds it at the first compare.
+    for (unsigned n = 0, k = recent.hit; n < RecentConns::kSlots;
+         ++n, k = (k + 1) % RecentConns::kSlots) {
+      const LastConn &last = recent.slot[k];
+      if (last.instance == instance_ && last.peer == peer && last.conn != nullptr) {
+        recent.hit = k;
+        return last.conn;
+      }
     }
     return conn_to_shared(peer);
   }
