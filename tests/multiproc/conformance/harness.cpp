@@ -113,12 +113,12 @@ void soft_fail(const char *file, int line, const char *expr, const char *fmt, ..
 
 std::string rc_text(long long rc) {
   static const char *const kNames[] = {
-      "ROCL_OK",    "ROCL_EINVAL",   "ROCL_ENOINIT",  "ROCL_ENOMEM",    "ROCL_EBADBUF",
-      "ROCL_EBUSY", "ROCL_ETOOBIG",  "ROCL_EBADGID",  "ROCL_ETIMEDOUT", "ROCL_ENOTFOUND",
-      "ROCL_EEND",  "ROCL_ENOSPC",   "ROCL_EDELETED", "ROCL_ECANCELED", "ROCL_EALREADY",
-      "ROCL_EPEER", "ROCL_EINTERNAL"};
+      "ROCL_OK",    "ROCL_EINVAL",    "ROCL_ENOINIT",  "ROCL_ENOMEM",    "ROCL_EBADBUF",
+      "ROCL_EBUSY", "ROCL_ETOOBIG",   "ROCL_EBADGID",  "ROCL_ETIMEDOUT", "ROCL_ENOTFOUND",
+      "ROCL_EEND",  "ROCL_ENOSPC",    "ROCL_EDELETED", "ROCL_ECANCELED", "ROCL_EALREADY",
+      "ROCL_EPEER", "ROCL_EINTERNAL", "ROCL_EEXIST"};
   char buf[160];
-  if (rc <= 0 && rc >= -16) {
+  if (rc <= 0 && rc >= -17) {
     std::snprintf(buf, sizeof buf, "%lld (%s)", rc, kNames[-rc]);
   } else {
     std::snprintf(buf, sizeof buf, "%lld", rc);
