@@ -412,11 +412,17 @@ class Domain {
   static Domain of(gid_t g) { return Domain(g, false); }
 
   Domain(Domain &&o) noexcept : gid_(std::exchange(o.gid_, ROCL_NULL_GID)), owned_(o.owned_) {}
-  Domain &operator=(Domain &&) = delete;
-  Domain(const Domain &) = delete;
-  ~Domain() {
-    if (owned_ && gid_ != ROCL_NULL_GID) rocl_domain_delete(gid_);
+  Domain &operator=(Domain &&o) noexcept {
+    if (this != &o) {
+      drop();
+      gid_ = std::exchange(o.gid_, ROCL_NULL_GID);
+      owned_ = o.owned_;
+    }
+    return *this;
   }
+  Domain(const Domain &) = delete;
+  Domain &operator=(const Domain &) = delete;
+  ~Domain() { drop(); }
 
   gid_t gid() const noexcept { return gid_; }
   std::uint32_t context() const {
@@ -495,6 +501,10 @@ class Domain {
 
  private:
   Domain(gid_t g, bool owned) noexcept : gid_(g), owned_(owned) {}
+  void drop() noexcept {
+    if (owned_ && gid_ != ROCL_NULL_GID) rocl_domain_delete(gid_);
+    gid_ = ROCL_NULL_GID;
+  }
   // rc's value, computed before value is read (arguments have no order).
   template <class T>
   static std::optional<T> found(int rc, T value) {

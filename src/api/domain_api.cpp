@@ -1,6 +1,8 @@
 // domain_api.cpp - CoR domains in the C API (rocl.h, "CoR domains"):
 // argument checks and sentences here; the entries, claims and views in
 // src/domain.
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -350,6 +352,7 @@ int rocl_dcast(rocl_gid_t domain, rocl_gid_t from, int tag, void *ptr, size_t le
   if (ctx == nullptr) return ROCL_ENOINIT;
   if (ptr == nullptr && len != 0)
     return fail(ROCL_EINVAL, "%s: ptr is NULL with len %zu", who, len);
+  if (tag < 0) return fail(ROCL_EINVAL, "%s: tag %d is negative", who, tag);
   DomainState &state = rocl::impl::domain_state(*ctx);
   std::uint32_t context = 0;
   if (int rc = state.views.context_of(who, domain, &context); rc != ROCL_OK) return rc;

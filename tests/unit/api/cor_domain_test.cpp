@@ -134,6 +134,7 @@ TEST_F(CorDomains, BadArgumentsAreRefusedByName) {
   rocl_gid_t g = ROCL_NULL_GID;
   EXPECT_EQ(rocl_domain_member(dom, -1, &g), ROCL_EINVAL);
   EXPECT_EQ(rocl_dsend(dom, plain, -1, 0, nullptr, 0), ROCL_EINVAL);
+  EXPECT_EQ(rocl_dcast(dom, plain, -1, nullptr, 0), ROCL_EINVAL);
   void *p = nullptr;
   EXPECT_EQ(rocl_drecv(dom, plain, -2, 0, &p, nullptr, nullptr, nullptr, 0), ROCL_EINVAL);
   EXPECT_EQ(rocl_drecv(dom, plain, ROCL_ANY_INDEX, 0, nullptr, nullptr, nullptr, nullptr, 0),
