@@ -85,6 +85,7 @@ int main() {
     }
     std::vector<int> failed(kThreads, 1);
     std::vector<std::thread> threads;
+    threads.reserve(kThreads);
     for (int t = 0; t < kThreads; ++t)
       threads.emplace_back([&, t] { failed[t] = run_thread(*app, *lib, rank, t, members); });
     for (auto &th : threads) th.join();

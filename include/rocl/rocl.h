@@ -502,12 +502,13 @@ int rocl_domain_join(rocl_gid_t domain, rocl_gid_t member, const char *local_nam
 int rocl_domain_leave(rocl_gid_t domain, rocl_gid_t member);
 
 /* The member of domain named local_name (in that domain only: the same
- * name in another domain is another member), its index, the member at an
- * index, and the number of members. Look-ups that find something are kept
- * by this process (a member's index or gid changes only when it leaves,
- * which the directory tells every process), so that the calls below do
- * not ask the directory per message. Return ROCL_OK, ROCL_ENOTFOUND (no
- * such member: the sentence names the name, index or gid and the
+ * name in another domain is another member), a member's index, the member
+ * at an index, and the number of members (counted afresh). What
+ * rocl_domain_member and rocl_domain_index find is kept by this process
+ * until something leaves the directory anywhere in the job (a member's
+ * index changes only when it leaves), so that rocl_dsend and rocl_drecv
+ * do not ask the directory per message. Return ROCL_OK, ROCL_ENOTFOUND
+ * (no such member: the sentence names the name, index or gid and the
  * domain), ROCL_EBADGID (domain is not a domain), ROCL_EINVAL. */
 int rocl_domain_lookup(rocl_gid_t domain, const char *local_name, rocl_gid_t *member);
 int rocl_domain_member(rocl_gid_t domain, int index, rocl_gid_t *member);

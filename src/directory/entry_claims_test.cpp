@@ -86,6 +86,7 @@ TEST_F(EntryClaimsTest, OfManyRacingClaimantsExactlyOneKeepsTheValue) {
     std::atomic<int> winners{0};
     std::barrier start(kThreads);
     std::vector<std::thread> threads;
+    threads.reserve(kThreads);
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&] {
         start.arrive_and_wait();

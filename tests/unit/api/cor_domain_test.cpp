@@ -209,6 +209,7 @@ TEST_F(CorDomains, EightThreadsJoiningAtOnceGetUniqueDenseIndices) {
   std::vector<int> codes(kMembers, ROCL_EINTERNAL);
   std::barrier start(kThreads);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       start.arrive_and_wait();
