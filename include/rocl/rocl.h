@@ -67,6 +67,7 @@ typedef uint64_t rocl_gid_t;
 #define ROCL_EALREADY (-14)  /* too late to cancel: the operation has completed */
 #define ROCL_EPEER (-15)     /* the peer (context or network path) failed */
 #define ROCL_EINTERNAL (-16) /* a bug in rocl: please report rocl_last_error() */
+#define ROCL_EEXIST (-17)    /* the name (or membership) is taken already */
 
 /* Static text for an error code ("unknown error" for anything else). */
 const char *rocl_strerror(int code);
@@ -429,6 +430,124 @@ int rocl_irecvx(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, void
  * ROCL_EDELETED. */
 int rocl_probe(rocl_gid_t dgid, rocl_gid_t ogid, int tag, uint32_t domain, rocl_status_t *status,
                int timeout);
+
+/* ---- CoR domains (the CoR paper, sections 2.1, 3.1 and 4.1) ----------------- */
+
+/* A CoR domain is a resource (it has a gid, it is in the directory as
+ * {type=rocl-domain, rocl.context, rocl.parent[, rocl.name]}) that bundles
+ * a message context and an ordered, named group of resources: its members.
+ * Domains form a tree (each may have a parent domain); a member has an
+ * index (0, 1, 2, ...) and optionally a local name, both unique within the
+ * domain and valid only there. Messages between members travel in the
+ * domain's context, a numeric domain of the range below that no other
+ * domain of the job holds: a message sent in one domain is received only
+ * in that domain (never by rocl_recv, nor in another domain).
+ *
+ * Numeric domains (the `domain` of rocl_sendx and friends) are shared out
+ * so: 0 is rocl_send's; below ROCL_COR_CONTEXT_FIRST the layers' own (MPI,
+ * NCS and PVM's contexts and system domains); ROCL_COR_CONTEXT_FIRST..
+ * ROCL_COR_CONTEXT_LAST the contexts of CoR domains, handed out by
+ * rocl_domain_create only; ROCL_ACK_DOMAIN and up acknowledgements. */
+#define ROCL_COR_CONTEXT_FIRST 0x00500000u
+#define ROCL_COR_CONTEXT_LAST 0x007fffffu
+/* "Any member" for rocl_drecv's from_index, and the index it reports for a
+ * sender that is no member of the domain. */
+#define ROCL_ANY_INDEX (-1)
+
+/* Creates a domain under parent (ROCL_NULL_GID: at the top of the tree)
+ * named name (at most 200 bytes; NULL or "": unnamed, known by gid only),
+ * a resource of this context, and claims its message context. Sets
+ * *domain. Blocks on directory round trips. Returns ROCL_OK, ROCL_EEXIST
+ * (parent has a domain of that name: the sentence names both),
+ * ROCL_EBADGID (parent is not a domain), ROCL_ENOSPC (every context of the
+ * range is taken), ROCL_EINVAL. The domain lives until rocl_domain_delete
+ * or until its creator's context ends. */
+int rocl_domain_create(rocl_gid_t parent, const char *name, rocl_gid_t *domain);
+
+/* Finds the domain named name under parent (ROCL_NULL_GID: top level),
+ * created by any process of the job, on any host. Waits up to timeout_ms
+ * for it to appear (0: looks once; negative: no limit). Returns ROCL_OK,
+ * ROCL_ENOTFOUND, ROCL_EINVAL (NULL or empty name). */
+int rocl_domain_find(const char *name, rocl_gid_t parent, int timeout_ms, rocl_gid_t *domain);
+
+/* Deletes a domain this context created: its entry leaves the directory,
+ * this process's memberships of it go, its soft-port here is undone.
+ * Members joined by other processes keep their entries until they leave
+ * (or exit); every call on the deleted domain fails with ROCL_EBADGID.
+ * Returns ROCL_OK, ROCL_EBADGID (not a domain, or created by another
+ * context), ROCL_EBUSY (it has a subdomain: delete that first). */
+int rocl_domain_delete(rocl_gid_t domain);
+
+/* The domain's message context (ROCL_COR_CONTEXT_FIRST..LAST): rocl_sendx,
+ * rocl_recvx, rocl_probe and the immediate forms with that domain number
+ * and universal gids are the paper's alternative to the calls below with
+ * local identifiers. Returns ROCL_OK, ROCL_EBADGID, ROCL_EINVAL. */
+int rocl_domain_context(rocl_gid_t domain, uint32_t *context);
+
+/* Makes member (a resource of this context) a member of domain: it gets
+ * the lowest index no member holds (indices are unique across the job's
+ * processes and hosts, also when many join at once; they are dense while
+ * nobody leaves) in *index (may be NULL), and local_name (at most 200
+ * bytes; NULL or "": none) if no other member of the domain holds it.
+ * Blocks on directory round trips (a few more when joins race). Returns
+ * ROCL_OK, ROCL_EEXIST (local_name is taken in the domain, or member is a
+ * member already: the sentence says which), ROCL_EBADGID (domain is not a
+ * domain, member is not a resource of this context), ROCL_EINVAL. Leave
+ * before deleting the member's resource; a process's exit takes its
+ * memberships away. */
+int rocl_domain_join(rocl_gid_t domain, rocl_gid_t member, const char *local_name, int *index);
+
+/* Takes member out of domain (joined through this process): its index and
+ * local name are free again. Returns ROCL_OK, ROCL_ENOTFOUND. */
+int rocl_domain_leave(rocl_gid_t domain, rocl_gid_t member);
+
+/* The member of domain named local_name (in that domain only: the same
+ * name in another domain is another member), a member's index, the member
+ * at an index, and the number of members (counted afresh). What
+ * rocl_domain_member and rocl_domain_index find is kept by this process
+ * until something leaves the directory anywhere in the job (a member's
+ * index changes only when it leaves), so that rocl_dsend and rocl_drecv
+ * do not ask the directory per message. Return ROCL_OK, ROCL_ENOTFOUND
+ * (no such member: the sentence names the name, index or gid and the
+ * domain), ROCL_EBADGID (domain is not a domain), ROCL_EINVAL. */
+int rocl_domain_lookup(rocl_gid_t domain, const char *local_name, rocl_gid_t *member);
+int rocl_domain_member(rocl_gid_t domain, int index, rocl_gid_t *member);
+int rocl_domain_index(rocl_gid_t domain, rocl_gid_t member, int *index);
+int rocl_domain_size(rocl_gid_t domain, int *size);
+
+/* A soft-port (CoR 4.1): what this process sends in domain with rocl_dsend
+ * and rocl_dcast takes `network` (one of this context's networks, as
+ * rocl_route names them: "tcp", "tcp.2", "ucx") wherever it reaches the
+ * peer, never striped. NULL or "" undoes it. A rocl buffer handed over
+ * with rocl_bftoret is sent as it is, marked as rocl_bfnet would (unless it
+ * has a network of its own); any other memory is copied into a buffer so
+ * marked. Returns ROCL_OK, ROCL_EBADGID (not a domain), ROCL_EINVAL (no
+ * such network here; the sentence lists those there are). */
+int rocl_domain_port(rocl_gid_t domain, const char *network);
+
+/* Sends len bytes at ptr from resource from (of this context) to the
+ * member at to_index, in the domain's context, with tag; ptr's rules and
+ * the return codes are rocl_send's, plus ROCL_ENOTFOUND (no member has
+ * to_index) and ROCL_EBADGID (domain is not a domain). */
+int rocl_dsend(rocl_gid_t domain, rocl_gid_t from, int to_index, int tag, void *ptr, size_t len);
+
+/* Receives on resource me (of this context) the oldest message sent in the
+ * domain's context by the member at from_index (ROCL_ANY_INDEX: by anyone)
+ * with tag (ROCL_ANY_TAG: any): rocl_recv's rules for *ptr, the timeout
+ * and the codes, plus ROCL_ENOTFOUND (no member has from_index).
+ * *afrom_index (may be NULL) is the sender's index, ROCL_ANY_INDEX if the
+ * sender is no member (any resource may send in the context with
+ * rocl_sendx) or left since. */
+int rocl_drecv(rocl_gid_t domain, rocl_gid_t me, int from_index, int tag, void **ptr,
+               int *afrom_index, int *atag, size_t *alen, int timeout);
+
+/* Sends a copy of len bytes at ptr from resource from to every member of
+ * the domain but from itself, once each, in the domain's context (a
+ * buffer marked with rocl_bftoret is returned to the pool once every copy
+ * is sent). Returns how many members it reached (>= 0), or rocl_send's
+ * codes when a send fails (the sentence names the member's index and how
+ * many had the message before it). */
+int rocl_dcast(rocl_gid_t domain, rocl_gid_t from, int tag, void *ptr, size_t len);
 
 /* ---- introspection ---------------------------------------------------------- */
 

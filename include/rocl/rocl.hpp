@@ -376,6 +376,146 @@ inline std::vector<Found> query_wait(const Attributes &pattern, int count,
   return query_all(pattern);
 }
 
+// ---- CoR domains (rocl.h, "CoR domains") ----------------------------------
+
+inline constexpr int any_index = ROCL_ANY_INDEX;
+
+// A message received in a domain: its buffer (owned), the sender's index
+// (any_index: no member) and tag.
+struct DomainMessage {
+  Buffer buffer;
+  int from_index = ROCL_ANY_INDEX;
+  int tag = 0;
+};
+
+// A CoR domain: a message context and an ordered, named group of members.
+// One made by create() is deleted when the object is destroyed; one found
+// (find, of) belongs to whoever created it. Look-ups that find nothing are
+// empty optionals; everything else that fails throws rocl::Error.
+class Domain {
+ public:
+  static Domain create(const std::string &name, gid_t parent = ROCL_NULL_GID) {
+    gid_t g = ROCL_NULL_GID;
+    detail::check(rocl_domain_create(parent, name.empty() ? nullptr : name.c_str(), &g));
+    return Domain(g, true);
+  }
+  // The domain named name under parent, waiting up to timeout for it.
+  static std::optional<Domain> find(const std::string &name, gid_t parent = ROCL_NULL_GID,
+                                    std::chrono::milliseconds timeout = poll) {
+    gid_t g = ROCL_NULL_GID;
+    const int rc = rocl_domain_find(name.c_str(), parent, detail::to_ms(timeout), &g);
+    if (rc == ROCL_ENOTFOUND) return std::nullopt;
+    detail::check(rc);
+    return Domain(g, false);
+  }
+  // The domain whose gid is g (not deleted by this object).
+  static Domain of(gid_t g) { return Domain(g, false); }
+
+  Domain(Domain &&o) noexcept : gid_(std::exchange(o.gid_, ROCL_NULL_GID)), owned_(o.owned_) {}
+  Domain &operator=(Domain &&o) noexcept {
+    if (this != &o) {
+      drop();
+      gid_ = std::exchange(o.gid_, ROCL_NULL_GID);
+      owned_ = o.owned_;
+    }
+    return *this;
+  }
+  Domain(const Domain &) = delete;
+  Domain &operator=(const Domain &) = delete;
+  ~Domain() { drop(); }
+
+  gid_t gid() const noexcept { return gid_; }
+  std::uint32_t context() const {
+    std::uint32_t c = 0;
+    detail::check(rocl_domain_context(gid_, &c));
+    return c;
+  }
+  // The member's index; local ("": none) must be free in the domain.
+  int join(gid_t member, const std::string &local = {}) {
+    int index = -1;
+    detail::check(rocl_domain_join(gid_, member, local.empty() ? nullptr : local.c_str(), &index));
+    return index;
+  }
+  void leave(gid_t member) { detail::check(rocl_domain_leave(gid_, member)); }
+  std::optional<gid_t> lookup(const std::string &local) const {
+    gid_t g = ROCL_NULL_GID;
+    const int rc = rocl_domain_lookup(gid_, local.c_str(), &g);
+    return found(rc, g);
+  }
+  std::optional<gid_t> member(int index) const {
+    gid_t g = ROCL_NULL_GID;
+    const int rc = rocl_domain_member(gid_, index, &g);
+    return found(rc, g);
+  }
+  std::optional<int> index_of(gid_t member) const {
+    int index = -1;
+    const int rc = rocl_domain_index(gid_, member, &index);
+    return found(rc, index);
+  }
+  int size() const {
+    int n = 0;
+    detail::check(rocl_domain_size(gid_, &n));
+    return n;
+  }
+  // This process's soft-port in the domain ("" undoes it).
+  void port(const std::string &network) {
+    detail::check(rocl_domain_port(gid_, network.empty() ? nullptr : network.c_str()));
+  }
+
+  // Copies the bytes to the member at to_index.
+  void send(gid_t from, int to_index, int tag, std::span<const std::byte> bytes) {
+    detail::check(
+        rocl_dsend(gid_, from, to_index, tag, const_cast<std::byte *>(bytes.data()), bytes.size()));
+  }
+  void send(gid_t from, int to_index, int tag, std::string_view text) {
+    send(from, to_index, tag, std::as_bytes(std::span(text.data(), text.size())));
+  }
+  // Zero-copy where the way allows: the buffer moves into the library.
+  void send(gid_t from, int to_index, int tag, Buffer &&buf) {
+    detail::check(rocl_bftoret(buf.data()));
+    detail::check(rocl_dsend(gid_, from, to_index, tag, buf.data(), buf.size()));
+    buf.release();
+  }
+  // A copy to every other member; how many it reached.
+  int cast(gid_t from, int tag, std::span<const std::byte> bytes) {
+    return detail::check(
+        rocl_dcast(gid_, from, tag, const_cast<std::byte *>(bytes.data()), bytes.size()));
+  }
+  int cast(gid_t from, int tag, std::string_view text) {
+    return cast(from, tag, std::as_bytes(std::span(text.data(), text.size())));
+  }
+  // The oldest message to me from the member at from_index (any_index:
+  // anyone) with tag, or nullopt if none came within timeout.
+  std::optional<DomainMessage> recv(gid_t me, int from_index = any_index, int tag = any_tag,
+                                    std::chrono::milliseconds timeout = forever) {
+    void *ptr = nullptr;
+    std::size_t len = 0;
+    DomainMessage m;
+    const int rc = rocl_drecv(gid_, me, from_index, tag, &ptr, &m.from_index, &m.tag, &len,
+                              detail::to_ms(timeout));
+    if (rc == ROCL_ETIMEDOUT) return std::nullopt;
+    detail::check(rc);
+    m.buffer = Buffer::adopt(ptr, len);
+    return m;
+  }
+
+ private:
+  Domain(gid_t g, bool owned) noexcept : gid_(g), owned_(owned) {}
+  void drop() noexcept {
+    if (owned_ && gid_ != ROCL_NULL_GID) rocl_domain_delete(gid_);
+    gid_ = ROCL_NULL_GID;
+  }
+  // rc's value, computed before value is read (arguments have no order).
+  template <class T>
+  static std::optional<T> found(int rc, T value) {
+    if (rc == ROCL_ENOTFOUND) return std::nullopt;
+    detail::check(rc);
+    return value;
+  }
+  gid_t gid_ = ROCL_NULL_GID;
+  bool owned_ = false;
+};
+
 // A function other processes may start in this one (rocl_export): it runs
 // in a new thread with the gid of that thread's own resource and a copy of
 // the spawner's argument. Throws rocl::Error.

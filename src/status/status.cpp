@@ -66,6 +66,8 @@ const char *error_name(int code) noexcept {
       return "peer failed";
     case ROCL_EINTERNAL:
       return "internal error";
+    case ROCL_EEXIST:
+      return "already exists";
     default:
       return "unknown error";
   }

@@ -113,12 +113,12 @@ void soft_fail(const char *file, int line, const char *expr, const char *fmt, ..
 
 std::string rc_text(long long rc) {
   static const char *const kNames[] = {
-      "ROCL_OK",    "ROCL_EINVAL",   "ROCL_ENOINIT",  "ROCL_ENOMEM",    "ROCL_EBADBUF",
-      "ROCL_EBUSY", "ROCL_ETOOBIG",  "ROCL_EBADGID",  "ROCL_ETIMEDOUT", "ROCL_ENOTFOUND",
-      "ROCL_EEND",  "ROCL_ENOSPC",   "ROCL_EDELETED", "ROCL_ECANCELED", "ROCL_EALREADY",
-      "ROCL_EPEER", "ROCL_EINTERNAL"};
+      "ROCL_OK",    "ROCL_EINVAL",    "ROCL_ENOINIT",  "ROCL_ENOMEM",    "ROCL_EBADBUF",
+      "ROCL_EBUSY", "ROCL_ETOOBIG",   "ROCL_EBADGID",  "ROCL_ETIMEDOUT", "ROCL_ENOTFOUND",
+      "ROCL_EEND",  "ROCL_ENOSPC",    "ROCL_EDELETED", "ROCL_ECANCELED", "ROCL_EALREADY",
+      "ROCL_EPEER", "ROCL_EINTERNAL", "ROCL_EEXIST"};
   char buf[160];
-  if (rc <= 0 && rc >= -16) {
+  if (rc <= 0 && rc >= -17) {
     std::snprintf(buf, sizeof buf, "%lld (%s)", rc, kNames[-rc]);
   } else {
     std::snprintf(buf, sizeof buf, "%lld", rc);
@@ -227,16 +227,20 @@ long long check_pattern(const void *p, std::size_t n, std::uint64_t seed) {
   for (; i + 8 <= n; i += 8) {
     const std::uint64_t w = xs(x);
     if (std::memcmp(c + i, &w, 8) != 0) {
-      for (std::size_t k = 0; k < 8; ++k)
-        if (c[i + k] != reinterpret_cast<const unsigned char *>(&w)[k])
-          return static_cast<long long>(i + k);
+      for (std::size_t k = 0; k < 8; ++k) {
+        const std::size_t at = i + k;  // summed as size_t, then widened
+        if (c[at] != reinterpret_cast<const unsigned char *>(&w)[k])
+          return static_cast<long long>(at);
+      }
     }
   }
   if (i < n) {
     const std::uint64_t w = xs(x);
-    for (std::size_t k = 0; i + k < n; ++k)
-      if (c[i + k] != reinterpret_cast<const unsigned char *>(&w)[k])
-        return static_cast<long long>(i + k);
+    for (std::size_t k = 0; i + k < n; ++k) {
+      const std::size_t at = i + k;
+      if (c[at] != reinterpret_cast<const unsigned char *>(&w)[k])
+        return static_cast<long long>(at);
+    }
   }
   return -1;
 }

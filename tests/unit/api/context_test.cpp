@@ -15,10 +15,10 @@ using namespace apitest;
 
 namespace {
 
-const int kAllCodes[] = {ROCL_OK,    ROCL_EINVAL,   ROCL_ENOINIT,  ROCL_ENOMEM,    ROCL_EBADBUF,
-                         ROCL_EBUSY, ROCL_ETOOBIG,  ROCL_EBADGID,  ROCL_ETIMEDOUT, ROCL_ENOTFOUND,
-                         ROCL_EEND,  ROCL_ENOSPC,   ROCL_EDELETED, ROCL_ECANCELED, ROCL_EALREADY,
-                         ROCL_EPEER, ROCL_EINTERNAL};
+const int kAllCodes[] = {ROCL_OK,    ROCL_EINVAL,    ROCL_ENOINIT,  ROCL_ENOMEM,    ROCL_EBADBUF,
+                         ROCL_EBUSY, ROCL_ETOOBIG,   ROCL_EBADGID,  ROCL_ETIMEDOUT, ROCL_ENOTFOUND,
+                         ROCL_EEND,  ROCL_ENOSPC,    ROCL_EDELETED, ROCL_ECANCELED, ROCL_EALREADY,
+                         ROCL_EPEER, ROCL_EINTERNAL, ROCL_EEXIST};
 
 TEST(Context, InitReturnsPositiveGidAndContextGidMatches) {
   EXPECT_EQ(rocl_context_gid(), ROCL_NULL_GID);
@@ -179,7 +179,7 @@ TEST(Errors, StrerrorNamesEveryCodeDistinctly) {
 }
 
 TEST(Errors, StrerrorOfUnknownCodes) {
-  for (int code : {1, 42, -17, -100, INT_MIN, INT_MAX}) {
+  for (int code : {1, 42, -18, -100, INT_MIN, INT_MAX}) {
     EXPECT_STREQ(rocl_strerror(code), "unknown error") << "code " << code;
   }
 }
