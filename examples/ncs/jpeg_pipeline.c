@@ -97,7 +97,7 @@ static void decompress(const unsigned char *jpeg, unsigned long size, unsigned c
 }
 
 static int partner_of(int compressor) {
-  return g_processes == 1 ? 0 : compressor + g_compressors;
+  return compressor + g_compressors;
 }
 
 /* The master's thread 0 makes the image (the paper reads it from a file)
@@ -130,7 +130,7 @@ static void compressor(int t) {
 }
 
 static void decompressor(int t) {
-  const int from = g_processes == 1 ? 0 : g_me - g_compressors;
+  const int from = g_me - g_compressors;
   const int strip = from * g_threads + t;
   int first, count;
   strip_rows(strip, &first, &count);
@@ -151,7 +151,7 @@ static void master_combines(int t) {
     size_t size = 0;
     NCS_id from;
     MUST(NCS_recv_from(t, NCS_ANY, t, 0, &rows, &size, &from));
-    const int compressor = g_processes == 1 ? 0 : from.process - g_compressors;
+    const int compressor = from.process - g_compressors;
     const int strip = compressor * g_threads + t;
     if (size != strip_bytes(strip)) {
       fprintf(stderr, "%s: strip %d came back with %zu bytes\n", g_name, strip, size);
@@ -162,11 +162,26 @@ static void master_combines(int t) {
   }
 }
 
+/* Alone, a thread compresses its strip and decompresses it straight into
+ * the result, as the MPI version does: no message to itself. */
+static void alone(int t) {
+  const int strip = t;
+  int first, count;
+  strip_rows(strip, &first, &count);
+  unsigned long jpeg_size = 0;
+  unsigned char *jpeg = compress(strip_of(g_image, strip), count, &jpeg_size);
+  decompress(jpeg, jpeg_size, strip_of(g_combined, strip), count);
+  tjFree(jpeg);
+}
+
 static void thread_main(void *arg) {
   const int t = *(const int *)arg;
-  const int decompresses =
-      g_processes == 1 ? g_me == 0 : g_me >= g_compressors && g_me < 2 * g_compressors;
+  const int decompresses = g_me >= g_compressors && g_me < 2 * g_compressors;
   if (g_me == 0) master_distributes(t);
+  if (g_processes == 1) {
+    alone(t);
+    return;
+  }
   if (g_me < g_compressors) compressor(t);
   if (decompresses) decompressor(t);
   if (g_me == 0) master_combines(t);
