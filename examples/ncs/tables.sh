@@ -2,15 +2,17 @@
 # tables.sh - the NCS paper's tables 1-3 on the test hosts: each application
 # (matrix multiplication, JPEG, DIF FFT) single-threaded and multithreaded
 # on NCS, and single-threaded on Open MPI when mpicc.openmpi built it, on 1,
-# 2 and 4 test hosts (one process per host) under a LAN-like and a WAN-like
-# rate; prints the execution times and the multithreaded version's
-# improvement as markdown tables (docs/ncs.md, "Reproducing tables 1-3").
+# 2, 4 and 8 test hosts (one process per host) on a LAN-like network (a
+# rate) and a WAN-like one (a rate, and a delay between two sites of half
+# the hosts each); prints the execution times and the multithreaded
+# version's improvement as markdown tables (docs/ncs.md, "Reproducing
+# tables 1-3"), and with --plot draws the improvements (gnuplot).
 # Run as root; the hosts are made with the prefix $ROCL_NETNS_PREFIX
 # (default ncs) and taken down at the end.
 #
 #   examples/ncs/tables.sh [--build DIR] [--lan RATE] [--wan RATE]
-#       [--hosts "1 2 4"] [--repeat R] [--matmul N] [--jpeg "W H"]
-#       [--fft "M SETS"] [--no-openmpi]
+#       [--wan-delay MS] [--hosts "1 2 4 8"] [--repeat R] [--matmul N]
+#       [--jpeg "W H"] [--fft "M SETS"] [--no-openmpi] [--plot FILE.svg]
 set -euo pipefail
 
 me=tables.sh
@@ -19,15 +21,21 @@ hosts_sh=$here/../../tests/netns/hosts.sh
 build=build
 lan=1gbit
 wan=100mbit
-host_counts="1 2 4"
+wan_delay=10
+host_counts="1 2 4 8"
 repeat=3
 matmul_args="1000"
 jpeg_args="3000 2000"
 fft_args="131072 8"
 openmpi=1
+plot=""
 
 usage() {
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+bad_usage() {
+  echo "$me: $* (tables.sh --help shows the options)" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -35,15 +43,22 @@ while [ $# -gt 0 ]; do
   --build) build=$2; shift ;;
   --lan) lan=$2; shift ;;
   --wan) wan=$2; shift ;;
+  --wan-delay) wan_delay=$2; shift ;;
+  --plot) plot=$2; shift ;;
   --hosts) host_counts=$2; shift ;;
   --repeat) repeat=$2; shift ;;
   --matmul) matmul_args=$2; shift ;;
   --jpeg) jpeg_args=$2; shift ;;
   --fft) fft_args=$2; shift ;;
   --no-openmpi) openmpi=0 ;;
-  *) usage ;;
+  -h | --help) usage ;;
+  *) bad_usage "unknown option '$1'" ;;
   esac
   shift
+done
+[[ $wan_delay =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad_usage "--wan-delay takes milliseconds, not '$wan_delay'"
+for n in $host_counts; do
+  [[ $n =~ ^[1-9][0-9]?$ ]] || bad_usage "--hosts takes host counts from 1 to 64, not '$n'"
 done
 [ "$(id -u)" -eq 0 ] || {
   echo "$me: run as root (the test hosts are network namespaces)" >&2
@@ -51,6 +66,11 @@ done
 }
 build=$(cd "$build" && pwd)
 roclrun=$build/tools/roclrun/roclrun
+export ROCL_DELAYLINE=${ROCL_DELAYLINE:-$build/tests/netns/delayline}
+if [ "$wan_delay" != 0 ] && [ ! -x "$ROCL_DELAYLINE" ]; then
+  echo "$me: $ROCL_DELAYLINE is not built (ninja -C $build netns_delayline), or use --wan-delay 0" >&2
+  exit 1
+fi
 apps=(matmul jpeg fft)
 for app in "${apps[@]}"; do
   for program in "$build/examples/ncs/ncs_${app}_st" "$build/examples/ncs/ncs_${app}_mt" "$roclrun"; do
@@ -122,11 +142,14 @@ run_once() {
   fi
 }
 
-# The median of $repeat runs.
+# The median of $repeat runs; a failed run is tried once more (Open MPI's
+# tcp BTL now and then fails to connect between the namespaces), and a
+# second failure fails the point.
 run_median() {
   local i t times=()
   for ((i = 0; i < repeat; ++i)); do
     t=$(run_once "$@")
+    [ "$t" = FAILED ] && t=$(run_once "$@")
     [ "$t" = FAILED ] && {
       echo FAILED
       return
@@ -145,18 +168,23 @@ else
   echo "$me: no Open MPI builds (mpicc.openmpi, mpirun.openmpi): its column is left out" >&2
 fi
 
+# The hosts are made anew for each count, so that with a delay the first
+# half (h1 ..) is one site and the second half the other: from 2 hosts on,
+# the master's messages to half of the hosts cross the delay line.
 declare -A time
-max_hosts=0
-for n in $host_counts; do [ "$n" -gt "$max_hosts" ] && max_hosts=$n; done
 for net in lan wan; do
   rate=$lan
-  [ $net = wan ] && rate=$wan
-  "$hosts_sh" up "$max_hosts" --nets 1 --rate "$rate" >/dev/null
-  for app in "${apps[@]}"; do
-    for n in $host_counts; do
+  delay_args=()
+  if [ $net = wan ]; then
+    rate=$wan
+    [ "$wan_delay" != 0 ] && delay_args=(--delay "$wan_delay")
+  fi
+  for n in $host_counts; do
+    "$hosts_sh" up "$n" --nets 1 --rate "$rate" "${delay_args[@]}" >/dev/null
+    for app in "${apps[@]}"; do
       for version in "${versions[@]}"; do
         time[$app,$net,$n,$version]=$(run_median "$app" "$version" "$n")
-        echo "$me: $app $version, $n host(s), $net ($rate): ${time[$app,$net,$n,$version]} s" >&2
+        echo "$me: $app $version, $n host(s), $net ($rate${delay_args[*]:+, ${wan_delay} ms}): ${time[$app,$net,$n,$version]} s" >&2
       done
     done
   done
@@ -176,7 +204,7 @@ for app in "${apps[@]}"; do
   fft) title="DIF FFT, M and sets = $fft_args" ;;
   esac
   echo
-  echo "Table $table: $title (median of $repeat runs; LAN $lan, WAN $wan)"
+  echo "Table $table: $title (median of $repeat runs; LAN $lan, WAN $wan and $wan_delay ms one way between the sites)"
   echo
   header="| network | hosts | single-threaded (s) | multithreaded (s) | improvement |"
   rule="| --- | ---: | ---: | ---: | ---: |"
@@ -196,3 +224,38 @@ for app in "${apps[@]}"; do
   done
   table=$((table + 1))
 done
+
+[ -n "$plot" ] || exit 0
+command -v gnuplot >/dev/null || {
+  echo "$me: no gnuplot: no plot (apt-get install gnuplot-nox)" >&2
+  exit 0
+}
+# The improvements, a line per application and network, against the hosts.
+data=$work/improvement.dat
+for app in "${apps[@]}"; do
+  for net in lan wan; do
+    echo "# $app $net"
+    for n in $host_counts; do
+      echo "$n $(improvement "${time[$app,$net,$n,st]}" "${time[$app,$net,$n,mt]}" | cut -d' ' -f1)"
+    done
+    printf '\n\n'
+  done
+done >"$data"
+{
+  echo "set terminal svg size 720,420 font 'sans,11'"
+  echo "set output '$plot'"
+  echo "set title 'NCS: multithreaded vs single-threaded (LAN $lan; WAN $wan, $wan_delay ms)'"
+  echo "set xlabel 'test hosts'; set ylabel 'improvement (%)'; set logscale x 2"
+  echo "set key outside right; set grid; set xtics (${host_counts// /, })"
+  printf "plot"
+  index=0
+  for app in "${apps[@]}"; do
+    for net in lan wan; do
+      [ "$index" -gt 0 ] && printf ","
+      printf " '%s' index %d using 1:2 with linespoints title '%s %s'" "$data" "$index" "$app" "${net^^}"
+      index=$((index + 1))
+    done
+  done
+  echo
+} | gnuplot
+echo "$me: plot written to $plot" >&2
