@@ -7,17 +7,24 @@
 #   P-net1, P-net2 one namespace per network, holding the bridge br0 that the
 #                  hosts' veth peers (h1 .. hN) are ports of
 #
+# With --delay D the hosts are two sites: the first ceil(N/2) on br0, the
+# rest on a second bridge br1 of each net, joined by a delay line
+# (delayline.c) that runs in P-netK: its TAP devices dla (in br0) and dlb
+# (in br1) pass every frame D ms late, both ways.
+#
 # Nothing is created in, or attached to, the machine's own namespace. Needs
 # root and a working `ip netns`; exits 77 (skipped, for ctest) without them.
 set -euo pipefail
 
 readonly SKIP=77
 readonly MAX_HOSTS=64
+readonly DELAY_MAX_MS=10000
 me=$(basename "$0")
 
 usage() {
   cat <<EOF
 usage: $me up N [--nets 1|2] [--prefix P] [--rate RATE]
+             [--delay MS [--delayline PATH]]
        $me down [--prefix P]
        $me exec HOST [--prefix P] -- CMD [ARG...]
        $me addr HOST [NET] [--prefix P]
@@ -41,8 +48,17 @@ names hJ (net 1) and hJ-net2 (net 2) resolve (/etc/netns/P-hI/hosts).
   --nets 1|2   one network (default) or two
   --rate RATE  a tbf qdisc at RATE (e.g. 1gbit, 100mbit, 500kbit) on each
                host's eth devices (what it sends) and on its bridge ports
-               (what it receives). Bandwidth only: delay and loss cannot be
-               emulated, this kernel has no netem qdisc.
+               (what it receives). Bandwidth only: this kernel has no
+               netem qdisc, so no loss; for delay see --delay.
+  --delay MS   two sites, the first ceil(N/2) hosts and the rest, on a
+               bridge of their own in each net (br0, br1), joined by a delay
+               line in P-netK that passes every frame MS milliseconds late
+               each way (0 < MS <= $DELAY_MAX_MS, fractions allowed): within a
+               site direct, across a round trip takes 2*MS more. The same
+               addresses and subnet, broadcasts included.
+  --delayline PATH
+               the delay line program (default \$ROCL_DELAYLINE): a build's
+               tests/netns/delayline, target netns_delayline
 
 Needs root and ip netns; exits $SKIP when either is missing.
 EOF
@@ -112,6 +128,42 @@ teardown() {
       rm -rf -- "$dir"
     fi
   done
+  rm -f -- "$(log_dir)/$p"-net[0-9]*.delayline.log
+  rmdir -- "$(log_dir)" 2>/dev/null || true
+}
+
+# Where the delay lines' output goes: /run/rocl-netns (or /tmp/rocl-netns
+# without /run), one P-netK.delayline.log per delay line.
+log_dir() {
+  if [ -d /run ] && [ -w /run ]; then echo /run/rocl-netns; else echo /tmp/rocl-netns; fi
+}
+
+# Starts the delay line of net $1 in P-net$1 and waits (5 s at most) for it
+# to say it is ready, then puts its TAP devices in the sites' bridges.
+start_delay_line() {
+  local net=$prefix-net$1 log pid tries rc
+  log=$(log_dir)/$net.delayline.log
+  mkdir -p "$(log_dir)"
+  : >"$log"
+  # Its own output only, so that no caller waits for the pipes it holds.
+  ip netns exec "$net" "$delayline" --a dla --b dlb --delay-ms "$delay" </dev/null >"$log" 2>&1 &
+  pid=$!
+  for ((tries = 0; tries < 50; tries++)); do
+    if grep -q '^delayline: ready$' "$log"; then break; fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      rc=0
+      wait "$pid" || rc=$?
+      die "the delay line of $net ($delayline) ended, status $rc: $(tr '\n' ' ' <"$log")"
+    fi
+    sleep 0.1
+  done
+  disown "$pid" # down kills it; no "Killed" from this shell
+  grep -q '^delayline: ready$' "$log" ||
+    die "the delay line of $net ($delayline) did not say 'delayline: ready' within 5 s: $(tr '\n' ' ' <"$log")"
+  ip -n "$net" link set dla master br0
+  ip -n "$net" link set dlb master br1
+  ip -n "$net" link set dla up
+  ip -n "$net" link set dlb up
 }
 
 # Runs a step of `up` whose failure means the kernel or the container lacks
@@ -180,6 +232,20 @@ cmd_up() {
       bad_usage "--rate must be a number with bit, kbit, mbit, gbit or tbit (e.g. 1gbit), not '$rate'"
     fi
   fi
+  if [ -n "$delay" ]; then
+    if ! [[ $delay =~ ^[0-9]{1,5}(\.[0-9]{1,6})?$ ]] ||
+      ! awk -v d="$delay" -v max="$DELAY_MAX_MS" 'BEGIN { exit !(d > 0 && d <= max) }'; then
+      bad_usage "--delay must be a number of milliseconds above 0 and up to $DELAY_MAX_MS (e.g. 20 or 2.5), not '$delay'"
+    fi
+    delayline=${delayline:-${ROCL_DELAYLINE:-}}
+    [ -n "$delayline" ] ||
+      die "--delay needs the delay line program: build the target netns_delayline (ninja -C BUILD netns_delayline) and give BUILD/tests/netns/delayline with --delayline PATH or ROCL_DELAYLINE"
+    if [ ! -x "$delayline" ] || [ -d "$delayline" ]; then
+      die "no delay line program at '$delayline': build the target netns_delayline (ninja -C BUILD netns_delayline), it is BUILD/tests/netns/delayline"
+    fi
+  elif [ -n "$delayline" ]; then
+    bad_usage "--delayline goes with --delay"
+  fi
   check_environment
 
   teardown "$prefix"
@@ -188,16 +254,23 @@ cmd_up() {
   trap 'if [ "$up_done" -eq 0 ]; then teardown "$prefix"; fi' EXIT
   trap 'exit 1' INT TERM HUP
 
-  local i k net host dev file
+  # With a delay, hosts up to site_a are site A (br0), the others site B (br1).
+  local i k net host dev file bridge site_a=$(((count + 1) / 2))
   for ((k = 1; k <= nets; k++)); do
     net=$prefix-net$k
     need ip netns add "$net"
     ip -n "$net" link set lo up
     need ip -n "$net" link add br0 type bridge
     ip -n "$net" link set br0 up
+    if [ -n "$delay" ]; then
+      need ip -n "$net" link add br1 type bridge
+      ip -n "$net" link set br1 up
+    fi
   done
   for ((i = 1; i <= count; i++)); do
     host=$prefix-h$i
+    bridge=br0
+    if [ -n "$delay" ] && [ "$i" -gt "$site_a" ]; then bridge=br1; fi
     need ip netns add "$host"
     ip -n "$host" link set lo up
     for ((k = 1; k <= nets; k++)); do
@@ -205,7 +278,7 @@ cmd_up() {
       dev=eth$((k - 1))
       # Both ends made inside their namespaces: no name in the root one.
       need ip link add "$dev" netns "$host" type veth peer name "h$i" netns "$net"
-      ip -n "$net" link set "h$i" master br0
+      ip -n "$net" link set "h$i" master "$bridge"
       ip -n "$net" link set "h$i" up
       ip -n "$host" addr add "10.20$k.0.$i/24" brd + dev "$dev"
       ip -n "$host" link set "$dev" up
@@ -230,9 +303,21 @@ cmd_up() {
     } >"$file"
   done
 
+  if [ -n "$delay" ]; then
+    for ((k = 1; k <= nets; k++)); do start_delay_line "$k"; done
+  fi
+
   wait_links
   up_done=1
-  echo "$me: $count host(s) $prefix-h1..$prefix-h$count on $nets net(s)${rate:+, $rate each}"
+  local sites="" a=h1 b=h$count
+  if [ "$site_a" -gt 1 ]; then a=h1..h$site_a; fi
+  if [ "$count" -gt $((site_a + 1)) ]; then b=h$((site_a + 1))..h$count; fi
+  if [ -n "$delay" ] && [ "$count" -gt "$site_a" ]; then
+    sites=", sites $a and $b $delay ms apart"
+  elif [ -n "$delay" ]; then
+    sites=", h1 in site A, site B ($delay ms away) empty"
+  fi
+  echo "$me: $count host(s) $prefix-h1..$prefix-h$count on $nets net(s)${rate:+, $rate each}$sites"
 }
 
 cmd_down() {
@@ -298,6 +383,8 @@ esac
 prefix=${ROCL_NETNS_PREFIX:-rocl}
 nets=1
 rate=""
+delay=""
+delayline=""
 count=0
 rate_bps=""
 up_done=1
@@ -305,18 +392,22 @@ args=()
 command=()
 while [ $# -gt 0 ]; do
   case $1 in
-  --prefix | --nets | --rate)
+  --prefix | --nets | --rate | --delay | --delayline)
     [ $# -ge 2 ] || bad_usage "$1 needs a value"
     case $1 in
     --prefix) prefix=$2 ;;
     --nets) nets=$2 ;;
     --rate) rate=$2 ;;
+    --delay) delay=$2 ;;
+    --delayline) delayline=$2 ;;
     esac
     shift 2
     ;;
   --prefix=*) prefix=${1#*=} && shift ;;
   --nets=*) nets=${1#*=} && shift ;;
   --rate=*) rate=${1#*=} && shift ;;
+  --delay=*) delay=${1#*=} && shift ;;
+  --delayline=*) delayline=${1#*=} && shift ;;
   --)
     shift
     command=("$@")
@@ -335,7 +426,9 @@ while [ $# -gt 0 ]; do
 done
 check_prefix
 if [ "$sub" != up ]; then
-  if [ "$nets" != 1 ] || [ -n "$rate" ]; then bad_usage "--nets and --rate are options of up"; fi
+  if [ "$nets" != 1 ] || [ -n "$rate" ] || [ -n "$delay" ] || [ -n "$delayline" ]; then
+    bad_usage "--nets, --rate, --delay and --delayline are options of up"
+  fi
 fi
 if [ "$sub" != exec ] && [ "${#command[@]}" -gt 0 ]; then
   bad_usage "only exec takes -- CMD"

@@ -1,14 +1,29 @@
-/* reach.c - is a test host reachable over TCP? (tests/netns, no rocl).
+/* reach.c - is a test host reachable over TCP, and how far? (tests/netns,
+ * no rocl).
  *
- *   reach listen ADDR PORT COUNT    accepts COUNT connections, reads one line
- *                                   from each and sends it back; prints
- *                                   "listening ADDR PORT" once it listens
- *                                   (PORT 0: the port the kernel chose)
+ *   reach listen ADDR PORT COUNT    accepts COUNT connections, one after the
+ *                                   other, and sends each line of each back
+ *                                   until the peer closes (2 s at most per
+ *                                   line); prints "listening ADDR PORT" once
+ *                                   it listens (PORT 0: the kernel's choice)
  *   reach connect ADDR PORT TEXT    connects (2 s at most), sends TEXT and a
  *                                   newline, expects them back
  *   reach unreachable ADDR PORT     succeeds when the connection fails at
  *                                   once: no route (ENETUNREACH,
  *                                   EHOSTUNREACH) or refused, within 2 s
+ *   reach rtt ADDR PORT COUNT       against reach listen: COUNT round trips
+ *                                   of a line over one connection, one after
+ *                                   the other; prints "rtt ADDR PORT: COUNT
+ *                                   round trips, min X ms, median Y ms, max
+ *                                   Z ms"
+ *   reach sink ADDR PORT            accepts one connection (60 s at most),
+ *                                   reads until the peer closes its side,
+ *                                   checks the bytes (send's pattern) and
+ *                                   answers "received N"; prints "listening
+ *                                   ADDR PORT" once it listens
+ *   reach send ADDR PORT BYTES      sends BYTES bytes to reach sink, closes
+ *                                   its side and expects "received BYTES"
+ *                                   (60 s at most); prints the rate
  *
  * Exit 0 on success, 1 with a sentence on stderr on failure, 2 on bad
  * arguments. ADDR is an IPv4 address or a name (/etc/hosts of the host). */
@@ -17,6 +32,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -27,7 +43,14 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { kTimeoutMs = 2000, kListenTimeoutMs = 60000, kLineMax = 4096 };
+enum {
+  kTimeoutMs = 2000,
+  kListenTimeoutMs = 60000,
+  kBulkTimeoutMs = 60000,
+  kLineMax = 4096,
+  kChunk = 65536,
+  kRttMax = 100000
+};
 
 static const char *g_mode = "reach";
 
@@ -45,7 +68,10 @@ static void usage(void) {
   fprintf(stderr,
           "usage: reach listen ADDR PORT COUNT\n"
           "       reach connect ADDR PORT TEXT\n"
-          "       reach unreachable ADDR PORT\n");
+          "       reach unreachable ADDR PORT\n"
+          "       reach rtt ADDR PORT COUNT\n"
+          "       reach sink ADDR PORT\n"
+          "       reach send ADDR PORT BYTES\n");
   exit(2);
 }
 
@@ -53,6 +79,31 @@ static long long now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The byte at offset i of what send sends and sink expects. */
+static unsigned char pattern(unsigned long long i) {
+  return (unsigned char)(i % 251);
+}
+
+/* A positive count from text, at most max, else usage. */
+static long long parse_count(const char *text, long long max) {
+  char *end = NULL;
+  errno = 0;
+  const long long v = strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < 1 || v > max) usage();
+  return v;
+}
+
+static void no_delay(int fd) {
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 /* Milliseconds left until deadline, at least 0. */
@@ -119,7 +170,10 @@ static int write_all(int fd, const char *buf, size_t n, long long deadline) {
     } else if (w < 0 && errno == EINTR) {
       continue;
     } else if (w < 0 && errno == EAGAIN) {
-      if (wait_for(fd, POLLOUT, deadline) == 0) return -1;
+      if (wait_for(fd, POLLOUT, deadline) == 0) {
+        errno = ETIMEDOUT;
+        return -1;
+      }
     } else {
       return -1;
     }
@@ -156,10 +210,8 @@ static ssize_t read_line(int fd, char *line, size_t cap, long long deadline) {
   return -1;
 }
 
-static int do_listen(const char *addr, const char *port, const char *count_text) {
-  char *end = NULL;
-  const long count = strtol(count_text, &end, 10);
-  if (*end != '\0' || count < 1) usage();
+/* A listening socket at addr:port; prints "listening ADDR PORT". */
+static int start_listen(const char *addr, const char *port) {
   struct sockaddr_storage sa;
   socklen_t len = 0;
   resolve(addr, port, &sa, &len);
@@ -175,25 +227,45 @@ static int do_listen(const char *addr, const char *port, const char *count_text)
   getsockname(fd, (struct sockaddr *)&bound, &blen);
   printf("listening %s %u\n", addr, (unsigned)ntohs(bound.sin_port));
   fflush(stdout);
+  return fd;
+}
 
-  const long long deadline = now_ms() + kListenTimeoutMs;
-  for (long served = 0; served < count;) {
+/* The next connection to listening socket fd, before deadline (set
+ * kListenTimeoutMs ahead); a failure says what did not come. */
+static int accept_by(int fd, long long deadline, const char *what) {
+  for (;;) {
     const int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (c < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN) fail("accept: %s", strerror(errno));
-      if (wait_for(fd, POLLIN, deadline) == 0)
-        fail("%ld of %ld connections within %d s", served, count, kListenTimeoutMs / 1000);
-      continue;
+    if (c >= 0) {
+      no_delay(c);
+      return c;
     }
-    char line[kLineMax];
-    const long long line_deadline = now_ms() + kTimeoutMs;
-    const ssize_t n = read_line(c, line, sizeof line, line_deadline);
-    if (n < 0) fail("connection %ld: no line: %s", served + 1, strerror(errno));
-    if (write_all(c, line, (size_t)n, line_deadline) != 0)
-      fail("connection %ld: cannot echo: %s", served + 1, strerror(errno));
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (errno != EAGAIN) fail("accept: %s", strerror(errno));
+    if (wait_for(fd, POLLIN, deadline) == 0) fail("%s within %d s", what, kListenTimeoutMs / 1000);
+  }
+}
+
+static int do_listen(const char *addr, const char *port, const char *count_text) {
+  const long count = (long)parse_count(count_text, 1000000);
+  const int fd = start_listen(addr, port);
+  const long long deadline = now_ms() + kListenTimeoutMs;
+  for (long served = 0; served < count; ++served) {
+    char what[64];
+    snprintf(what, sizeof what, "only %ld of %ld connections", served, count);
+    const int c = accept_by(fd, deadline, what);
+    /* Every line back until the peer closes; the first one must come. */
+    for (long lines = 0;; ++lines) {
+      char line[kLineMax];
+      const long long line_deadline = now_ms() + kTimeoutMs;
+      const ssize_t n = read_line(c, line, sizeof line, line_deadline);
+      if (n < 0 && errno == 0 && lines > 0) break;
+      if (n < 0)
+        fail("connection %ld: no line %ld: %s", served + 1, lines + 1,
+             errno == 0 ? "connection closed" : strerror(errno));
+      if (write_all(c, line, (size_t)n, line_deadline) != 0)
+        fail("connection %ld: cannot echo: %s", served + 1, strerror(errno));
+    }
     close(c);
-    ++served;
   }
   close(fd);
   return 0;
@@ -245,6 +317,104 @@ static int do_unreachable(const char *addr, const char *port) {
   return 1;
 }
 
+static int compare_ns(const void *a, const void *b) {
+  const long long x = *(const long long *)a, y = *(const long long *)b;
+  return (x > y) - (x < y);
+}
+
+static int do_rtt(const char *addr, const char *port, const char *count_text) {
+  const int count = (int)parse_count(count_text, kRttMax);
+  int err = 0;
+  const int fd = start_connect(addr, port, &err);
+  if (err != 0) fail("cannot connect to %s port %s: %s", addr, port, strerror(err));
+  no_delay(fd);
+  long long *rtt = malloc((size_t)count * sizeof *rtt);
+  if (rtt == NULL) fail("out of memory");
+  for (int i = 0; i < count; ++i) {
+    char sent[64], got[kLineMax];
+    const int n = snprintf(sent, sizeof sent, "round trip %d\n", i + 1);
+    const long long start = now_ns();
+    const long long deadline = now_ms() + kTimeoutMs;
+    if (write_all(fd, sent, (size_t)n, deadline) != 0)
+      fail("cannot send to %s port %s: %s", addr, port, strerror(errno));
+    if (read_line(fd, got, sizeof got, deadline) < 0)
+      fail("round trip %d: no echo from %s port %s: %s", i + 1, addr, port,
+           errno == 0 ? "connection closed" : strerror(errno));
+    rtt[i] = now_ns() - start;
+    if (strcmp(got, sent) != 0)
+      fail("round trip %d: %s port %s echoed otherwise", i + 1, addr, port);
+  }
+  close(fd);
+  qsort(rtt, (size_t)count, sizeof *rtt, compare_ns);
+  printf("rtt %s %s: %d round trips, min %.3f ms, median %.3f ms, max %.3f ms\n", addr, port, count,
+         rtt[0] / 1e6, rtt[count / 2] / 1e6, rtt[count - 1] / 1e6);
+  free(rtt);
+  return 0;
+}
+
+static int do_sink(const char *addr, const char *port) {
+  const int fd = start_listen(addr, port);
+  const int c = accept_by(fd, now_ms() + kListenTimeoutMs, "no connection");
+  close(fd);
+  const long long deadline = now_ms() + kBulkTimeoutMs;
+  static unsigned char buf[kChunk];
+  unsigned long long total = 0;
+  for (;;) {
+    const ssize_t r = recv(c, buf, sizeof buf, 0);
+    if (r == 0) break;
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) fail("after %llu bytes: %s", total, strerror(errno));
+      if (wait_for(c, POLLIN, deadline) == 0)
+        fail("after %llu bytes, the rest did not come within %d s", total, kBulkTimeoutMs / 1000);
+      continue;
+    }
+    for (ssize_t i = 0; i < r; ++i) {
+      if (buf[i] != pattern(total + (unsigned long long)i))
+        fail("byte %llu is %u, not %u", total + (unsigned long long)i, buf[i],
+             pattern(total + (unsigned long long)i));
+    }
+    total += (unsigned long long)r;
+  }
+  char line[64];
+  const int n = snprintf(line, sizeof line, "received %llu\n", total);
+  if (write_all(c, line, (size_t)n, now_ms() + kTimeoutMs) != 0)
+    fail("cannot answer: %s", strerror(errno));
+  close(c);
+  return 0;
+}
+
+static int do_send(const char *addr, const char *port, const char *bytes_text) {
+  const unsigned long long bytes = (unsigned long long)parse_count(bytes_text, 1LL << 40);
+  int err = 0;
+  const int fd = start_connect(addr, port, &err);
+  if (err != 0) fail("cannot connect to %s port %s: %s", addr, port, strerror(err));
+  const long long start = now_ns();
+  const long long deadline = now_ms() + kBulkTimeoutMs;
+  static unsigned char buf[kChunk];
+  for (unsigned long long sent = 0; sent < bytes;) {
+    const size_t n = bytes - sent < kChunk ? (size_t)(bytes - sent) : kChunk;
+    for (size_t i = 0; i < n; ++i) buf[i] = pattern(sent + i);
+    if (write_all(fd, (const char *)buf, n, deadline) != 0)
+      fail("after %llu bytes to %s port %s: %s", sent, addr, port, strerror(errno));
+    sent += n;
+  }
+  shutdown(fd, SHUT_WR);
+  char got[kLineMax], want[64];
+  snprintf(want, sizeof want, "received %llu\n", bytes);
+  if (read_line(fd, got, sizeof got, deadline) < 0)
+    fail("no answer from %s port %s: %s", addr, port,
+         errno == 0 ? "connection closed" : strerror(errno));
+  if (strcmp(got, want) != 0)
+    fail("%s port %s answered \"%.*s\" to %llu bytes", addr, port, (int)strcspn(got, "\n"), got,
+         bytes);
+  const double s = (now_ns() - start) / 1e9;
+  close(fd);
+  printf("sent %llu bytes to %s port %s in %.3f s: %.1f Mbit/s\n", bytes, addr, port, s,
+         bytes * 8 / s / 1e6);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   if (argc < 2) usage();
@@ -252,6 +422,9 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "listen") == 0 && argc == 5) return do_listen(argv[2], argv[3], argv[4]);
   if (strcmp(argv[1], "connect") == 0 && argc == 5) return do_connect(argv[2], argv[3], argv[4]);
   if (strcmp(argv[1], "unreachable") == 0 && argc == 4) return do_unreachable(argv[2], argv[3]);
+  if (strcmp(argv[1], "rtt") == 0 && argc == 5) return do_rtt(argv[2], argv[3], argv[4]);
+  if (strcmp(argv[1], "sink") == 0 && argc == 4) return do_sink(argv[2], argv[3]);
+  if (strcmp(argv[1], "send") == 0 && argc == 5) return do_send(argv[2], argv[3], argv[4]);
   usage();
   return 2;
 }
