@@ -22,6 +22,9 @@ constexpr int kLeaveTimeoutMs = 60000;
 constexpr std::uint32_t kLeavingDomain = 1;
 constexpr int kLeavingTag = 0;
 constexpr int kAllLeavingTag = 1;
+// The empty messages of the meeting at join, in a domain of their own too.
+constexpr std::uint32_t kMeetingDomain = 2;
+constexpr int kMeetingTag = 0;
 
 int env_int(const char *name, int otherwise) {
   const char *v = std::getenv(name);
@@ -71,7 +74,32 @@ int Job::join() {
   const std::int64_t gid = rocl_register(mine.get());
   if (gid <= 0) return NCS_ECOMM;
   gids_[process_] = static_cast<rocl_gid_t>(gid);
-  return size == 1 ? NCS_OK : find_others();
+  if (size == 1) return NCS_OK;
+  const int rc = find_others();
+  return rc == NCS_OK ? meet_everyone() : rc;
+}
+
+// The first message between two processes pays for their connection: the
+// transport's address from the directory and, over tcp, the connection and
+// the proof of the job secret, several round trips on a long network. As
+// p4 and MPI do when they start, NCS pays it here, before the user threads
+// run, instead of in their first messages.
+int Job::meet_everyone() {
+  for (int p = 0; p < processes(); ++p) {
+    if (p != process_ &&
+        rocl_sendx(self(), gid_of(p), kMeetingTag, kMeetingDomain, 0, nullptr, 0) != ROCL_OK) {
+      return NCS_ECOMM;
+    }
+  }
+  rocl_status_t status;
+  char nothing = 0;
+  for (int i = 1; i < processes(); ++i) {
+    if (rocl_recvx(self(), ROCL_ANY_GID, kMeetingTag, kMeetingDomain, &nothing, 0, &status,
+                   kJoinTimeoutMs) != ROCL_OK) {
+      return NCS_ECOMM;
+    }
+  }
+  return NCS_OK;
 }
 
 int Job::find_others() {

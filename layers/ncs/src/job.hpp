@@ -11,8 +11,10 @@ namespace ncs {
 
 class Job {
  public:
-  // Registers this process's resource and waits (up to 60 s) for every
-  // process's. Returns an NCS code.
+  // Registers this process's resource, waits (up to 60 s) for every
+  // process's, then exchanges an empty message with each of them, so that
+  // every pair is connected before the user threads run. Returns an NCS
+  // code.
   int join();
   // Waits (up to 60 s) until every process is leaving, so that no message
   // of the job still comes (credits returned late, say), then deletes this
@@ -28,6 +30,7 @@ class Job {
 
  private:
   int find_others();
+  int meet_everyone();
   void wait_for_everyone_leaving();
 
   int process_ = 0;
