@@ -536,6 +536,43 @@ TEST(TcpTransport, HelloWithABadAddressIsRefused) {
   ::close(fd);
 }
 
+// A recorder on the path sees one connection's proof; replayed on a new
+// connection it answers the wrong challenge and is refused, and nothing of
+// what follows it is taken.
+TEST(TcpTransport, AReplayedProofIsRefused) {
+  const JobSecret secret = JobSecret::generate();
+  Node b(2, &secret);
+  const tcp::Hello hello{tcp::kHelloMagic, tcp::kHandshakeVersion, 99, {}};
+
+  int fd = raw_connect(*b.t);
+  ASSERT_EQ(::send(fd, &hello, sizeof hello, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof hello));
+  JobSecret::Challenge first;
+  ASSERT_TRUE(read_exactly(fd, first.data(), first.size()));
+  const auto recorded = secret.prove(tcp::kConnectLabel, first);
+  ::close(fd);
+
+  fd = raw_connect(*b.t);
+  ASSERT_EQ(::send(fd, &hello, sizeof hello, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof hello));
+  JobSecret::Challenge second;
+  ASSERT_TRUE(read_exactly(fd, second.data(), second.size()));
+  EXPECT_NE(second, first);
+  std::uint8_t answer[64];
+  std::memcpy(answer, recorded.data(), 32);
+  const auto mine = JobSecret::random_challenge();
+  std::memcpy(answer + 32, mine.data(), 32);
+  ASSERT_EQ(::send(fd, answer, 64, MSG_NOSIGNAL), 64);
+  const wire::MessageHeader h = good_header(3);
+  ::send(fd, &h, sizeof h, MSG_NOSIGNAL);
+  ::send(fd, "abc", 3, MSG_NOSIGNAL);
+  std::uint8_t verdict = 0;
+  ASSERT_TRUE(read_exactly(fd, &verdict, 1));
+  EXPECT_EQ(verdict, 1);  // refused
+  EXPECT_TRUE(closed_by_peer(fd));
+  ::close(fd);
+  EXPECT_TRUE(b.log.has("refused: job secret proof did not verify"));
+  EXPECT_EQ(b.sink.count(), 0u);
+}
+
 TEST(TcpTransport, BadFramesAfterAGoodHandshakeDropOnlyThatConnection) {
   const JobSecret secret = JobSecret::generate();
   Node a(1, &secret), b(2, &secret);
