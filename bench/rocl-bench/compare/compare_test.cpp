@@ -111,13 +111,13 @@ TEST(CompareOptions, SystemFiltersSelectNamesAndTheirFamilies) {
   EXPECT_TRUE(selected(parsed({}), "anything"));
 }
 
-NcsOptions ncs_parsed(std::vector<std::string> args) {
+NcsOptions ncs_parsed(const std::vector<std::string> &args) {
   NcsOptions o;
   EXPECT_EQ(parse_ncs_options(args, o), "");
   return o;
 }
 
-std::string ncs_error_of(std::vector<std::string> args) {
+std::string ncs_error_of(const std::vector<std::string> &args) {
   NcsOptions o;
   return parse_ncs_options(args, o);
 }

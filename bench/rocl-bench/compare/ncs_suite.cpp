@@ -228,6 +228,7 @@ std::string missing_figure(const std::vector<CsvRow> &rows) {
 // progress and the tables); its exit status, or -1 if it did not run.
 int run_in_foreground(const std::vector<std::string> &argv) {
   std::vector<char *> args;
+  args.reserve(argv.size() + 1);
   for (const auto &a : argv) args.push_back(const_cast<char *>(a.c_str()));
   args.push_back(nullptr);
   std::fflush(stdout);
@@ -404,7 +405,7 @@ std::string parse_ncs_options(const std::vector<std::string> &args, NcsOptions &
     if (!takes_value(name)) return "unknown argument '" + args[i] + "'";
     if (!value && i + 1 >= args.size()) return name + " needs a value";
     if (!value) value = args[++i];
-    if (const std::string why = set_value(name, *value, o); !why.empty()) return why;
+    if (std::string why = set_value(name, *value, o); !why.empty()) return why;
     reps_given = reps_given || name == "--reps";
     time_given = time_given || name == "--time";
   }
