@@ -16,6 +16,7 @@
 #include "check.hpp"
 #include "compare.hpp"
 #include "mpi_suite.hpp"
+#include "ncs_suite.hpp"
 #include "process_bench.hpp"
 #include "report.hpp"
 #include "rocl/rocl.h"
@@ -28,6 +29,7 @@ const char kUsage[] =
     "usage: rocl-bench [BENCHMARK...] [OPTIONS]\n"
     "       rocl-bench compare [STAGE...] [OPTIONS]  (next to every anchor; compare --help)\n"
     "       rocl-bench mpi [OPTIONS]  (bench/mpi's suite under each MPI; mpi --help)\n"
+    "       rocl-bench ncs [OPTIONS]  (NCS's user threads: switch, wake-up; ncs --help)\n"
     "Benchmarks between threads of one process (each thread is a rocl resource),\n"
     "or with --transport between two processes started under roclrun.\n"
     "\n"
@@ -314,6 +316,10 @@ int main(int argc, char **argv) {
   // bench/mpi's suite under each MPI (compare/mpi_suite.hpp).
   if (argc >= 2 && std::string_view(argv[1]) == "mpi") {
     return rocl_bench::compare::mpi_main(argc - 1, argv + 1);
+  }
+  // NCS's user threads (compare/ncs_suite.hpp).
+  if (argc >= 2 && std::string_view(argv[1]) == "ncs") {
+    return rocl_bench::compare::ncs_main(argc - 1, argv + 1);
   }
   CommandLine cl = parse(argc, argv);
   if (!cl.process_rank.empty()) {  // one of the two ranks of a process run

@@ -21,6 +21,7 @@
 #include "goals.hpp"
 #include "limits.hpp"
 #include "mpi_suite.hpp"
+#include "ncs_suite.hpp"
 #include "output_parse.hpp"
 #include "oversub.hpp"
 #include "progress.hpp"
@@ -108,6 +109,45 @@ TEST(CompareOptions, SystemFiltersSelectNamesAndTheirFamilies) {
   EXPECT_TRUE(selected(o, "ompi-vader"));
   EXPECT_FALSE(selected(o, "mpich"));
   EXPECT_TRUE(selected(parsed({}), "anything"));
+}
+
+NcsOptions ncs_parsed(const std::vector<std::string> &args) {
+  NcsOptions o;
+  EXPECT_EQ(parse_ncs_options(args, o), "");
+  return o;
+}
+
+std::string ncs_error_of(const std::vector<std::string> &args) {
+  NcsOptions o;
+  return parse_ncs_options(args, o);
+}
+
+TEST(NcsOptions, QuickShortensWhatWasNotGiven) {
+  const NcsOptions d = ncs_parsed({});
+  EXPECT_EQ(d.reps, 5);
+  EXPECT_DOUBLE_EQ(d.seconds, 0.2);
+  EXPECT_EQ(d.transport, "shm");
+  EXPECT_FALSE(d.tables);
+  const NcsOptions q = ncs_parsed({"--quick", "--time=0.5"});
+  EXPECT_EQ(q.reps, 1);
+  EXPECT_DOUBLE_EQ(q.seconds, 0.5);  // given: kept
+}
+
+TEST(NcsOptions, TablesTakeTheRestOfTheLine) {
+  const NcsOptions o = ncs_parsed({"--reps", "3", "--tables", "--hosts", "1 2", "--quick"});
+  EXPECT_EQ(o.reps, 3);
+  EXPECT_FALSE(o.quick);  // tables.sh's, not ours
+  EXPECT_TRUE(o.tables);
+  EXPECT_EQ(o.tables_args, (std::vector<std::string>{"--hosts", "1 2", "--quick"}));
+}
+
+TEST(NcsOptions, BadValuesAreRefusedWithTheOptionNamed) {
+  EXPECT_NE(ncs_error_of({"--reps", "0"}).find("--reps"), std::string::npos);
+  EXPECT_NE(ncs_error_of({"--time", "x"}).find("--time"), std::string::npos);
+  EXPECT_NE(ncs_error_of({"--time"}).find("--time"), std::string::npos);
+  EXPECT_NE(ncs_error_of({"--transport", "ucx"}).find("--transport"), std::string::npos);
+  EXPECT_NE(ncs_error_of({"--out="}).find("--out"), std::string::npos);
+  EXPECT_NE(ncs_error_of({"bogus"}).find("bogus"), std::string::npos);
 }
 
 TEST(OutputParse, RowsBetweenCommentsHeadersAndRankPrefixes) {
