@@ -23,8 +23,13 @@ roclrun=$1 exchange=$2 demo=$3 send_to_deleted=$4 all_pairs=$5
 # shellcheck source=tests/netns/test_lib.sh
 source "$(dirname "$0")/test_lib.sh"
 work=$(mktemp -d /tmp/rocl-netns-run.XXXXXX)
+# Only what runs in this test's hosts: other jobs' agents on the machine
+# (other test hosts, other builds) are not this test's to kill.
 cleanup() {
-  pkill -KILL -f -- "--agent .* --job job-" 2>/dev/null || true
+  local h
+  for h in 1 2 3 4; do
+    ip netns pids "$prefix-h$h" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
