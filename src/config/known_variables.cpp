@@ -21,7 +21,8 @@ const VariableRow kVariables[] = {
     {"ROCL_JOB_DIR", "roclrun", "the job folder on this host (secret, sockets)"},
     {"ROCL_JOB_ID", "roclrun", "with --hosts: the job's name, the same on every host"},
     {"ROCL_LOCAL_RANK", "launchers",
-     "a launcher's rank of the process on its host; rocl_spawn does not pass it on"},
+     "reserved for a launcher's rank of the process on its host; rocl_spawn does not pass it "
+     "on to the processes it starts"},
 
     // roclrun's own settings (src/launch/hosts.cpp, tools/roclrun).
     {"ROCL_SSH", "roclrun", "the ssh command and its options of --launcher ssh"},
