@@ -26,24 +26,39 @@ jpeg_args="3000 2000"
 fft_args="131072 8"
 openmpi=1
 
-usage() {
-  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+bad_usage() {
+  echo "$me: $* (see $me --help)" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
   case $1 in
-  --build) build=$2; shift ;;
-  --lan) lan=$2; shift ;;
-  --wan) wan=$2; shift ;;
-  --hosts) host_counts=$2; shift ;;
-  --repeat) repeat=$2; shift ;;
-  --matmul) matmul_args=$2; shift ;;
-  --jpeg) jpeg_args=$2; shift ;;
-  --fft) fft_args=$2; shift ;;
+  -h | --help)
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  --build | --lan | --wan | --hosts | --repeat | --matmul | --jpeg | --fft)
+    [ $# -ge 2 ] || bad_usage "$1 needs a value"
+    case $1 in
+    --build) build=$2 ;;
+    --lan) lan=$2 ;;
+    --wan) wan=$2 ;;
+    --hosts) host_counts=$2 ;;
+    --repeat) repeat=$2 ;;
+    --matmul) matmul_args=$2 ;;
+    --jpeg) jpeg_args=$2 ;;
+    --fft) fft_args=$2 ;;
+    esac
+    shift
+    ;;
   --no-openmpi) openmpi=0 ;;
-  *) usage ;;
+  -*) bad_usage "unknown option '$1'" ;;
+  *) bad_usage "unexpected argument '$1'" ;;
   esac
   shift
+done
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || bad_usage "--repeat takes a count from 1, not '$repeat'"
+for n in $host_counts; do
+  [[ $n =~ ^[1-9][0-9]*$ ]] || bad_usage "--hosts takes counts of hosts from 1, not '$n'"
 done
 [ "$(id -u)" -eq 0 ] || {
   echo "$me: run as root (the test hosts are network namespaces)" >&2
