@@ -38,7 +38,6 @@ C_SOURCES = (".c", ".cpp", ".h", ".hpp")
 EXEMPT = {
     "src/config/known_variables_test.cpp",
     "tests/unit/api/unknown_variables_test.cpp",
-    "tests/tools/misuse.sh",
     "tests/multiproc/unknown_variable_test.sh",
     "src/directory/spawn_request_test.cpp",  # parses a made-up entry, ROCL_A=1
 }
