@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <new>
 #include <string>
 #include <string_view>
 
 #include "config/known_variables.hpp"
-
 #include "core/stripe_wire.hpp"
 #include "transport/transport.hpp"
 #include "wait/wait_policy.hpp"
@@ -219,8 +219,12 @@ std::vector<std::string> unknown_variable_warnings() {
 void report_unknown_variables_once() {
   static std::once_flag once;
   std::call_once(once, [] {
-    for (const std::string &line : unknown_variable_warnings()) {
-      std::fprintf(stderr, "%s\n", line.c_str());
+    try {
+      for (const std::string &line : unknown_variable_warnings()) {
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+    } catch (const std::bad_alloc &) {
+      // A warning is not worth failing rocl_init for.
     }
   });
 }
