@@ -18,10 +18,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+bad_usage() {
+  echo "fuzz.sh: $* (see scripts/fuzz.sh --help)" >&2
+  exit 2
+}
+case ${1:-} in
+-h | --help)
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+  exit 0
+  ;;
+-*) bad_usage "unknown option '$1'" ;;
+esac
+[ $# -le 1 ] || bad_usage "one argument at most, the seconds for each target"
 seconds="${1:-20}"
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
-  echo "usage: scripts/fuzz.sh [seconds]" >&2
-  exit 2
+  bad_usage "the seconds for each target must be a whole number from 1, not '$seconds'"
 fi
 cxx="${CXX_FUZZ:-clang++-14}"
 if ! command -v "$cxx" >/dev/null; then

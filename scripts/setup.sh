@@ -2,6 +2,16 @@
 # Installs what building and testing rocl needs on Debian 12 (apt-get).
 # Safe to run again: does nothing when everything is already there.
 set -euo pipefail
+case ${1:-} in
+-h | --help)
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+  exit 0
+  ;;
+?*)
+  echo "setup.sh: unexpected argument '$1': it takes none (see scripts/setup.sh --help)" >&2
+  exit 2
+  ;;
+esac
 
 packages=(
   cmake ninja-build g++ pkg-config git    # build

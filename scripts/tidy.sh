@@ -17,6 +17,18 @@ build=${ROCL_TIDY_BUILD:-build}
 tidy=${CLANG_TIDY:-clang-tidy}
 jobs=${ROCL_TIDY_JOBS:-2}
 say() { echo "tidy: $*"; }
+bad_usage() {
+  say "$* (see scripts/tidy.sh --help)" >&2
+  exit 2
+}
+case ${1:-} in
+-h | --help)
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+  exit 0
+  ;;
+-*) bad_usage "unknown option '$1'" ;;
+esac
+[ $# -le 1 ] || bad_usage "one argument at most, the BASE commit"
 
 command -v "$tidy" >/dev/null || {
   say "$tidy not found (scripts/setup.sh installs clang-tidy)" >&2
@@ -38,10 +50,7 @@ if [ -z "$base" ]; then
   # A shallow clone: its oldest commit stands in for the base.
   base=$(git rev-list --max-parents=0 HEAD | tail -1)
 fi
-git rev-parse -q --verify "$base^{commit}" >/dev/null || {
-  say "no commit $base" >&2
-  exit 2
-}
+git rev-parse -q --verify "$base^{commit}" >/dev/null || bad_usage "no commit '$base' to start from"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -63,7 +63,7 @@ const char kUsage[] =
     "rocl options come from ROCL_* environment variables (printed at the top).\n";
 
 [[noreturn]] void usage_error(const std::string &message) {
-  std::fprintf(stderr, "rocl-bench: %s\n(rocl-bench --help lists the options)\n", message.c_str());
+  std::fprintf(stderr, "rocl-bench: %s (see rocl-bench --help)\n", message.c_str());
   std::exit(2);
 }
 
@@ -212,7 +212,8 @@ CommandLine parse(int argc, char **argv) {
     } else if (const auto *b = rocl_bench::find_benchmark(arg)) {
       cl.selected.push_back(b);
     } else {
-      usage_error("unknown argument '" + std::string(argv[i]) + "'");
+      usage_error((arg.starts_with("-") ? "unknown option '" : "no benchmark named '") +
+                  std::string(argv[i]) + "'");
     }
   }
   if (quick) {

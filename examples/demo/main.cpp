@@ -14,7 +14,9 @@
 #include <cstdlib>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <stop_token>
+#include <string>
 #include <string_view>
 #include <thread>
 
@@ -68,40 +70,49 @@ const char kUsage[] =
     "  --threads N   worker threads per process, 2..64 (default: 2 in a job, 4 alone)\n"
     "  --quick       shorter phases (about a second in all), for tests\n";
 
-Settings parse(int argc, char **argv, int rank, bool in_job) {
-  Settings set;
-  set.threads = in_job ? 2 : 4;
+// A mistake on the command line: one line naming it (from rank 0 only, as
+// every rank makes it); exit status 2.
+int usage_error(int rank, const std::string &why) {
+  if (rank == 0) std::fprintf(stderr, "rocl-demo: %s (see rocl-demo --help)\n", why.c_str());
+  return 2;
+}
+
+// Fills *set from the command line. An exit status when the program should
+// end here (0 after --help, 2 after a mistake): returned, not exit()ed, so
+// that the caller's context closes before the static destructors run.
+std::optional<int> parse(int argc, char **argv, int rank, bool in_job, Settings *set) {
+  set->threads = in_job ? 2 : 4;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     std::string value;
     if (arg == "--help" || arg == "-h") {
       if (rank == 0) std::fputs(kUsage, stdout);
-      std::exit(0);
+      return 0;
     } else if (arg == "--quick") {
-      set.quick = true;
-      set.ring_laps = 200;
-      set.ring_seconds = 0.2;
-      set.ping_seconds = 0.03;
-      set.rate_seconds = 0.1;
+      set->quick = true;
+      set->ring_laps = 200;
+      set->ring_seconds = 0.2;
+      set->ping_seconds = 0.03;
+      set->rate_seconds = 0.1;
       continue;
-    } else if (arg == "--threads" && i + 1 < argc) {
+    } else if (arg == "--threads") {
+      if (i + 1 >= argc) return usage_error(rank, "--threads needs a number");
       value = argv[++i];
     } else if (arg.starts_with("--threads=")) {
       value = std::string(arg.substr(10));
     } else {
-      std::fprintf(stderr, "rocl-demo: unknown argument '%s'\n%s", argv[i], kUsage);
-      std::exit(2);
+      return usage_error(
+          rank, std::string(arg.starts_with("-") ? "unknown option '" : "unexpected argument '") +
+                    std::string(arg) + "'");
     }
     char *end = nullptr;
     const long n = std::strtol(value.c_str(), &end, 10);
     if (end == value.c_str() || *end != '\0' || n < 2 || n > 64) {
-      std::fprintf(stderr, "rocl-demo: --threads wants a number from 2 to 64, not '%s'\n",
-                   value.c_str());
-      std::exit(2);
+      return usage_error(rank, "--threads wants a number from 2 to 64, not '" + value + "'");
     }
-    set.threads = static_cast<int>(n);
+    set->threads = static_cast<int>(n);
   }
-  return set;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -123,7 +134,10 @@ int main(int argc, char **argv) {
                    rank_env, size_env != nullptr ? size_env : "(unset)");
       return 2;
     }
-    const Settings settings = parse(argc, argv, rank, size > 1);
+    Settings settings;
+    if (const std::optional<int> status = parse(argc, argv, rank, size > 1, &settings)) {
+      return *status;
+    }
     if (size > 1) set_process_label("rank " + std::to_string(rank));
     Job job(rank, size);
     Shared s(settings, job);

@@ -30,32 +30,39 @@ fft_args="131072 8"
 openmpi=1
 plot=""
 
-usage() {
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
-  exit 2
-}
 bad_usage() {
-  echo "$me: $* (tables.sh --help shows the options)" >&2
+  echo "$me: $* (see $me --help)" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
   case $1 in
-  --build) build=$2; shift ;;
-  --lan) lan=$2; shift ;;
-  --wan) wan=$2; shift ;;
-  --wan-delay) wan_delay=$2; shift ;;
-  --plot) plot=$2; shift ;;
-  --hosts) host_counts=$2; shift ;;
-  --repeat) repeat=$2; shift ;;
-  --matmul) matmul_args=$2; shift ;;
-  --jpeg) jpeg_args=$2; shift ;;
-  --fft) fft_args=$2; shift ;;
+  -h | --help)
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  --build | --lan | --wan | --wan-delay | --plot | --hosts | --repeat | --matmul | --jpeg | --fft)
+    [ $# -ge 2 ] || bad_usage "$1 needs a value"
+    case $1 in
+    --build) build=$2 ;;
+    --lan) lan=$2 ;;
+    --wan) wan=$2 ;;
+    --wan-delay) wan_delay=$2 ;;
+    --plot) plot=$2 ;;
+    --hosts) host_counts=$2 ;;
+    --repeat) repeat=$2 ;;
+    --matmul) matmul_args=$2 ;;
+    --jpeg) jpeg_args=$2 ;;
+    --fft) fft_args=$2 ;;
+    esac
+    shift
+    ;;
   --no-openmpi) openmpi=0 ;;
-  -h | --help) usage ;;
-  *) bad_usage "unknown option '$1'" ;;
+  -*) bad_usage "unknown option '$1'" ;;
+  *) bad_usage "unexpected argument '$1'" ;;
   esac
   shift
 done
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || bad_usage "--repeat takes a count from 1, not '$repeat'"
 [[ $wan_delay =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad_usage "--wan-delay takes milliseconds, not '$wan_delay'"
 for n in $host_counts; do
   [[ $n =~ ^[1-9][0-9]?$ ]] || bad_usage "--hosts takes host counts from 1 to 64, not '$n'"

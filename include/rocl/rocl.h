@@ -65,7 +65,7 @@ typedef uint64_t rocl_gid_t;
 #define ROCL_EDELETED (-12)  /* the receiving resource was deleted while the call waited */
 #define ROCL_ECANCELED (-13) /* the operation was cancelled */
 #define ROCL_EALREADY (-14)  /* too late to cancel: the operation has completed */
-#define ROCL_EPEER (-15)     /* the peer (context or network path) failed */
+#define ROCL_EPEER (-15)     /* the peer (context or network path) failed or is unreachable */
 #define ROCL_EINTERNAL (-16) /* a bug in rocl: please report rocl_last_error() */
 #define ROCL_EEXIST (-17)    /* the name (or membership) is taken already */
 
@@ -308,7 +308,9 @@ int rocl_bfnet(void *ptr, const char *network);
  *  - any other memory (or NULL with len 0): copied before return.
  * Messages from one origin to one destination arrive in the order sent.
  * Returns ROCL_OK once the message is accepted (delivered or queued; never
- * waits for a receive), or ROCL_EBADGID (unknown ogid/dgid), ROCL_EINVAL,
+ * waits for a receive), or ROCL_EBADGID (unknown ogid/dgid), ROCL_EPEER
+ * (dgid exists, but no transport enabled here reaches its context; the
+ * sentence names the transports of both sides), ROCL_EINVAL,
  * ROCL_ETOOBIG (len > buffer size), ROCL_EBUSY (buffer PENDING), ROCL_ENOMEM
  * (no pool memory for the copy). On failure a bftoret buffer stays owned. */
 int rocl_send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, size_t len);

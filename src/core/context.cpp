@@ -76,6 +76,8 @@ std::uint64_t new_instance_id() {
 std::int64_t Context::acquire_global() {
   std::lock_guard lock(g_init_mutex);
   if (g_init_count == 0) {
+    // Before anything can fail: a misspelt variable may be why it does.
+    report_unknown_variables_once();
     try {
       if (!g_job) g_job = bootstrap::join_launchers_job();
       g_context = std::make_unique<Context>(load_options());

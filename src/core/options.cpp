@@ -6,12 +6,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <new>
 #include <string>
 #include <string_view>
 
+#include "config/known_variables.hpp"
 #include "core/stripe_wire.hpp"
 #include "transport/transport.hpp"
 #include "wait/wait_policy.hpp"
+
+extern char **environ;
 
 namespace rocl::impl {
 namespace {
@@ -190,6 +195,38 @@ void print_options(std::FILE *out) {
   OptionValues values = all_option_defaults();
   values.read_environment();
   values.print(out);
+}
+
+std::vector<std::string_view> known_variable_names() {
+  std::vector<std::string_view> names;
+  for (const OptionRow &row : kCoreOptions) names.emplace_back(row.name);
+  for (const TransportEntry *entry : transport_table()) {
+    for (const OptionRow &row : entry->options) names.emplace_back(row.name);
+  }
+  for (const VariableRow &row : non_option_variables()) names.emplace_back(row.name);
+  return names;
+}
+
+std::vector<std::string> unknown_variable_warnings() {
+  const std::vector<std::string_view> known = known_variable_names();
+  std::vector<std::string> lines;
+  for (const std::string &entry : unknown_variables(environ, known)) {
+    lines.push_back(unknown_variable_warning(entry, known));
+  }
+  return lines;
+}
+
+void report_unknown_variables_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    try {
+      for (const std::string &line : unknown_variable_warnings()) {
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+    } catch (const std::bad_alloc &) {
+      // A warning is not worth failing rocl_init for.
+    }
+  });
 }
 
 }  // namespace rocl::impl

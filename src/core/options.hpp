@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "config/options.hpp"
 #include "directory/directory.hpp"
@@ -56,5 +58,18 @@ Options load_options();
 
 // Prints name, value in force, default and doc of every option.
 void print_options(std::FILE *out);
+
+// Every option's name (the core's and each built transport's) and every
+// other ROCL_* variable rocl knows (config/known_variables.hpp).
+std::vector<std::string_view> known_variable_names();
+
+// The warnings (one line each, no newline) for this process's ROCL_*
+// environment variables that rocl does not know.
+std::vector<std::string> unknown_variable_warnings();
+
+// Prints unknown_variable_warnings() to stderr, the first time it is called
+// in the process only: a program that calls rocl_init and rocl_exit in turn
+// is told once.
+void report_unknown_variables_once();
 
 }  // namespace rocl::impl

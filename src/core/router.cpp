@@ -54,6 +54,58 @@ bool peer_address(Directory &directory, rocl_gid_t context, const Transport &t,
   address->assign(reinterpret_cast<const char *>(addr), len);
   return t.reaches(*address);
 }
+
+std::string joined(const std::vector<std::string> &names) {
+  std::string s;
+  for (const std::string &n : names) s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "none" : s;
+}
+
+// A resource of `context`, which is in the directory but which none of this
+// context's transports reaches: says so (not "unknown resource"), naming
+// the transports on each side, so that the user sees which to enable.
+int fail_unreachable(Directory &directory, rocl_gid_t dgid, rocl_gid_t context, Transport *local,
+                     const std::vector<Transport *> &remote, const std::string &option) noexcept {
+  try {
+    std::vector<std::string> here, there, both;
+    if (local != nullptr) here.emplace_back(local->name());
+    for (const Transport *t : remote) here.emplace_back(t->name());
+    AttrList ask(static_cast<int>(4096 + transport_table().size() * (kMaxAddressBytes + 64)));
+    ask.add_unspecified("host", 256);
+    for (const TransportEntry *entry : transport_table()) {
+      ask.add_unspecified("addr." + std::string(entry->name), static_cast<int>(kMaxAddressBytes));
+    }
+    rocl_gid_t gid = context;
+    std::string host = "?";
+    if (directory.query(&gid, ask) == ROCL_OK) {
+      std::size_t len = 0;
+      if (const std::byte *h = ask.get("host", &len); h != nullptr) {
+        host.assign(reinterpret_cast<const char *>(h), len);
+      }
+      for (const TransportEntry *entry : transport_table()) {
+        if (ask.get("addr." + std::string(entry->name), &len) == nullptr) continue;
+        there.emplace_back(entry->name);
+        for (const Transport *t : remote) {
+          if (t->name() == entry->name) both.emplace_back(entry->name);
+        }
+      }
+    }
+    const std::string unreached =
+        both.empty() ? std::string()
+                     : "; " + joined(both) +
+                           " enabled on both sides but not reaching its address (another host, "
+                           "or a loopback address: ROCL_TCP_BIND)";
+    return fail(ROCL_EPEER,
+                "rocl_send: resource %#llx exists (context %#llx on host %s) but no transport "
+                "enabled here reaches it: enabled here %s (ROCL_TRANSPORTS=%s), offered there "
+                "%s%s",
+                ull(dgid), ull(context), host.c_str(), joined(here).c_str(), option.c_str(),
+                joined(there).c_str(), unreached.c_str());
+  } catch (const std::bad_alloc &) {
+    return fail(ROCL_EPEER, "rocl_send: resource %#llx exists but no enabled transport reaches it",
+                ull(dgid));
+  }
+}
 }  // namespace
 
 void Router::start(BufferPool *pool, Directory *directory, Transport *local,
@@ -129,10 +181,7 @@ int Router::resolve(rocl_gid_t dgid, Route *route) noexcept {
   } catch (const std::bad_alloc &) {
     return fail(ROCL_ENOMEM, "rocl_send: out of memory resolving %#llx", ull(dgid));
   }
-  return fail(ROCL_EBADGID,
-              "rocl_send: destination gid %#llx belongs to context %#llx, which no enabled "
-              "transport reaches (ROCL_TRANSPORTS=%s)",
-              ull(dgid), ull(route->context), options_.transports.c_str());
+  return fail_unreachable(*directory_, dgid, route->context, local_, remote_, options_.transports);
 }
 
 void Router::add_rails(std::size_t first, Route *route) {

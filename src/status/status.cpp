@@ -63,7 +63,7 @@ const char *error_name(int code) noexcept {
     case ROCL_EALREADY:
       return "operation already completed";
     case ROCL_EPEER:
-      return "peer failed";
+      return "peer failed or unreachable";
     case ROCL_EINTERNAL:
       return "internal error";
     case ROCL_EEXIST:

@@ -70,9 +70,7 @@ die() {
 }
 
 bad_usage() {
-  echo "$me: $*" >&2
-  echo >&2
-  usage >&2
+  echo "$me: $* (see $me --help)" >&2
   exit 2
 }
 
@@ -368,7 +366,7 @@ cmd_list() {
 
 # --- arguments ---------------------------------------------------------------
 
-[ $# -ge 1 ] || bad_usage "missing subcommand"
+[ $# -ge 1 ] || bad_usage "missing subcommand: up, down, exec, addr or list"
 sub=$1
 shift
 case $sub in
@@ -377,7 +375,8 @@ up | down | exec | addr | list) ;;
   usage
   exit 0
   ;;
-*) bad_usage "unknown subcommand '$sub'" ;;
+-*) bad_usage "unknown option '$sub' before the subcommand" ;;
+*) bad_usage "unknown subcommand '$sub': up, down, exec, addr or list" ;;
 esac
 
 prefix=${ROCL_NETNS_PREFIX:-rocl}

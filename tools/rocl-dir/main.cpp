@@ -33,14 +33,22 @@ namespace {
 
 constexpr std::size_t kAnswerBytes = 1024;  // room for each asked attribute's value
 
-int usage(const char *why) {
-  std::fprintf(stderr,
-               "rocl-dir: %s\n"
-               "usage: rocl-dir [--socket PATH] [--secret-file PATH] query name=value... "
-               "[--ask name...]\n"
-               "       rocl-dir [--socket PATH] [--secret-file PATH] list [--ask name...]\n"
-               "       rocl-dir [--socket PATH] [--secret-file PATH] job\n",
-               why);
+const char kUsage[] =
+    "usage: rocl-dir [--socket PATH] [--secret-file PATH] query name=value... [--ask name...]\n"
+    "       rocl-dir [--socket PATH] [--secret-file PATH] list [--ask name...]\n"
+    "       rocl-dir [--socket PATH] [--secret-file PATH] job\n"
+    "Asks the node directory server (rocld, or a job's roclrun).\n"
+    "  query          the resources whose attributes match every name=value\n"
+    "  list           every resource\n"
+    "  job            the job as hosts, their processes and each one's resources\n"
+    "  --ask name...  also show these attributes (default: type, name, context)\n"
+    "  --socket PATH  default $ROCL_DIRECTORY, else /tmp/rocl-<uid>/dir.sock\n"
+    "  --secret-file PATH  the job secret; default $ROCL_SECRET_FILE\n"
+    "  --help         this text\n";
+
+// A mistake on the command line: one line naming it, exit status 2.
+int usage(const std::string &why) {
+  std::fprintf(stderr, "rocl-dir: %s (see rocl-dir --help)\n", why.c_str());
   return 2;
 }
 
@@ -140,17 +148,20 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
-      usage("lists and queries the node directory");
+      std::fputs(kUsage, stdout);
       return 0;
     }
     if ((a == "--socket" || a == "--secret-file") && command.empty()) {
       if (i + 1 >= argc) {
-        return usage(("missing value after " + a).c_str());
+        return usage(a + " needs a value");
       }
       (a == "--socket" ? socket_path : secret_file) = argv[++i];
     } else if (command.empty()) {
+      if (a.rfind('-', 0) == 0) {
+        return usage("unknown option '" + a + "' before the command");
+      }
       if (a != "query" && a != "list" && a != "job") {
-        return usage(("unknown command '" + a + "'").c_str());
+        return usage("unknown command '" + a + "' (query, list or job)");
       }
       command = a;
     } else if (a == "--ask") {
@@ -166,11 +177,13 @@ int main(int argc, char **argv) {
     } else if (command == "query" && a.find('=') != std::string::npos && a[0] != '=') {
       pattern.emplace_back(a.substr(0, a.find('=')), a.substr(a.find('=') + 1));
     } else {
-      return usage(("unexpected argument '" + a + "'").c_str());
+      if (a.rfind('-', 0) == 0) return usage("unknown option '" + a + "'");
+      if (command == "query") return usage("query takes name=value, not '" + a + "'");
+      return usage("unexpected argument '" + a + "' after " + command);
     }
   }
   if (command.empty()) {
-    return usage("no command");
+    return usage("no command: query, list or job");
   }
   if (command == "job") {
     ask = {"type", "name", "context", "host", "host.id", "pid"};

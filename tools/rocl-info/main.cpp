@@ -3,6 +3,7 @@
 // the transports it enabled (its "addr.<name>" attributes) and the buffer
 // pool.
 #include <cstdio>
+#include <cstring>
 
 #include "rocl/rocl.h"
 #include "transport/transport.hpp"
@@ -55,7 +56,21 @@ void print_transports(rocl_gid_t context) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::fputs(
+        "usage: rocl-info\n"
+        "Prints rocl's version, every option (ROCL_* environment variable) with its\n"
+        "value in force and its doc, the transports built, and the context a\n"
+        "rocl_init makes here: its gid, its transports and the buffer pool.\n",
+        stdout);
+    return 0;
+  }
+  if (argc > 1) {
+    std::fprintf(stderr, "rocl-info: %s '%s' (it takes none; see rocl-info --help)\n",
+                 argv[1][0] == '-' ? "unknown option" : "unexpected argument", argv[1]);
+    return 2;
+  }
   std::printf("rocl %s\n\noptions (ROCL_* environment variables):\n", ROCL_INFO_VERSION);
   std::fflush(stdout);
   rocl_print_options(stdout);

@@ -25,35 +25,47 @@
 
 namespace {
 
-int usage(const char *why) {
-  std::fprintf(stderr,
-               "rocld: %s\n"
-               "usage: rocld [--socket PATH] [--secret-file PATH] [--server-id N]\n"
-               "             [--listen [HOST:]PORT] [--spin-us N]\n"
-               "             [--peer-port PORT [--peer ADDRESS[:PORT]]... [--bind NAME]]\n"
-               "             [--spawn]\n"
-               "  --socket PATH       default $ROCL_DIRECTORY, else /tmp/rocl-<uid>/dir.sock\n"
-               "  --secret-file PATH  the job secret (64 hex digits, mode 0600);\n"
-               "                      default $ROCL_SECRET_FILE\n"
-               "  --server-id N       the gid range to issue, 1..32767 (default 1; with\n"
-               "                      --peer-port, the low 15 bits of the host network's\n"
-               "                      IPv4 address, unique within a /17 or smaller subnet)\n"
-               "  --peer-port PORT    join the job's other directory servers over UDP on this\n"
-               "                      port (the same on every host): global queries\n"
-               "  --peer ADDR[:PORT]  also reach this server by unicast (repeatable)\n"
-               "  --bind NAME         the host network: address, interface or auto (default)\n"
-               "  --gid-bits 63|31    the gids' width (default $ROCL_GID_BITS, else 63); 31:\n"
-               "                      gids that fit a C int (rocl/rocl_paper.h), ids 1..127\n"
-               "  --listen [HOST:]PORT  also serve over tcp (ROCL_DIRECTORY=tcp:HOST:PORT);\n"
-               "                      HOST an address, an interface, auto or any (default)\n"
-               "  --spin-us N         after a request, look for the next one this long before\n"
-               "                      sleeping (default 50; 0: sleep at once)\n"
-               "  --spawn             start programs for rocl_spawn (anyone with the secret\n"
-               "                      may then run programs here as this user); the host is\n"
-               "                      then the resource {type=rocl-host, host=$ROCL_HOST_NAME\n"
-               "                      or the system's name}\n",
-               why);
+const char kUsage[] =
+    "usage: rocld [--socket PATH] [--secret-file PATH] [--server-id N]\n"
+    "             [--listen [HOST:]PORT] [--spin-us N]\n"
+    "             [--peer-port PORT [--peer ADDRESS[:PORT]]... [--bind NAME]]\n"
+    "             [--spawn]\n"
+    "The node directory server, in the foreground until SIGINT or SIGTERM.\n"
+    "  --socket PATH       default $ROCL_DIRECTORY, else /tmp/rocl-<uid>/dir.sock\n"
+    "  --secret-file PATH  the job secret (64 hex digits, mode 0600);\n"
+    "                      default $ROCL_SECRET_FILE\n"
+    "  --server-id N       the gid range to issue, 1..32767 (default 1; with\n"
+    "                      --peer-port, the low 15 bits of the host network's\n"
+    "                      IPv4 address, unique within a /17 or smaller subnet)\n"
+    "  --peer-port PORT    join the job's other directory servers over UDP on this\n"
+    "                      port (the same on every host): global queries\n"
+    "  --peer ADDR[:PORT]  also reach this server by unicast (repeatable)\n"
+    "  --bind NAME         the host network: address, interface or auto (default)\n"
+    "  --gid-bits 63|31    the gids' width (default $ROCL_GID_BITS, else 63); 31:\n"
+    "                      gids that fit a C int (rocl/rocl_paper.h), ids 1..127\n"
+    "  --listen [HOST:]PORT  also serve over tcp (ROCL_DIRECTORY=tcp:HOST:PORT);\n"
+    "                      HOST an address, an interface, auto or any (default)\n"
+    "  --spin-us N         after a request, look for the next one this long before\n"
+    "                      sleeping (default 50; 0: sleep at once)\n"
+    "  --spawn             start programs for rocl_spawn (anyone with the secret\n"
+    "                      may then run programs here as this user); the host is\n"
+    "                      then the resource {type=rocl-host, host=$ROCL_HOST_NAME\n"
+    "                      or the system's name}\n"
+    "  --help              this text\n";
+
+// A mistake on the command line: one line naming it, exit status 2.
+int usage_error(const std::string &why) {
+  std::fprintf(stderr, "rocld: %s (see rocld --help)\n", why.c_str());
   return 2;
+}
+
+bool parse_long(const char *s, long lo, long hi, long *out) {
+  char *end = nullptr;
+  errno = 0;
+  const long v = std::strtol(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
 }
 
 std::string default_socket() {
@@ -97,49 +109,61 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
-      usage("the node directory server");
+      std::fputs(kUsage, stdout);
       return 0;
     }
     if (a == "--spawn") {
       spawn = true;
       continue;
     }
-    if (i + 1 >= argc) {
-      return usage(("missing value after " + a).c_str());
+    static const char *const kWithValue[] = {"--socket",    "--secret-file", "--listen",
+                                             "--peer-port", "--peer",        "--bind",
+                                             "--gid-bits",  "--spin-us",     "--server-id"};
+    bool takes_value = false;
+    for (const char *o : kWithValue) takes_value = takes_value || a == o;
+    if (!takes_value) {
+      return usage_error(a.rfind('-', 0) == 0 ? "unknown option '" + a + "'"
+                                              : "unexpected argument '" + a + "'");
     }
+    if (i + 1 >= argc) return usage_error(a + " needs a value");
+    const char *value = argv[++i];
     if (a == "--socket") {
-      socket_path = argv[++i];
+      socket_path = value;
     } else if (a == "--secret-file") {
-      secret_file = argv[++i];
+      secret_file = value;
     } else if (a == "--listen") {
-      listen = argv[++i];
+      listen = value;
     } else if (a == "--peer-port") {
-      char *end = nullptr;
-      const long port = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || port < 1 || port > 65535) return usage("--peer-port must be 1..65535");
+      long port = 0;
+      if (!parse_long(value, 1, 65535, &port)) {
+        return usage_error("--peer-port takes a port from 1 to 65535, not '" + std::string(value) +
+                           "'");
+      }
       peers.port = static_cast<std::uint16_t>(port);
       federate = true;
     } else if (a == "--peer") {
-      peers.peers.push_back(argv[++i]);
+      peers.peers.emplace_back(value);
     } else if (a == "--bind") {
-      peers.bind = argv[++i];
+      peers.bind = value;
     } else if (a == "--gid-bits") {
-      gid_bits = argv[++i];
+      gid_bits = value;
     } else if (a == "--spin-us") {
-      char *end = nullptr;
-      spin_us = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || spin_us < 0 || spin_us > 1000000) {
-        return usage("--spin-us must be 0..1000000");
+      if (!parse_long(value, 0, 1000000, &spin_us)) {
+        return usage_error("--spin-us takes microseconds from 0 to 1000000, not '" +
+                           std::string(value) + "'");
       }
-    } else if (a == "--server-id") {
-      char *end = nullptr;
-      server_id = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || server_id < 1 || server_id > rocl::impl::kMaxServerId) {
-        return usage("--server-id must be 1..32767");
-      }
-    } else {
-      return usage(("unknown option " + a).c_str());
+    } else if (!parse_long(value, 1, rocl::impl::kMaxServerId, &server_id)) {  // --server-id
+      return usage_error("--server-id takes a number from 1 to 32767, not '" + std::string(value) +
+                         "'");
     }
+  }
+  if (!federate && !peers.peers.empty()) return usage_error("--peer needs --peer-port");
+  rocl::impl::GidWidth width = rocl::impl::GidWidth::kWide;
+  if (!rocl::impl::parse_gid_bits(gid_bits.c_str(), &width)) {
+    return usage_error("--gid-bits (ROCL_GID_BITS) takes 63 or 31, not '" + gid_bits + "'");
+  }
+  if (server_id > rocl::impl::max_server_id(width)) {
+    return usage_error("--server-id takes a number from 1 to 127 with 31-bit gids");
   }
   if (socket_path.empty()) {
     socket_path = default_socket();
@@ -170,14 +194,6 @@ int main(int argc, char **argv) {
   sigaddset(&stop_set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_set, nullptr);
 
-  if (!federate && !peers.peers.empty()) return usage("--peer needs --peer-port");
-  rocl::impl::GidWidth width = rocl::impl::GidWidth::kWide;
-  if (!rocl::impl::parse_gid_bits(gid_bits.c_str(), &width)) {
-    return usage("--gid-bits (ROCL_GID_BITS) must be 63 or 31");
-  }
-  if (server_id > rocl::impl::max_server_id(width)) {
-    return usage("--server-id must be 1..127 with 31-bit gids");
-  }
   if (server_id == 0) {
     server_id = 1;
     in_addr host{};

@@ -60,7 +60,7 @@ const char kUsage[] =
 int usage_error(const char *fmt, const char *arg) {
   std::fprintf(stderr, "roclrun: ");
   std::fprintf(stderr, fmt, arg);
-  std::fprintf(stderr, "\nTry 'roclrun --help'.\n");
+  std::fprintf(stderr, " (see roclrun --help)\n");
   return 2;
 }
 
@@ -157,6 +157,9 @@ int main(int argc, char **argv) {
       if (rc != ROCL_OK) return usage_error("%s", rocl::impl::last_error());
     } else if (name == "--launcher") {
       if (!need_value()) return usage_error("%s needs ssh, netns or local", name.c_str());
+      if (value != "ssh" && value != "netns" && value != "local") {
+        return usage_error("--launcher takes ssh, netns or local, not '%s'", value.c_str());
+      }
       launcher_kind = value;
     } else if (name == "--peer-port") {
       long port = 0;

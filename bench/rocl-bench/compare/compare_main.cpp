@@ -265,8 +265,7 @@ int compare_main(int argc, char **argv) {
   CompareOptions o;
   const std::string error = parse_compare_options(args, o);
   if (!error.empty()) {
-    std::fprintf(stderr, "rocl-bench compare: %s\n(rocl-bench compare --help lists the options)\n",
-                 error.c_str());
+    std::fprintf(stderr, "rocl-bench compare: %s (see rocl-bench compare --help)\n", error.c_str());
     return 2;
   }
   if (o.rank == "ports") return ports_rank_main(o);

@@ -483,8 +483,7 @@ int mpi_main(int argc, char **argv) {
   MpiOptions o;
   const std::string error = parse_mpi_options(args, o);
   if (!error.empty()) {
-    std::fprintf(stderr, "rocl-bench mpi: %s\n(rocl-bench mpi --help lists the options)\n",
-                 error.c_str());
+    std::fprintf(stderr, "rocl-bench mpi: %s (see rocl-bench mpi --help)\n", error.c_str());
     return 2;
   }
   return run_suite(o);

@@ -248,7 +248,7 @@ int run_in_foreground(const std::vector<std::string> &argv) {
 // examples/ncs/tables.sh of the source tree this rocl-bench was built from,
 // on this build tree. False when it failed.
 bool run_tables(const NcsOptions &o) {
-  const std::string script = std::string(ROCL_BENCH_SOURCE_DIR) + "/examples/ncs/tables.sh";
+  const std::string script = std::string(NCS_TABLES_SOURCE_DIR) + "/examples/ncs/tables.sh";
   std::printf("\ntables 1-3: %s\n", script.c_str());
   if (::geteuid() != 0) {
     std::printf(
@@ -260,7 +260,7 @@ bool run_tables(const NcsOptions &o) {
     std::printf("  skipped: %s is not there (it is in rocl's source tree)\n", script.c_str());
     return true;
   }
-  std::vector<std::string> argv = {"bash", script, "--build", ROCL_BENCH_BUILD_DIR};
+  std::vector<std::string> argv = {"bash", script, "--build", NCS_TABLES_BUILD_DIR};
   argv.insert(argv.end(), o.tables_args.begin(), o.tables_args.end());
   const int status = run_in_foreground(argv);
   if (status == 0) return true;
