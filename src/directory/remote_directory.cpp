@@ -140,9 +140,10 @@ class Connection {
       return lose(what, "the server sent " + bad);
     }
     if (reply->status < 0) {
-      // The server drops us after an EPEER, except a spawn's: that names
-      // the host or the program that failed.
-      if (reply->status == ROCL_EPEER && op != Op::kSpawn) {
+      // Only a reply that says so ends the connection: an EPEER about
+      // another server (it did not answer) must not cost this process its
+      // place in the directory, which a closed connection does.
+      if ((reply->aux & dirproto::kClosing) != 0) {
         lose(what, sentence);
       }
       return fail(reply->status, "%s", sentence.c_str());
