@@ -89,7 +89,8 @@ constexpr std::uint16_t gid_server(rocl_gid_t gid) {
 constexpr std::uint64_t gid_serial(rocl_gid_t gid) {
   return is_compact(gid) ? gid & kCompactSerialMask : gid & kGidSerialMask;
 }
-// "gid N (server S, serial K)", for error sentences (local_directory.cpp).
+// "gid 0xN (server S, serial K)", for error sentences (local_directory.cpp):
+// in hex, as the API's other sentences name gids.
 std::string describe_gid(rocl_gid_t gid);
 
 // Name of the attribute the directory adds to every resource.
