@@ -310,7 +310,10 @@ int rocl_bfnet(void *ptr, const char *network);
  * Returns ROCL_OK once the message is accepted (delivered or queued; never
  * waits for a receive), or ROCL_EBADGID (unknown ogid/dgid), ROCL_EINVAL,
  * ROCL_ETOOBIG (len > buffer size), ROCL_EBUSY (buffer PENDING), ROCL_ENOMEM
- * (no pool memory for the copy). On failure a bftoret buffer stays owned. */
+ * (no pool memory for the copy), ROCL_EPEER (dgid's process or the way to
+ * it failed, or the directory could not say where dgid is: its server is
+ * lost or dgid's server did not answer; the sentence says which). On
+ * failure a bftoret buffer stays owned. */
 int rocl_send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, size_t len);
 
 /* Receives on resource dgid (of this context) the oldest message whose
