@@ -324,9 +324,11 @@ int rocl_send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, size_t len);
  * most that many milliseconds. A waiting receiver spins for ROCL_SPIN_US
  * microseconds before it sleeps. Returns ROCL_OK, ROCL_ETIMEDOUT,
  * ROCL_EBADGID, ROCL_EINVAL, ROCL_EDELETED, ROCL_EPEER (ogid's process
- * exited or died, ROCL_PEER_CHECK_MS) or ROCL_ENOMEM (a large message sent
- * by rendezvous matched, but the buffer pool has no room for it: it stays
- * queued in its place, to be received once buffers are returned). */
+ * exited or died, ROCL_PEER_CHECK_MS; or this process lost its directory
+ * server, so that nothing can tell any more) or ROCL_ENOMEM (a large
+ * message sent by rendezvous matched, but the buffer pool has no room for
+ * it: it stays queued in its place, to be received once buffers are
+ * returned). */
 int rocl_recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gid_t *aogid, int *atag,
               size_t *alen, int timeout);
 

@@ -155,6 +155,11 @@ class Directory {
   // in-process directory fails with ROCL_EPEER.
   virtual std::int64_t spawn(rocl_gid_t where, const AttrList &request, int limit_ms);
 
+  // True once every later call can only fail with ROCL_EPEER: a node
+  // server whose connection is lost (the server died, or broke the
+  // protocol). The in-process directory is never lost.
+  virtual bool lost() const noexcept { return false; }
+
   // The removal counter (above), valid as long as this Directory; nullptr
   // when this directory has none (a node server that could not share one):
   // then cached answers can only be found stale by using them.
