@@ -312,7 +312,10 @@ int rocl_bfnet(void *ptr, const char *network);
  * (dgid exists, but no transport enabled here reaches its context; the
  * sentence names the transports of both sides), ROCL_EINVAL,
  * ROCL_ETOOBIG (len > buffer size), ROCL_EBUSY (buffer PENDING), ROCL_ENOMEM
- * (no pool memory for the copy). On failure a bftoret buffer stays owned. */
+ * (no pool memory for the copy), ROCL_EPEER (dgid's process or the way to
+ * it failed, or the directory could not say where dgid is: its server is
+ * lost or dgid's server did not answer; the sentence says which). On
+ * failure a bftoret buffer stays owned. */
 int rocl_send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, size_t len);
 
 /* Receives on resource dgid (of this context) the oldest message whose
@@ -323,9 +326,11 @@ int rocl_send(rocl_gid_t ogid, rocl_gid_t dgid, int tag, void *ptr, size_t len);
  * most that many milliseconds. A waiting receiver spins for ROCL_SPIN_US
  * microseconds before it sleeps. Returns ROCL_OK, ROCL_ETIMEDOUT,
  * ROCL_EBADGID, ROCL_EINVAL, ROCL_EDELETED, ROCL_EPEER (ogid's process
- * exited or died, ROCL_PEER_CHECK_MS) or ROCL_ENOMEM (a large message sent
- * by rendezvous matched, but the buffer pool has no room for it: it stays
- * queued in its place, to be received once buffers are returned). */
+ * exited or died, ROCL_PEER_CHECK_MS; or this process lost its directory
+ * server, so that nothing can tell any more) or ROCL_ENOMEM (a large
+ * message sent by rendezvous matched, but the buffer pool has no room for
+ * it: it stays queued in its place, to be received once buffers are
+ * returned). */
 int rocl_recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, void **ptr, rocl_gid_t *aogid, int *atag,
               size_t *alen, int timeout);
 

@@ -275,20 +275,40 @@ bool Context::deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
 
 // ---- receive ---------------------------------------------------------------
 
-bool Context::origin_gone(rocl_gid_t origin) noexcept {
-  if (origin == ROCL_ANY_GID || resources_.contains(origin)) return false;
+Context::Origin Context::origin_state(rocl_gid_t origin) noexcept {
+  if (origin == ROCL_ANY_GID || resources_.contains(origin)) return Origin::kThere;
   // Input held back for want of pool blocks may hold the origin's last
   // messages, sent before its process exited: not gone until it is read.
   for (auto &t : transports_) {
-    if (t->holds_unread_input()) return false;
+    if (t->holds_unread_input()) return Origin::kThere;
   }
   try {
     rocl_gid_t gid = origin;
     AttrList none(64);
-    return directory_->query(&gid, none) == ROCL_ENOTFOUND;
+    const int rc = directory_->query(&gid, none);
+    if (rc == ROCL_ENOTFOUND) return Origin::kGone;
+    // Without its directory server this process can never learn that the
+    // origin died: waiting on could hang for ever. Its host is leaving the
+    // job anyway (the other servers drop the silent one, and with it every
+    // resource of this host), so nobody can reach this resource for long.
+    if (rc == ROCL_EPEER && directory_->lost()) return Origin::kUnknowable;
   } catch (const std::bad_alloc &) {
-    return false;
   }
+  return Origin::kThere;
+}
+
+int Context::origin_failure(Origin state, rocl_gid_t origin, const Resource *r) noexcept {
+  if (state == Origin::kUnknowable) {
+    const std::string why = last_error();  // the directory's, from origin_state
+    return fail(ROCL_EPEER,
+                "rocl_recv: %#llx stopped waiting for origin %#llx: whether it still exists can no "
+                "longer be told (%s)",
+                ull(r->gid()), ull(origin), why.c_str());
+  }
+  return fail(ROCL_EPEER,
+              "rocl_recv: origin %#llx no longer exists (its process exited or died, or it was "
+              "deleted) while %#llx waited for it",
+              ull(origin), ull(r->gid()));
 }
 
 // A blocking receive posted alone spins on its mailbox's hand-off word
@@ -349,13 +369,14 @@ int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **m
     done = progress_.sleep_until_done(env.complete, slice, &op);
     if (done || slice == timeout || timeout == 0) break;
     if (timeout > 0 && std::chrono::steady_clock::now() >= deadline) break;
-    if (watch && origin_gone(env.header.source)) {
+    if (!watch) continue;
+    if (const Origin state = origin_state(env.header.source); state != Origin::kThere) {
       // What it sent before it went may still be arriving: a last grace.
       if (progress_.sleep_until_done(env.complete, check_ms / 4 + 1, &op)) {
         done = true;
         break;
       }
-      if (r->mailbox().cancel_receive(&env)) return ROCL_EPEER;
+      if (r->mailbox().cancel_receive(&env)) return origin_failure(state, env.header.source, r);
       break;  // matched meanwhile
     }
   }
@@ -603,7 +624,6 @@ int Context::recv(rocl_gid_t dgid, rocl_gid_t ogid, int tag, std::uint32_t domai
 // takes a message waiting or arrived pays neither.
 int Context::recv_posted(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern, void *into,
                          std::size_t cap, rocl_status_t *status, int timeout) noexcept {
-  const rocl_gid_t ogid = pattern.source;
   if (r == nullptr || !r->acquire(dgid)) {
     return fail(ROCL_EBADGID, "rocl_recv: gid %#llx is not a resource of this context", ull(dgid));
   }
@@ -660,12 +680,7 @@ int Context::recv_posted(Resource *r, rocl_gid_t dgid, const CoreHeader &pattern
     if (timeout == 0) return rc;  // polling is normal: no sentence to format
     return fail(rc, "rocl_recv: no message on %#llx within %d ms", ull(dgid), timeout);
   }
-  if (rc == ROCL_EPEER) {
-    return fail(rc,
-                "rocl_recv: origin %#llx no longer exists (its process exited or died, or it "
-                "was deleted) while %#llx waited for it",
-                ull(ogid), ull(dgid));
-  }
+  if (rc == ROCL_EPEER) return rc;  // origin_failure said why
   if (rc == ROCL_EDELETED) {
     return fail(rc, "rocl_recv: resource %#llx was deleted while waiting", ull(dgid));
   }

@@ -97,9 +97,9 @@ const OptionRow kCoreOptions[] = {
      OptionType::kUint},
     {"ROCL_PEER_CHECK_MS", "500",
      "A receive waiting for one origin checks this often that the origin still exists, and "
-     "fails with ROCL_EPEER naming it once its process has exited or died (0: never); not "
-     "while input is held unread for want of pool blocks (the origin's last messages may be "
-     "in it).",
+     "fails with ROCL_EPEER naming it once its process has exited or died, or once this "
+     "process has lost its directory server, which could tell (0: never); not while input is "
+     "held unread for want of pool blocks (the origin's last messages may be in it).",
      OptionType::kUint},
     {"ROCL_TRANSPORTS", "auto",
      "Comma-separated transports to enable, in order of preference (built: see "

@@ -233,5 +233,17 @@ TEST_F(TwoContexts, SendOverACachedRouteToAContextThatWentAwayFails) {
       << last_error();
 }
 
+// A destination the directory cannot look up (here: its server is gone)
+// is not "no such resource": the send fails with ROCL_EPEER saying why.
+TEST_F(TwoContexts, ADestinationTheDirectoryCannotLookUpIsNamedAsSuch) {
+  const rocl_gid_t y = reg(*a_, "y");
+  const rocl_gid_t s = reg(*b_, "s");
+  server_->stop();
+  EXPECT_EQ(send(*b_, s, y), ROCL_EPEER);
+  const std::string why = last_error();
+  EXPECT_NE(why.find("cannot look up destination gid"), std::string::npos) << why;
+  EXPECT_NE(why.find("directory server"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace rocl::impl

@@ -154,7 +154,14 @@ int Router::resolve(rocl_gid_t dgid, Route *route) noexcept {
     rocl_gid_t gid = dgid;
     AttrList ask(256);
     ask.add_unspecified(kContextAttr, sizeof(rocl_gid_t));
-    if (directory_->query(&gid, ask) != ROCL_OK) {
+    if (const int rc = directory_->query(&gid, ask); rc != ROCL_OK) {
+      // The directory could not say (its server is lost, or the server of
+      // dgid did not answer): not the same as "no such resource".
+      if (rc == ROCL_EPEER) {
+        const std::string why = last_error();
+        return fail(ROCL_EPEER, "rocl_send: cannot look up destination gid %#llx: %s", ull(dgid),
+                    why.c_str());
+      }
       return fail(ROCL_EBADGID, "rocl_send: destination gid %#llx is not a registered resource",
                   ull(dgid));
     }

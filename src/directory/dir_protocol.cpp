@@ -140,11 +140,12 @@ std::vector<std::byte> encode_message(Op op, std::int32_t status, std::uint64_t 
   return msg;
 }
 
-std::vector<std::byte> encode_error(std::int32_t status, std::string_view sentence) {
+std::vector<std::byte> encode_error(std::int32_t status, std::string_view sentence, bool closing) {
   if (sentence.size() > kMaxSentence) {
     sentence = sentence.substr(0, kMaxSentence);
   }
-  return encode_message(Op::kReply, status, 0, 0, std::as_bytes(std::span(sentence)));
+  return encode_message(Op::kReply, status, 0, closing ? kClosing : 0,
+                        std::as_bytes(std::span(sentence)));
 }
 
 int parse_message(std::span<const std::byte> buf, Message *out, std::size_t *consumed,
@@ -231,6 +232,10 @@ int check_reply(Op request, const Message &m, AttrList *attrs, std::string *sent
     return ROCL_EINVAL;
   }
   if (m.header.status < 0) {
+    if ((m.header.aux & ~kClosing) != 0) {
+      *what = format("a failed REPLY with unknown flags 0x%llx", m.header.aux);
+      return ROCL_EINVAL;
+    }
     if (m.body.size() > kMaxSentence) {
       *what = format("an error sentence of %llu bytes (limit %llu)", m.body.size(), kMaxSentence);
       return ROCL_EINVAL;

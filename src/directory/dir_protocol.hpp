@@ -13,7 +13,8 @@
 //     i32 status    replies: ROCL_OK or a negative ROCL_E* code; requests: 0
 //     u64 gid       the gid argument / answer
 //     u64 aux       the cursor id of QUERY_NEXT / QUERY_STOP / QUERY_START's reply,
-//                   QUERY_START's most answers
+//                   QUERY_START's most answers; a failed request's REPLY:
+//                   kClosing or 0
 //   then body_len bytes: an encoded AttrList (attr_list.hpp), a challenge or
 //   proof, a batch of answers (below), or (a reply with status < 0) the
 //   server's error sentence.
@@ -43,7 +44,11 @@
 //                    0: this host), aux = time limit    (spawn_table.hpp)
 //                    in ms (0: none), body = the
 //                    request (spawn_request.hpp)
-//   A failed request's REPLY has status < 0 and the sentence as body.
+//   A failed request's REPLY has status < 0 and the sentence as body, and
+//   aux kClosing when the server closes the connection after it (a client
+//   that broke the protocol, a refused proof): only then is the connection
+//   lost. Other failures, ROCL_EPEER included (another server of the
+//   federation did not answer), leave it as it was.
 //   A REPLY's body may exceed kMaxBody by kReplySlack (a batch of one answer
 //   is a whole resource: a REGISTER body plus "context", plus the framing);
 //   a request's may not.
@@ -128,6 +133,8 @@ inline constexpr std::string_view kProveLabel = "rocl-dir";
 inline constexpr std::string_view kServerProveLabel = "rocl-dir-server";
 // aux flag of the REPLY to PROVE: the removal epoch page's fd is attached.
 inline constexpr std::uint64_t kEpochPageAttached = 1;
+// aux flag of a failed request's REPLY: the server closes the connection.
+inline constexpr std::uint64_t kClosing = 1;
 inline constexpr std::size_t kEpochPageBytes = 4096;
 inline constexpr std::uint64_t kEpochPageMagic = 0x48435045'52494452;  // bytes "RDIREPCH"
 inline constexpr std::size_t kEpochCounterOffset = 64;
@@ -175,7 +182,8 @@ int decode_header(std::span<const std::byte> bytes, Header *out, std::string *wh
 std::vector<std::byte> encode_message(Op op, std::int32_t status, std::uint64_t gid,
                                       std::uint64_t aux, std::span<const std::byte> body);
 // A failed reply: status < 0, the sentence (cut to kMaxSentence) as body.
-std::vector<std::byte> encode_error(std::int32_t status, std::string_view sentence);
+std::vector<std::byte> encode_error(std::int32_t status, std::string_view sentence,
+                                    bool closing = false);
 
 // One message found in a receive buffer; body points into that buffer.
 struct Message {

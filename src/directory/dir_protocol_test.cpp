@@ -196,6 +196,17 @@ TEST(DirProtocol, RepliesAreChecked) {
   ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
   EXPECT_EQ(check_reply(Op::kProve, m, &attrs, &sentence, &what), ROCL_EINVAL);
   EXPECT_NE(what.find("unknown flags 0x2"), std::string::npos) << what;
+  // A failed REPLY may say that the server closes the connection, and
+  // nothing else.
+  msg = encode_error(ROCL_EPEER, "dropped", /*closing=*/true);
+  ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+  ASSERT_EQ(check_reply(Op::kQuery, m, &attrs, &sentence, &what), ROCL_OK) << what;
+  EXPECT_EQ(m.header.aux, kClosing);
+  EXPECT_EQ(encode_error(ROCL_EPEER, "x")[24], std::byte{0});  // aux's low byte: not closing
+  msg = encode_message(Op::kReply, ROCL_EPEER, 0, 2, {});
+  ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+  EXPECT_EQ(check_reply(Op::kQuery, m, &attrs, &sentence, &what), ROCL_EINVAL);
+  EXPECT_NE(what.find("unknown flags 0x2"), std::string::npos) << what;
 }
 
 TEST(DirProtocol, RandomBytesNeverCrashAndAreMostlyRejected) {

@@ -89,7 +89,8 @@ constexpr std::uint16_t gid_server(rocl_gid_t gid) {
 constexpr std::uint64_t gid_serial(rocl_gid_t gid) {
   return is_compact(gid) ? gid & kCompactSerialMask : gid & kGidSerialMask;
 }
-// "gid N (server S, serial K)", for error sentences (local_directory.cpp).
+// "gid 0xN (server S, serial K)", for error sentences (local_directory.cpp):
+// in hex, as the API's other sentences name gids.
 std::string describe_gid(rocl_gid_t gid);
 
 // Name of the attribute the directory adds to every resource.
@@ -153,6 +154,11 @@ class Directory {
   // failure with the server's sentence. Only a node server spawns: the
   // in-process directory fails with ROCL_EPEER.
   virtual std::int64_t spawn(rocl_gid_t where, const AttrList &request, int limit_ms);
+
+  // True once every later call can only fail with ROCL_EPEER: a node
+  // server whose connection is lost (the server died, or broke the
+  // protocol). The in-process directory is never lost.
+  virtual bool lost() const noexcept { return false; }
 
   // The removal counter (above), valid as long as this Directory; nullptr
   // when this directory has none (a node server that could not share one):

@@ -235,7 +235,7 @@ struct DirectoryServer::Loop {
 
   // Sends a last reply (best effort) and closes.
   void finish(Conn &c, int code, const std::string &sentence) {
-    queue(c, dirproto::encode_error(code, sentence));
+    queue(c, dirproto::encode_error(code, sentence, /*closing=*/true));
     while (c.pending() > 0) {
       const ssize_t n =
           ::send(c.fd, c.out.data() + c.out_off, c.pending(), MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -4,7 +4,8 @@
 // another by gid and by pattern, a multi-answer query returns every match of
 // every server exactly once and in increasing gid order, a miss is named, a
 // stopped server is dropped, a packet without the secret or replayed is
-// ignored, and two servers with one id do not both issue gids.
+// ignored, two servers with one id do not both issue gids, and a server
+// that does not answer costs the asker nothing but that query.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -179,8 +180,11 @@ TEST_F(Federation, MissesAreNamed) {
       << last_error();
   gid = make_gid(9, 1);  // no server 9 in the job
   EXPECT_EQ(a->query(&gid, none), ROCL_ENOTFOUND);
-  EXPECT_NE(std::string(last_error()).find("not among the live servers"), std::string::npos)
-      << last_error();
+  const std::string why = last_error();
+  EXPECT_NE(why.find("not among the live servers"), std::string::npos) << why;
+  // The gid as the API's other sentences name it, once.
+  EXPECT_NE(why.find(": gid 0x9000000000001 (server 9, serial 1) belongs"), std::string::npos)
+      << why;
 }
 
 TEST_F(Federation, AMultiAnswerQueryReturnsEveryMatchOfEveryServerOnce) {
@@ -308,6 +312,53 @@ TEST_F(Federation, OfTwoServersWithOneIdTheYoungerIssuesNoGids) {
   d.reset();
   twin.reset();
   ::unlink((dir_ + "/twin.sock").c_str());
+}
+
+// A lookup that another server does not answer fails with ROCL_EPEER and
+// nothing else: the asker's connection stays, and with it its resources
+// (a closed connection would take them out of the directory).
+TEST_F(Federation, AServerThatDoesNotAnswerCostsTheAskerNothing) {
+  start({1});
+  auto a = client(0);
+  ASSERT_TRUE(a);
+  const std::int64_t ctx = a->register_resource(named("context", "asker"), ROCL_NULL_GID);
+  ASSERT_GT(ctx, 0) << last_error();
+  // Server 9 announces itself once and is silent from then on.
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  to.sin_port = htons(ports_[0]);
+  peerproto::Packet p;
+  p.op = peerproto::Op::kAnnounce;
+  p.server = 9;
+  p.incarnation = 5;
+  p.seq = 1;
+  p.sent_ms = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count());
+  p.aux = p.sent_ms;
+  p.udp_port = 9;  // where answers to it go: nobody listens
+  std::vector<std::byte> packet;
+  ASSERT_EQ(peerproto::seal(p, secret_, &packet), ROCL_OK);
+  ::sendto(fd, packet.data(), packet.size(), 0, reinterpret_cast<sockaddr *>(&to), sizeof to);
+  ::close(fd);
+  ASSERT_TRUE(eventually([&] { return servers_[0]->live_peers() == 1; })) << log();
+
+  rocl_gid_t gid = make_gid(9, 1);
+  AttrList none(64);
+  EXPECT_EQ(a->query(&gid, none), ROCL_EPEER);
+  const std::string why = last_error();
+  EXPECT_NE(why.find("directory server 9"), std::string::npos) << why;
+  EXPECT_EQ(why.find("connection lost"), std::string::npos) << why;
+  // The same connection goes on, and the asker is still in the directory.
+  gid = static_cast<rocl_gid_t>(ctx);
+  EXPECT_EQ(a->query(&gid, none), ROCL_OK) << last_error();
+  EXPECT_GT(a->register_resource(named("worker", "after"), ctx), 0) << last_error();
+  auto b = client(0);
+  ASSERT_TRUE(b);
+  gid = static_cast<rocl_gid_t>(ctx);
+  EXPECT_EQ(b->query(&gid, none), ROCL_OK) << last_error();
 }
 
 // A removal at one server moves every server's removal epoch, so that

@@ -23,7 +23,7 @@ namespace rocl::impl {
 
 std::string describe_gid(rocl_gid_t gid) {
   char buf[96];
-  std::snprintf(buf, sizeof buf, "gid %llu (server %u, serial %llu)",
+  std::snprintf(buf, sizeof buf, "gid %#llx (server %u, serial %llu)",
                 static_cast<unsigned long long>(gid), static_cast<unsigned>(gid_server(gid)),
                 static_cast<unsigned long long>(gid_serial(gid)));
   return buf;

@@ -531,7 +531,7 @@ void PeerServers::lookup(rocl_gid_t gid, Done done) {
   const std::uint16_t server = gid_server(gid);
   if (table_.count(server) == 0) {
     done(ROCL_ENOTFOUND, {},
-         "gid " + describe_gid(gid) + " belongs to directory server " + std::to_string(server) +
+         describe_gid(gid) + " belongs to directory server " + std::to_string(server) +
              ", which is not among the live servers of the job");
     return;
   }

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -116,6 +117,9 @@ class Connection {
     return recv_all(body->data(), body->size(), why);
   }
 
+  // True once the connection is lost; needs no mu.
+  bool lost() const noexcept { return lost_flag_.load(std::memory_order_acquire); }
+
   // One request/reply round trip, the caller holding mu. Returns ROCL_OK with
   // *reply (and *attrs for QUERY / QUERY_NEXT, the checked body in
   // *raw_body if asked), the server's failure (its
@@ -140,9 +144,10 @@ class Connection {
       return lose(what, "the server sent " + bad);
     }
     if (reply->status < 0) {
-      // The server drops us after an EPEER, except a spawn's: that names
-      // the host or the program that failed.
-      if (reply->status == ROCL_EPEER && op != Op::kSpawn) {
+      // Only a reply that says so ends the connection: an EPEER about
+      // another server (it did not answer) must not cost this process its
+      // place in the directory, which a closed connection does.
+      if ((reply->aux & dirproto::kClosing) != 0) {
         lose(what, sentence);
       }
       return fail(reply->status, "%s", sentence.c_str());
@@ -221,13 +226,15 @@ class Connection {
 
   int lose(const char *what, const std::string &why) {
     lost_ = "connection lost: " + why;
+    lost_flag_.store(true, std::memory_order_release);
     ::shutdown(fd_, SHUT_RDWR);
     return fail(ROCL_EPEER, "%s: directory server at %s: %s", what, path_.c_str(), lost_.c_str());
   }
 
   int fd_;
   std::string path_;
-  std::string lost_;  // why the connection is unusable ("" while it is fine)
+  std::string lost_;                    // why the connection is unusable ("" while it is fine)
+  std::atomic<bool> lost_flag_{false};  // !lost_.empty(), read without mu
   bool accept_fd_ = false;
   int passed_fd_ = -1;
   bool fd_truncated_ = false;
@@ -401,6 +408,8 @@ class RemoteDirectory final : public Directory {
     }
     return static_cast<std::int64_t>(h.gid);
   }
+
+  bool lost() const noexcept override { return conn_->lost(); }
 
   int remove(rocl_gid_t gid) override {
     std::lock_guard lock(conn_->mu);

@@ -233,11 +233,13 @@ constexpr OptionRow kOptions[] = {
      OptionType::kString},
     {"ROCL_TCP_USER_TIMEOUT_MS", "30000",
      "How long bytes sent over a connection may stay unacknowledged by the peer's host before "
-     "the connection is dropped (TCP_USER_TIMEOUT): a peer host that became unreachable (its "
-     "network down, its cable pulled) then fails the messages in flight and later sends with "
-     "a named error within this bound, and a striped message's fragments go over its other "
-     "rails, instead of the kernel retrying for about 15 minutes. A peer that is reachable "
-     "but stops reading is not dropped (its host keeps answering). 0: the system's.",
+     "the connection is dropped (TCP_USER_TIMEOUT; also the longest a connect tries): a peer "
+     "host that became unreachable (its network down, its cable pulled) then fails the pair's "
+     "sends with ROCL_EPEER within about twice this bound (a waiting send is tried once more "
+     "over a new connection), and a striped message's fragments go over its other rails, "
+     "instead of the kernel retrying for about 15 minutes. What the broken connection held "
+     "is lost. A peer that is reachable but stops reading is not dropped (its host keeps "
+     "answering). 0: the system's.",
      OptionType::kUint},
     {"ROCL_TCP_BIND", "loopback",
      "Where tcp listens: an IPv4 address, a network interface (its first IPv4 address), "
