@@ -133,14 +133,6 @@ class Context final : public MessageSink {
   // (*rc its outcome), false to take the pool-block path.
   bool pull_into_caller(Envelope *msg, void *into, std::size_t cap, rocl_status_t *status,
                         int *rc) noexcept;
-  // What the directory says of a receive's origin: still there (or it
-  // cannot tell for now: a server that does not answer), gone, or never
-  // to be told again (this process's directory server is lost).
-  enum class Origin { kThere, kGone, kUnknowable };
-  Origin origin_state(rocl_gid_t origin) noexcept;
-  // The failure of a receive on r that stopped waiting for origin
-  // (kGone or kUnknowable), with its sentence.
-  int origin_failure(Origin state, rocl_gid_t origin, const Resource *r) noexcept;
   // spun: the caller spun already (await_hand_off): sleep at once.
   int await_receive(Resource *r, Envelope &env, int timeout, Envelope **msg, ReceiveOp &op,
                     bool spun = false) noexcept;

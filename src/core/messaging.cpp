@@ -275,29 +275,40 @@ bool Context::deliver_pieces(rocl_gid_t destination, const CoreHeader &header,
 
 // ---- receive ---------------------------------------------------------------
 
-Context::Origin Context::origin_state(rocl_gid_t origin) noexcept {
-  if (origin == ROCL_ANY_GID || resources_.contains(origin)) return Origin::kThere;
+namespace {
+
+// What the directory says of a receive's origin: still there (or it
+// cannot tell for now: a server that does not answer), gone, or never
+// to be told again (this process's directory server is lost).
+enum class Origin { kThere, kGone, kUnknowable };
+
+Origin origin_state(rocl_gid_t origin, const ResourceTable &resources,
+                    const std::vector<std::unique_ptr<Transport>> &transports,
+                    Directory &directory) noexcept {
+  if (origin == ROCL_ANY_GID || resources.contains(origin)) return Origin::kThere;
   // Input held back for want of pool blocks may hold the origin's last
   // messages, sent before its process exited: not gone until it is read.
-  for (auto &t : transports_) {
+  for (const auto &t : transports) {
     if (t->holds_unread_input()) return Origin::kThere;
   }
   try {
     rocl_gid_t gid = origin;
     AttrList none(64);
-    const int rc = directory_->query(&gid, none);
+    const int rc = directory.query(&gid, none);
     if (rc == ROCL_ENOTFOUND) return Origin::kGone;
     // Without its directory server this process can never learn that the
     // origin died: waiting on could hang for ever. Its host is leaving the
     // job anyway (the other servers drop the silent one, and with it every
     // resource of this host), so nobody can reach this resource for long.
-    if (rc == ROCL_EPEER && directory_->lost()) return Origin::kUnknowable;
+    if (rc == ROCL_EPEER && directory.lost()) return Origin::kUnknowable;
   } catch (const std::bad_alloc &) {
   }
   return Origin::kThere;
 }
 
-int Context::origin_failure(Origin state, rocl_gid_t origin, const Resource *r) noexcept {
+// The failure of a receive on r that stopped waiting for origin (kGone or
+// kUnknowable), with its sentence.
+int origin_failure(Origin state, rocl_gid_t origin, const Resource *r) noexcept {
   if (state == Origin::kUnknowable) {
     const std::string why = last_error();  // the directory's, from origin_state
     return fail(ROCL_EPEER,
@@ -310,6 +321,8 @@ int Context::origin_failure(Origin state, rocl_gid_t origin, const Resource *r) 
               "deleted) while %#llx waited for it",
               ull(origin), ull(r->gid()));
 }
+
+}  // namespace
 
 // A blocking receive posted alone spins on its mailbox's hand-off word
 // (Communicator::post_spinning), where a sender of another thread leaves
@@ -370,7 +383,8 @@ int Context::await_receive(Resource *r, Envelope &env, int timeout, Envelope **m
     if (done || slice == timeout || timeout == 0) break;
     if (timeout > 0 && std::chrono::steady_clock::now() >= deadline) break;
     if (!watch) continue;
-    if (const Origin state = origin_state(env.header.source); state != Origin::kThere) {
+    if (const Origin state = origin_state(env.header.source, resources_, transports_, *directory_);
+        state != Origin::kThere) {
       // What it sent before it went may still be arriving: a last grace.
       if (progress_.sleep_until_done(env.complete, check_ms / 4 + 1, &op)) {
         done = true;

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
@@ -11,13 +12,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
 
 #include "os/process.hpp"
 
@@ -108,59 +107,82 @@ BoardLayout layout_at(void *base, int cpus) {
   return l;
 }
 
+// Writes a fresh board's header; the magic last.
+void initialise(const BoardLayout &l, int cpus) {
+  l.header->version = kVersion;
+  l.header->cpus = static_cast<std::uint32_t>(cpus);
+  l.header->slots = kProcessSlots;
+  l.header->slot_bytes = static_cast<std::uint32_t>(l.slot_bytes);
+  l.header->magic.store(kMagic, std::memory_order_release);
+}
+
 // Maps the board file `name`, making it if it does not exist; nullptr
-// (errno and *why set) if it cannot be used.
+// (errno and *why set) if it cannot be used. Makers and users hold the
+// file's lock while they look at it, so a board is seen only whole: one
+// whose maker died half-way (no magic yet) is made anew by the next
+// process, instead of leaving every later one waiting for a header that
+// never comes. Its space is allocated, not only sized: on a full /dev/shm
+// the maker gets an error here rather than SIGBUS at its first touch.
 void *map_board(const std::string &name, int cpus, std::size_t bytes, const char **why) {
-  bool made = false;
-  int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd >= 0) {
-    made = true;
-    if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-      *why = "ftruncate";
-      ::close(fd);
-      ::shm_unlink(name.c_str());
-      return nullptr;
-    }
-  } else if (errno == EEXIST) {
-    fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      *why = "shm_open";
-      return nullptr;
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || st.st_size != static_cast<off_t>(bytes) ||
-        st.st_uid != ::geteuid()) {
-      *why = "a board of another size or owner";
-      ::close(fd);
-      return nullptr;
-    }
-  } else {
+  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
     *why = "shm_open";
     return nullptr;
   }
+  // The lock is given up explicitly on every path out: a mapping keeps the
+  // open file, and with it a lock that closing alone would not release.
+  struct Closer {
+    int fd;
+    ~Closer() {
+      ::flock(fd, LOCK_UN);
+      ::close(fd);
+    }
+  } closer{fd};
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      *why = "flock";
+      return nullptr;
+    }
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    *why = "fstat";
+    return nullptr;
+  }
+  if (st.st_uid != ::geteuid()) {
+    *why = "a board of another owner";
+    errno = EPERM;
+    return nullptr;
+  }
+  if (st.st_size == 0) {
+    const int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    if (rc != 0) {
+      errno = rc;
+      *why = "posix_fallocate";
+      return nullptr;
+    }
+  } else if (st.st_size != static_cast<off_t>(bytes)) {
+    *why = "a board of another size";
+    errno = EEXIST;
+    return nullptr;
+  }
   void *base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
   if (base == MAP_FAILED) {
     *why = "mmap";
     return nullptr;
   }
   BoardLayout l = layout_at(base, cpus);
-  if (made) {
-    l.header->version = kVersion;
-    l.header->cpus = static_cast<std::uint32_t>(cpus);
-    l.header->slots = kProcessSlots;
-    l.header->slot_bytes = static_cast<std::uint32_t>(l.slot_bytes);
-    l.header->magic.store(kMagic, std::memory_order_release);
+  if (l.header->magic.load(std::memory_order_acquire) != kMagic) {
+    // New, or its maker died before it was whole: nobody counts on it yet
+    // (nobody maps a board without magic), so it is ours to make.
+    std::memset(base, 0, bytes);
+    initialise(l, cpus);
     return base;
   }
-  // Made by another process just now: its header comes within moments.
-  for (int i = 0; i < 1000 && l.header->magic.load(std::memory_order_acquire) != kMagic; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (l.header->magic.load(std::memory_order_acquire) != kMagic || l.header->version != kVersion ||
-      l.header->cpus != static_cast<std::uint32_t>(cpus) || l.header->slots != kProcessSlots ||
-      l.header->slot_bytes != l.slot_bytes) {
+  if (l.header->version != kVersion || l.header->cpus != static_cast<std::uint32_t>(cpus) ||
+      l.header->slots != kProcessSlots || l.header->slot_bytes != l.slot_bytes) {
     *why = "a board of another layout";
+    errno = EEXIST;
     ::munmap(base, bytes);
     return nullptr;
   }
@@ -176,14 +198,7 @@ std::string node_board_name() {
 CpuBoard::CpuBoard(void *base, std::size_t bytes, int cpus, bool shared)
     : base_(base), bytes_(bytes), cpus_(cpus), shared_(shared), layout_(new BoardLayout) {
   *layout_ = layout_at(base, cpus);
-  if (!shared) {
-    BoardHeader *h = layout_->header;
-    h->version = kVersion;
-    h->cpus = static_cast<std::uint32_t>(cpus);
-    h->slots = kProcessSlots;
-    h->slot_bytes = static_cast<std::uint32_t>(layout_->slot_bytes);
-    h->magic.store(kMagic, std::memory_order_release);
-  }
+  if (!shared) initialise(*layout_, cpus);
   take_slot();
 }
 

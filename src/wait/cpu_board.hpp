@@ -18,9 +18,10 @@
 // attaches takes away what dead processes left (a process killed while its
 // threads were counted), and a process leaves at exit. A board has 256
 // process slots: a process beyond them sees the others but is not counted.
-// Should the file be unusable (no /dev/shm, a board
-// of another layout), the process keeps a board of its own: it then sees
-// only its own threads.
+// The file is made and checked under its lock, so a board whose maker died
+// half-way is made anew by the next process. Should the file be unusable
+// (no /dev/shm, /dev/shm full, a board of another layout or owner), the
+// process keeps a board of its own: it then sees only its own threads.
 #pragma once
 
 #include <atomic>

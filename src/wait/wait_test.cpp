@@ -2,14 +2,17 @@
 // not depend on timing: counts on the board, seats that follow threads and
 // go with them, dead processes' counts taken away, and what each mode does
 // with a waiter's looks.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -167,6 +170,37 @@ TEST(CpuBoard, RefusesAFileOfAnotherLayout) {
   const std::string name = board_name("layout");
   { auto two = CpuBoard::open(name, 2); }
   EXPECT_THROW(CpuBoard::open(name, 3), std::runtime_error);
+  ::shm_unlink(name.c_str());
+}
+
+// A board whose maker died before it was whole (its file empty, or sized
+// but without its header) is made anew by the next process: it does not
+// leave every later process without a shared board.
+TEST(CpuBoard, ABoardLeftHalfMadeIsMadeAnew) {
+  const std::string name = board_name("half");
+  const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  {
+    auto board = CpuBoard::open(name, 2);  // an empty file: died before sizing it
+    EXPECT_TRUE(board->shared());
+    board->add(1, 2);
+    EXPECT_EQ(board->runnable(1), 2);
+  }
+  struct stat st {};
+  ASSERT_EQ(::fstat(fd, &st), 0);
+  ASSERT_GT(st.st_size, 0);
+  void *base = ::mmap(nullptr, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(base, MAP_FAILED);
+  std::memset(base, 0, 8);  // the magic: died after sizing it
+  {
+    auto again = CpuBoard::open(name, 2);
+    EXPECT_TRUE(again->shared());
+  }
+  auto layout_checked = CpuBoard::open(name, 2);  // and is whole for the next
+  EXPECT_TRUE(layout_checked->shared());
+  EXPECT_THROW(CpuBoard::open(name, 3), std::runtime_error);
+  ::munmap(base, st.st_size);
+  ::close(fd);
   ::shm_unlink(name.c_str());
 }
 
