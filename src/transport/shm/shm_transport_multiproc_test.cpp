@@ -153,9 +153,11 @@ TEST(ShmMultiproc, ChildKilledWithItsRingFullFailsTheSend) {
     }
     return {ROCL_OK, ""};
   });
-  std::this_thread::sleep_for(300ms);
-  EXPECT_GE(sent.load(), 5);   // the ring took some
-  EXPECT_LT(sent.load(), 20);  // ...then the sender blocked
+  // The ring takes some (however late the sender thread gets to run)...
+  for (int i = 0; i < 2000 && sent.load() < 5; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_GE(sent.load(), 5);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_LT(sent.load(), 20);  // ...then the sender blocks
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(child, SIGKILL), 0);  // not reaped yet: a zombie
   if (result.wait_for(5s) != std::future_status::ready) {

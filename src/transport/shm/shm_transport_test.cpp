@@ -151,10 +151,15 @@ TEST(ShmTransport, AFullPoolPausesTheSlotAndHoldsTheSenderBack) {
       sent.fetch_add(1);
     }
   });
-  std::this_thread::sleep_for(300ms);
+  // Until b's progress finds no block for what arrived (however late its
+  // thread gets to run).
+  for (int i = 0; i < 2000 && b.t->stats().paused_reads == 0; ++i) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_GE(b.t->stats().paused_reads, 1u);
+  std::this_thread::sleep_for(100ms);
   EXPECT_LT(sent.load(), kMessages);  // held back by the full ring
   EXPECT_EQ(b.sink.count(), 0u);
-  EXPECT_GE(b.t->stats().paused_reads, 1u);
   EXPECT_TRUE(b.t->holds_unread_input());
   EXPECT_TRUE(b.logged("reading the slot paused"));
   for (BlockHeader *h : held) b.pool.release(h, BlockState::kUser);
