@@ -297,6 +297,41 @@ TEST_F(ServerTest, GarbageIsDroppedOthersKeepWorking) {
   EXPECT_EQ(server_->resources(), 1u);
 }
 
+// A PROVE recorded on one connection and replayed on another does not
+// verify: every HELLO carries a fresh challenge. The refusal is logged
+// once, naming the client, and the server goes on serving.
+TEST_F(ServerTest, AReplayedProveIsRefused) {
+  start_server();
+  int fd = raw_connect(path_);
+  ASSERT_GE(fd, 0);
+  std::byte first[dirproto::kHeaderBytes + dirproto::kChallengeBytes];
+  ASSERT_TRUE(read_exactly(fd, first, sizeof first));
+  const auto recorded = secret_.prove(
+      dirproto::kProveLabel, std::span(reinterpret_cast<const std::uint8_t *>(first) + 32, 32));
+  close(fd);
+
+  fd = raw_connect(path_);
+  ASSERT_GE(fd, 0);
+  std::byte second[sizeof first];
+  ASSERT_TRUE(read_exactly(fd, second, sizeof second));
+  EXPECT_NE(std::memcmp(first + 32, second + 32, 32), 0) << "the same challenge twice";
+  std::vector<std::byte> body(64);
+  std::memcpy(body.data(), recorded.data(), 32);
+  const auto msg = dirproto::encode_message(dirproto::Op::kProve, 0, 0, 0, body);
+  ASSERT_EQ(write(fd, msg.data(), msg.size()), static_cast<ssize_t>(msg.size()));
+  EXPECT_TRUE(server_hangs_up(fd));
+  close(fd);
+  const std::string refusal =
+      "directory: client " + std::to_string(getpid()) + " refused: job secret proof did not verify";
+  EXPECT_TRUE(wait_for_log(refusal)) << log_text();
+  const std::string text = log_text();
+  EXPECT_EQ(text.find(refusal), text.rfind(refusal)) << "logged more than once:\n" << text;
+
+  auto good = connect_directory(path_, secret_);
+  ASSERT_NE(good, nullptr) << last_error();
+  EXPECT_GT(good->register_resource(worker("after"), ROCL_NULL_GID), 0) << last_error();
+}
+
 // The reply to PROVE carries the removal epoch page as SCM_RIGHTS; the page
 // is sealed (no shrinking, growing or writable mapping for clients) and
 // counts REMOVEs before replying to them.
