@@ -113,6 +113,9 @@ expect "$scripts/fuzz.sh" "^fuzz.sh: unknown option '--bogus'" --bogus
 helps "$scripts/setup.sh" --help
 expect "$scripts/setup.sh" "^setup.sh: unexpected argument 'x'" x
 helps "$scripts/test.sh" --help
+helps "$scripts/test-under-load.sh" --help
+expect "$scripts/test-under-load.sh" "^test-under-load.sh: --runs takes a count from 1, not 'x'" --runs x
+expect "$scripts/test-under-load.sh" "^test-under-load.sh: --build needs a value" --build
 helps "$scripts/tidy.sh" --help
 expect "$scripts/tidy.sh" "^tidy: unknown option '--bogus'" --bogus
 expect "$scripts/tidy.sh" "^tidy: one argument at most" a b
