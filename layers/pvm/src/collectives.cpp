@@ -32,7 +32,9 @@ int barrier_tag(const char *group) {
 
 // The group's lowest instance coordinates: every other caller tells it
 // that it arrived and waits for its release; it waits for count - 1
-// arrivals and releases them. Messages, not directory entries, so that a
+// arrivals and releases them. A caller whose group has fewer than count
+// members waits until it has as many (PVM's barrier waits for count
+// callers, so they must all have joined). Messages, not directory entries, so that a
 // member may leave or exit as soon as it has passed.
 int barrier(Task &t, const char *group, int count) {
   {
@@ -40,10 +42,17 @@ int barrier(Task &t, const char *group, int count) {
     int code = PvmOk;
     if (membership(t, group, &code) == nullptr) return code;
   }
-  const std::map<int, int> members = group_members(group);
+  std::map<int, int> members = group_members(group);
   if (members.empty()) return PvmNoGroup;
   if (count == -1) count = int(members.size());
   if (count < 1) return PvmBadParam;
+  // Tasks that are still joining may call the barrier with the group's
+  // final size: the coordinator is chosen once that many have joined, so
+  // that every caller picks the same one.
+  if (int(members.size()) < count) {
+    wait_for_entries(group_pattern(group), std::size_t(count), -1);
+    members = group_members(group);
+  }
   const int tag = barrier_tag(group), coordinator = members.begin()->second;
   const std::optional<rocl_gid_t> coordinator_gid = gid_of(coordinator);
   if (!coordinator_gid) return PvmNoTask;

@@ -1,22 +1,31 @@
 // groups.cpp - dynamic process groups kept in rocl's directory (docs/pvm.md,
 // "Groups"): a member is an entry {type=pvm-group-member, pvm.group=NAME,
 // pvm.inst=I, pvm.member=TID}. A joiner takes the lowest free instance by
-// registering an entry for it, and keeps it if no other task claims it
-// (sole_claim); else it withdraws and tries again.
+// registering a claim {type=pvm-group-claim, ...} for it, and keeps it if
+// no other task claims it (sole_claim); else it withdraws and tries again.
+// Only a kept claim gets a member entry, so that the members' view never
+// holds a claim about to be withdrawn (a barrier's coordinator is the
+// lowest member every caller sees).
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include "pvm_impl.hpp"
 
 namespace rpvm {
 
 constexpr const char *kMemberType = "pvm-group-member";
+constexpr const char *kClaimType = "pvm-group-claim";
 
 rocl::Attributes group_pattern(const char *group) {
   return {{"type", kMemberType}, {"pvm.group", group}};
 }
 
 namespace {
+
+rocl::Attributes claim_pattern(const char *group) {
+  return {{"type", kClaimType}, {"pvm.group", group}};
+}
 
 // A member entry also names the member's resource, so that sending to the
 // members needs no further look-up (on several hosts, one less question
@@ -44,29 +53,42 @@ std::map<int, int> group_members(const char *group) {
 
 namespace {
 
-int lowest_free_instance(const std::map<int, int> &members) {
+// The lowest instance no claim names (held or still contested).
+int lowest_free_instance(const char *group) {
+  rocl::Attributes pattern = claim_pattern(group);
+  pattern.ask("pvm.inst", 32);
+  std::set<int> claimed;
+  for (const rocl::Found &f : find_all(pattern)) claimed.insert(attribute_int(f, "pvm.inst", -1));
   int inst = 0;
-  while (members.contains(inst)) ++inst;
+  while (claimed.contains(inst)) ++inst;
   return inst;
 }
 
 int join(Task &t, const char *group) {
   if (t.groups.contains(group)) return PvmDupGroup;
   for (;;) {
-    const int inst = lowest_free_instance(group_members(group));
+    const int inst = lowest_free_instance(group);
+    rocl::Attributes claim = claim_pattern(group);
+    claim.set("pvm.inst", decimal(inst)).set("pvm.member", decimal(t.tid));
+    const std::int64_t claim_gid = register_entry(claim);
+    if (claim_gid <= 0) return PvmSysErr;
+    rocl::Attributes same = claim_pattern(group);
+    if (!sole_claim(same.set("pvm.inst", decimal(inst)), rocl_gid_t(claim_gid))) {
+      rocl_delete(rocl_gid_t(claim_gid));  // another task claims inst too
+      pause_before_retry();
+      continue;
+    }
     rocl::Attributes entry = group_pattern(group);
     entry.set("pvm.inst", decimal(inst))
         .set("pvm.member", decimal(t.tid))
         .set("pvm.gid", decimal(static_cast<long long>(t.gid)));
     const std::int64_t gid = register_entry(entry);
-    if (gid <= 0) return PvmSysErr;
-    rocl::Attributes same = group_pattern(group);
-    if (sole_claim(same.set("pvm.inst", decimal(inst)), rocl_gid_t(gid))) {
-      t.groups[group] = GroupMembership{rocl_gid_t(gid), inst};
-      return inst;
+    if (gid <= 0) {
+      rocl_delete(rocl_gid_t(claim_gid));
+      return PvmSysErr;
     }
-    rocl_delete(rocl_gid_t(gid));  // another task claims inst too
-    pause_before_retry();
+    t.groups[group] = GroupMembership{rocl_gid_t(gid), rocl_gid_t(claim_gid), inst};
+    return inst;
   }
 }
 
@@ -97,6 +119,11 @@ int tid_of_instance(const char *group, int inst) {
   return tid;
 }
 
+void leave(const GroupMembership &membership) {
+  rocl_delete(membership.entry);
+  rocl_delete(membership.claim);
+}
+
 }  // namespace rpvm
 
 using rpvm::Task;
@@ -112,7 +139,7 @@ extern "C" int pvm_lvgroup(char *group) {
     if (rpvm::bad_name(group)) return PvmNullGroup;
     const auto it = t.groups.find(group);
     if (it == t.groups.end()) return rpvm::group_code_for_missing(group, PvmNotInGroup);
-    rocl_delete(it->second.entry);
+    leave(it->second);
     t.groups.erase(it);
     return PvmOk;
   });

@@ -127,8 +127,12 @@ class BufferTable {
 
 struct GroupMembership {
   rocl_gid_t entry = ROCL_NULL_GID;  // its {type=pvm-group-member} resource
+  rocl_gid_t claim = ROCL_NULL_GID;  // its {type=pvm-group-claim} resource
   int instance = 0;
 };
+
+// Deletes a membership's entries from the directory (groups.cpp).
+void leave(const GroupMembership &membership);
 
 // An enrolled task: its resource (where its messages arrive), its
 // directory entry, identity, options and buffers. Every field but the

@@ -108,7 +108,7 @@ int publish_task(Task &t, const char *kind) {
 }
 
 void unpublish_task(Task &t) {
-  for (auto &[name, member] : t.groups) rocl_delete(member.entry);
+  for (auto &[name, member] : t.groups) leave(member);
   t.groups.clear();
   for (rocl_gid_t c : t.contexts) rocl_delete(c);
   t.contexts.clear();

@@ -4,6 +4,7 @@
  * error codes of the group calls. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pvm_check.h"
 
@@ -101,6 +102,31 @@ static void reductions(void) {
   free(gathered);
 }
 
+/* Instance 0 leaves and joins again late: the others call a barrier for
+ * the whole group meanwhile, and must all wait for it rather than pick
+ * the lowest instance they see as their coordinator. */
+static void late_rejoin(void) {
+  int first = pvm_gettid(group, 0), i;
+  if (n < 2) return;
+  CHECK(first > 0);
+  CHECK_CODE(pvm_barrier(group, n), PvmOk); /* everyone knows first */
+  if (inst == 0) {
+    CHECK_CODE(pvm_lvgroup(group), PvmOk);
+    CHECK(pvm_initsend(PvmDataDefault) > 0);
+    for (i = 1; i < n; ++i) {
+      int tid = pvm_gettid(group, i);
+      CHECK(tid > 0);
+      CHECK_CODE(pvm_send(tid, 43), PvmOk);
+    }
+    usleep(200000);
+    CHECK_CODE(pvm_joingroup(group), 0);
+  } else {
+    CHECK(pvm_recv(first, 43) > 0);
+  }
+  CHECK_CODE(pvm_barrier(group, n), PvmOk);
+  CHECK_CODE(pvm_gettid(group, 0), first);
+}
+
 int main(void) {
   const char *size = getenv("ROCL_SIZE");
   int round;
@@ -111,6 +137,7 @@ int main(void) {
   membership();
   bcast_and_ring();
   reductions();
+  late_rejoin();
   for (round = 0; round < 5; ++round) CHECK_CODE(pvm_barrier(group, -1), PvmOk);
   CHECK_CODE(pvm_lvgroup(group), PvmOk);
   round = pvm_lvgroup(group); /* the others may have left too */
