@@ -14,23 +14,31 @@
 #     socket's blocking figure) and Open MPI's tcp BTL (mpi_pingpong.openmpi,
 #     mpirun launching its daemons into the hosts through `ip netns exec`;
 #     --bind-to none, since each host would bind its one rank to cpu 0).
-#   bench/hosts/hosts_bench.sh BUILD [--hosts 2,4,8,16] [--reps N] [--rounds N] [--quick]
+#   - with --load K,...: the same tcp figures of rocl and Open MPI with K
+#     CPU-bound competitors (busy loops) per cpu, for each K, every round
+#     running each K once (the overloaded machine's table).
+#   bench/hosts/hosts_bench.sh BUILD [--hosts 2,4,8,16] [--reps N] [--rounds N]
+#       [--load 0,1,2] [--quick]
 # Makes its own test hosts (prefix rbench) and removes them at the end.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 [ $# -ge 1 ] || {
-  echo "usage: $0 BUILD [--hosts 2,4,8,16] [--reps N] [--rounds N] [--quick]" >&2
+  echo "usage: $0 BUILD [--hosts 2,4,8,16] [--reps N] [--rounds N] [--load 0,1,2] [--quick]" >&2
   exit 2
 }
 build=$(cd "$1" && pwd)
 shift
-host_counts=2,4,8,16 reps=5 dir_reps=200 seconds=0.2 tool_seconds=1 rounds=3
+host_counts=2,4,8,16 reps=5 dir_reps=200 seconds=0.2 tool_seconds=1 rounds=3 loads=""
 while [ $# -gt 0 ]; do
   case $1 in
     --hosts) host_counts=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --load)
+      [[ "${2:-}" =~ ^[0-9]+(,[0-9]+)*$ ]] ||
+        { echo "$0: --load takes busy loops per cpu, e.g. 0,1,2, not '${2:-}'" >&2; exit 2; }
+      loads=$2; shift 2 ;;
     --quick) host_counts=2,4 reps=1 dir_reps=20 seconds=0.05 tool_seconds=1 rounds=1; shift ;;
     *) echo "$0: unknown option $1" >&2; exit 2 ;;
   esac
@@ -42,7 +50,21 @@ roclrun=$build/tools/roclrun/roclrun
 most=$(tr ',' '\n' <<<"$host_counts" | sort -n | tail -1)
 [ "$most" -ge 2 ] || most=2
 work=$(mktemp -d /tmp/rocl-hosts-bench.XXXXXX)
+hogs=()
+stop_hogs() {
+  [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2>/dev/null || true
+  [ ${#hogs[@]} -eq 0 ] || wait "${hogs[@]}" 2>/dev/null || true
+  hogs=()
+}
+start_hogs() { # K: busy loops per cpu, at the benchmarks' own priority
+  local i
+  for ((i = 0; i < $1 * $(nproc); ++i)); do
+    sh -c 'while :; do :; done' &
+    hogs+=($!)
+  done
+}
 cleanup() {
+  stop_hogs
   "$hosts" down >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -122,13 +144,13 @@ rocl() { # ROUND NAME [ROCL_WAIT]
 }
 # Open MPI's tcp BTL, its daemons started in the hosts through ip netns
 # exec; --bind-to none, since each host would bind its one rank to cpu 0.
-ompi() { # ROUND
+ompi() { # ROUND [NAME]
   [ -x "$anchor" ] && command -v mpirun.openmpi >/dev/null || return 0
   if "$hosts" exec h1 -- mpirun.openmpi --allow-run-as-root --host h1,h2 --bind-to none \
     --mca plm_rsh_agent "$work/netns-rsh" --mca btl tcp,self --mca btl_tcp_if_include eth0 \
     --mca oob_tcp_if_include eth0 -n 2 "$anchor" --sizes 8 --bw-sizes 1M --reps "$reps" \
     --time "$seconds" >"$work/ompi.out" 2>&1; then
-    row "$1" ompi "$(awk -F, '$1=="latency"&&$2==8{print $4}' "$work/ompi.out")" \
+    row "$1" "${2:-ompi}" "$(awk -F, '$1=="latency"&&$2==8{print $4}' "$work/ompi.out")" \
       "$(awk -F, '$1=="bandwidth"{print $4*1000}' "$work/ompi.out")"
   else
     echo "# Open MPI across the hosts failed: $(tail -3 "$work/ompi.out" | tr '\n' ' ')"
@@ -145,3 +167,19 @@ for ((r = 1; r <= rounds; ++r)); do
 done
 python3 "$here/tcp_table.py" "$rows"
 [ -z "${ROCL_HOSTS_BENCH_ROWS:-}" ] || cp "$rows" "$ROCL_HOSTS_BENCH_ROWS"
+
+[ -n "$loads" ] || exit 0
+echo
+echo "## tcp between h1 and h2 beside K busy loops per cpu: rocl and Open MPI"
+echo "# $rounds rounds, each running every K once (median of $reps runs each)"
+rows=$work/load.csv
+: >"$rows"
+for ((r = 1; r <= rounds; ++r)); do
+  for k in $(tr ',' ' ' <<<"$loads"); do
+    start_hogs "$k"
+    rocl "$r" "load$k-rocl"
+    ompi "$r" "load$k-ompi"
+    stop_hogs
+  done
+done
+python3 "$here/load_table.py" "$rows"

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""load_table.py - the overloaded machine's table of hosts_bench.sh --load.
+
+Rows: ROUND,loadK-SYSTEM,LATENCY_US,BANDWIDTH_MBS with SYSTEM rocl or
+ompi. Prints, for each K (busy loops per cpu), each system's median over
+the rounds with the range, and rocl's ratios to Open MPI taken within each
+round (latency: Open MPI's over rocl's, so that above 1 means rocl is
+faster in both columns).
+"""
+import statistics
+import sys
+from collections import defaultdict
+
+
+def number(text):
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def summary(values, digits):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "-"
+    mid = statistics.median(values)
+    if len(values) == 1:
+        return f"{mid:.{digits}f}"
+    return f"{mid:.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def main():
+    # load -> round -> system -> (latency, bandwidth)
+    table = defaultdict(lambda: defaultdict(dict))
+    with open(sys.argv[1]) as rows:
+        for line in rows:
+            fields = line.strip().split(",")
+            if len(fields) != 4 or not fields[1].startswith("load"):
+                continue
+            load, system = fields[1][4:].split("-", 1)
+            table[int(load)][fields[0]][system] = (number(fields[2]), number(fields[3]))
+
+    print("| busy loops per cpu | rocl 8 B (us) | Open MPI 8 B (us) | Open MPI / rocl "
+          "| rocl 1 MiB (MB/s) | Open MPI 1 MiB (MB/s) | rocl / Open MPI |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for load in sorted(table):
+        rounds = table[load].values()
+
+        def column(system, index):
+            return [r[system][index] for r in rounds if system in r]
+
+        def ratio(index, upper, lower):
+            values = []
+            for r in rounds:
+                if upper in r and lower in r:
+                    a, b = r[upper][index], r[lower][index]
+                    if a is not None and b:
+                        values.append(a / b)
+            return summary(values, 2)
+
+        print(f"| {load} | {summary(column('rocl', 0), 1)} | {summary(column('ompi', 0), 1)} "
+              f"| {ratio(0, 'ompi', 'rocl')} | {summary(column('rocl', 1), 0)} "
+              f"| {summary(column('ompi', 1), 0)} | {ratio(1, 'rocl', 'ompi')} |")
+
+
+if __name__ == "__main__":
+    main()
