@@ -1,11 +1,14 @@
 // wait_policy.cpp - how a rocl thread waits (wait_policy.hpp).
 #include "wait/wait_policy.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 
 #include "rocl/platform/cpu.hpp"
 #include "wait/cpu_board.hpp"
@@ -124,6 +127,9 @@ void SpinPhase::start(Clock::time_point now) noexcept {
 bool SpinPhase::check(Clock::time_point now) noexcept {
   if (!started_) start(now);
   if (budget_ == std::chrono::microseconds::zero()) return false;
+  // Beside a thread that is not rocl's, spinning costs that thread's time
+  // slice at the next wake-up (ContentionWatch).
+  if (mode() == Mode::kAuto && !yielding_ && contention().contended(now)) return false;
   if (mode() == Mode::kAuto && !alone_learned_) {
     int cpu = -1;
     const int runnable = Seat::sit(&cpu);
@@ -157,12 +163,46 @@ bool SpinPhase::renew() noexcept {
   return true;
 }
 
+void ContentionWatch::observe(std::int64_t run_delay_ns, Clock::time_point now) noexcept {
+  if (run_delay_ns < 0) return;
+  if (last_ns_ >= 0 &&
+      run_delay_ns - last_ns_ >= std::chrono::nanoseconds(kContendedDelay).count()) {
+    until_ = now + kContendedFor;
+  }
+  last_ns_ = run_delay_ns;
+}
+
+std::int64_t run_delay_ns() noexcept {
+  // Opened for each reading: a descriptor kept per thread would outlive
+  // rocl_exit in the threads that stay.
+  const int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char text[96];
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  text[n] = '\0';
+  char *end = nullptr;
+  (void)std::strtoll(text, &end, 10);  // time on the cpu
+  if (end == text) return -1;
+  const char *delay = end;
+  const long long ns = std::strtoll(delay, &end, 10);
+  return end == delay || ns < 0 ? -1 : ns;
+}
+
+ContentionWatch &contention() noexcept {
+  static constinit thread_local ContentionWatch watch;
+  return watch;
+}
+
 Asleep::Asleep() noexcept {
   Seat::stand();
 }
 
 Asleep::~Asleep() {
-  if (mode() == Mode::kAuto) (void)Seat::sit();
+  if (mode() != Mode::kAuto) return;
+  (void)Seat::sit();
+  contention().observe(run_delay_ns(), std::chrono::steady_clock::now());
 }
 
 bool cpu_is_shared() noexcept {

@@ -26,9 +26,17 @@
 //   block: looks 16 times (a microsecond or so), then sleeps (for
 //     machines where cpus are scarce and latency does not matter).
 //
-// A thread that is not rocl's (a compute loop) is not on the board: a
-// waiter beside one spins as it would alone, and the kernel shares the cpu
-// between them by time slices.
+// A thread that is not rocl's (a compute loop) is not on the board. What
+// shows it is the kernel's own account of this thread: the time it spent
+// runnable but not running (schedstat's run delay), read each time it
+// wakes from a sleep. A spinner beside a compute loop has used its share
+// of the cpu by the time it sleeps, so once woken it waits for the loop's
+// slice (milliseconds) instead of running at once; a thread that slept
+// without spinning runs at once. So a waiter that was kept from running
+// for kContendedDelay since its last wake-up does not spin (its waits end
+// their spin at the 16th look, as with ROCL_SPIN_US=0) for kContendedFor,
+// and then tries spinning again. Yielding to rocl's own threads (the
+// board) is not affected.
 #pragma once
 
 #include <chrono>
@@ -137,6 +145,34 @@ class Asleep {
   Asleep(const Asleep &) = delete;
   Asleep &operator=(const Asleep &) = delete;
 };
+
+// Whether the calling thread was kept from running by another thread of
+// its cpu lately (the run delay above), so that spinning would cost it
+// the other thread's time slice.
+class ContentionWatch {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::microseconds kContendedDelay{200};
+  static constexpr std::chrono::milliseconds kContendedFor{50};
+
+  // A reading of the thread's run delay (ns, cumulative; < 0: unknown)
+  // at `now`: contended for kContendedFor if it grew by kContendedDelay or
+  // more since the last reading.
+  void observe(std::int64_t run_delay_ns, Clock::time_point now) noexcept;
+  bool contended(Clock::time_point now) const noexcept { return now < until_; }
+
+ private:
+  std::int64_t last_ns_ = -1;
+  Clock::time_point until_{};
+};
+
+// The calling thread's cumulative run delay in nanoseconds
+// (/proc/thread-self/schedstat, second field); -1 if the kernel does not
+// say.
+std::int64_t run_delay_ns() noexcept;
+
+// The calling thread's watch, fed by Asleep as it wakes.
+ContentionWatch &contention() noexcept;
 
 // Whether another rocl thread is runnable on the calling thread's cpu (a
 // transport's thread asks before it spins idle).

@@ -377,5 +377,64 @@ TEST_F(WaitTest, TheTimeoutEndsTheSpinInEveryMode) {
   }
 }
 
+// The watch: contended for kContendedFor once the run delay grew by
+// kContendedDelay between two readings; unknown readings change nothing.
+TEST(ContentionWatch, ARunDelayOfTheThresholdMakesItContendedForAWhile) {
+  using Clock = ContentionWatch::Clock;
+  const auto step = std::chrono::nanoseconds(ContentionWatch::kContendedDelay).count();
+  const Clock::time_point t0 = Clock::now();
+  ContentionWatch w;
+  w.observe(1000, t0);  // the first reading is only a base
+  EXPECT_FALSE(w.contended(t0));
+  w.observe(1000 + step - 1, t0);
+  EXPECT_FALSE(w.contended(t0));
+  w.observe(-1, t0);
+  EXPECT_FALSE(w.contended(t0));
+  w.observe(1000 + 2 * step, t0);
+  EXPECT_TRUE(w.contended(t0));
+  EXPECT_TRUE(w.contended(t0 + ContentionWatch::kContendedFor - 1ms));
+  EXPECT_FALSE(w.contended(t0 + ContentionWatch::kContendedFor));
+  w.observe(1000 + 2 * step + 10, t0 + ContentionWatch::kContendedFor);
+  EXPECT_FALSE(w.contended(t0 + ContentionWatch::kContendedFor));
+}
+
+// The kernel's run delay grows while another thread keeps ours from its
+// cpu: both spin on one cpu for 200 ms, each waits about half of it.
+TEST_F(WaitTest, TheRunDelayGrowsBesideABusyThreadOnTheSameCpu) {
+  if (run_delay_ns() < 0) GTEST_SKIP() << "the kernel gives no schedstat";
+  pin_to(cpu_);
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    pin_to(cpu_);
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  const std::int64_t before = run_delay_ns();
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < 200ms) {
+  }
+  const std::int64_t after = run_delay_ns();
+  stop = true;
+  busy.join();
+  EXPECT_GE(after - before, std::chrono::nanoseconds(10ms).count());
+}
+
+// auto: a waiter kept from its cpu lately ends its spin at the 16th look
+// (as with a spin budget of 0), however long its budget.
+TEST_F(WaitTest, AContendedWaiterStopsSpinningAtTheSixteenthLook) {
+  configure(Mode::kAuto, 100ms);
+  std::thread waiter([] {  // fresh thread-locals: not yielding, no watch yet
+    const auto now = std::chrono::steady_clock::now();
+    contention().observe(0, now);
+    contention().observe(std::chrono::nanoseconds(1ms).count(), now);
+    ASSERT_TRUE(contention().contended(now));
+    SpinPhase phase(-1);
+    for (unsigned look = 1; look < 16; ++look) EXPECT_TRUE(phase.next(look));
+    EXPECT_FALSE(phase.next(16));
+    EXPECT_FALSE(phase.timed_out());
+  });
+  waiter.join();
+}
+
 }  // namespace
 }  // namespace rocl::impl::wait
