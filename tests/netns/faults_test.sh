@@ -26,6 +26,8 @@
 #                   same into the receive's memory and of a 48 MiB eager one
 #                   killed -9 once 32 MB (16 MB) reached h2, h1's eth0 at
 #                   200mbit; then a whole one
+# FAULTS_HOGS=K runs K busy loops per cpu beside the case (the overloaded
+# machine: same assertions, same bounds), stopped when it ends.
 # FAULTS_KEEP=1 keeps the work folder (/tmp/rocl-netns-faults.*: the
 # outputs, the rocld logs, the marks).
 #   faults_test.sh CASE ROCLD FAULTS [ROCLRUN]
@@ -36,7 +38,13 @@ set -euo pipefail
   exit 2
 }
 case_name=$1 rocld=$2 faults=$3 roclrun=${4:-}
+hogs=${FAULTS_HOGS:-0}
+[[ $hogs =~ ^[0-9]+$ ]] || {
+  echo "$0: FAULTS_HOGS must be a number of busy loops per cpu, not '$hogs'" >&2
+  exit 2
+}
 me=netns_fault_$case_name
+[ "$hogs" -eq 0 ] || me=${me}_loaded
 # shellcheck source=tests/netns/test_lib.sh
 source "$(dirname "$0")/test_lib.sh"
 
@@ -44,11 +52,12 @@ readonly peer_port=7948
 work=$(mktemp -d /tmp/rocl-netns-faults.XXXXXX)
 chmod 700 "$work"
 pids=()
+hog_pids=()
 link_down=""
 saved_qdisc=""
 cleanup() {
   local status=$? pid
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${hog_pids[@]}" "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   if [ -n "$link_down" ]; then ip -n "$prefix-$link_down" link set eth0 up || status=1; fi
   if [ -n "$saved_qdisc" ]; then restore_qdisc || status=1; fi
@@ -280,6 +289,11 @@ case_big() {
   finish 1
 }
 
+for _ in $(seq $((hogs * $(nproc)))); do
+  sh -c 'while :; do :; done' &
+  hog_pids+=($!)
+done
+[ "$hogs" -eq 0 ] || echo "$me: $((hogs * $(nproc))) busy loops on $(nproc) cpus"
 "case_$case_name"
 report
 echo "$me: ok"
