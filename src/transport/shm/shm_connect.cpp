@@ -97,7 +97,7 @@ int Connector::claim_slot(Conn &c, const SegShape &shape, std::string_view peer_
     return fail(ROCL_EPEER, "shm: inbox of %.*s has no free slot (%" PRIu64 " in use)",
                 static_cast<int>(peer_address.size()), peer_address.data(), slots);
   }
-  c.ring = c.seg + c.hdr->header_bytes + std::uint64_t{c.slot} * c.ring_bytes;
+  c.ring = c.seg + shape.header_bytes + std::uint64_t{c.slot} * c.ring_bytes;
   c.head = 0;
   c.seen_tail = 0;
   c.seal_key = c.ctl->seal_key.load(std::memory_order_relaxed);

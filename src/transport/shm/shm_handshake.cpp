@@ -37,10 +37,17 @@ SegShape read_shape(const SegHeader &h) {
 
 bool shape_ok(const SegShape &s, std::uint64_t mapped) {
   const std::uint64_t rb = s.ring_bytes;
-  return s.magic == kSegMagic && s.version == kSegVersion && s.slots != 0 && s.slots <= kMaxSlots &&
-         rb >= 4096 && (rb & (rb - 1)) == 0 &&
-         s.header_bytes == header_bytes_for(static_cast<std::uint32_t>(s.slots)) &&
-         s.header_bytes + s.slots * rb == mapped;
+  if (s.magic != kSegMagic || s.version != kSegVersion || s.slots == 0 || s.slots > kMaxSlots ||
+      rb < 4096 || (rb & (rb - 1)) != 0 ||
+      s.header_bytes != header_bytes_for(static_cast<std::uint32_t>(s.slots)) ||
+      s.header_bytes > mapped) {
+    return false;
+  }
+  // The rings fill the rest, one per slot. Divided, not multiplied: slots *
+  // ring_bytes may wrap around (2 rings of 2^63 bytes "fit" in none), and
+  // the connector would then place its ring outside the mapping.
+  const std::uint64_t rings = mapped - s.header_bytes;
+  return rings % s.slots == 0 && rings / s.slots == rb;
 }
 
 Hello make_hello(const JobSecret &secret, const JobSecret::Challenge &challenge, std::uint32_t pid,

@@ -56,6 +56,17 @@ TEST(ShmHandshake, InboxHeaderDescribesTheMapping) {
   EXPECT_FALSE(shape_ok(shape(1, 12288), header_bytes_for(1) + 12288));
 }
 
+// Found by tests/fuzz/shm_connect_fuzz.cpp: slots * ring_bytes wrapped
+// around, so that a header claiming 2 rings of 2^63 bytes passed for a
+// mapping with no room for rings, and the connector put its ring outside.
+TEST(ShmHandshake, RingsThatWrapAroundAreRefused) {
+  const std::uint64_t huge = std::uint64_t{1} << 63;
+  EXPECT_FALSE(shape_ok(shape(2, huge), header_bytes_for(2)));
+  EXPECT_FALSE(shape_ok(shape(4, std::uint64_t{1} << 62), header_bytes_for(4)));
+  EXPECT_FALSE(shape_ok(shape(3, huge), header_bytes_for(3) + huge));
+  EXPECT_FALSE(shape_ok(shape(1, 4096), 4096));  // the header bigger than the mapping
+}
+
 TEST(ShmHandshake, HelloProvesTheSecretForItsSlot) {
   const JobSecret secret = JobSecret::generate();
   const JobSecret other = JobSecret::generate();
