@@ -19,7 +19,9 @@ std::optional<ParsedAddress> parse_address(std::string_view a) {
     x = 0;
     for (char c : a.substr(0, colon)) {
       if (c < '0' || c > '9') return std::nullopt;
-      x = x * 10 + static_cast<std::uint64_t>(c - '0');
+      const auto digit = static_cast<std::uint64_t>(c - '0');
+      if (x > (UINT64_MAX - digit) / 10) return std::nullopt;  // 20 digits may not fit
+      x = x * 10 + digit;
     }
     a.remove_prefix(colon + 1);
   }

@@ -27,7 +27,7 @@ struct ParsedAddress {
 };
 
 // The fields of an address, or nullopt if it is not one (pid 1..2^31-1, fd
-// 0..2^31-1, each number of 1..20 decimal digits).
+// 0..2^31-1, each number of 1..20 decimal digits and at most 2^64 - 1).
 std::optional<ParsedAddress> parse_address(std::string_view a);
 
 // The fields of an inbox's SegHeader that place its slots and rings, read

@@ -29,6 +29,14 @@ TEST(ShmHandshake, AddressFieldsAreRead) {
   }
 }
 
+// Found by tests/fuzz/shm_connect_fuzz.cpp: 20 digits past 2^64 - 1 wrapped
+// around to a small size instead of being refused.
+TEST(ShmHandshake, SizeBeyond64BitsIsRefused) {
+  EXPECT_FALSE(parse_address("shm:1:2:18446744073709551616:h"));
+  EXPECT_FALSE(parse_address("shm:1:2:47184467440737095517:h"));
+  EXPECT_FALSE(parse_address("shm:1:2:99999999999999999999:h"));
+}
+
 SegShape shape(std::uint64_t slots, std::uint64_t ring_bytes) {
   return SegShape{kSegMagic, kSegVersion, slots, ring_bytes,
                   header_bytes_for(static_cast<std::uint32_t>(slots))};
