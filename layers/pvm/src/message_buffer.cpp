@@ -58,17 +58,18 @@ void MessageBuffer::flatten(std::byte *dst) const {
   }
 }
 
+const std::byte *MessageBuffer::whole(std::vector<std::byte> &scratch) const {
+  if (const std::byte *one = contiguous()) return one;
+  scratch.resize(size_);
+  flatten(scratch.data());
+  return scratch.data();
+}
+
 int MessageBuffer::take(void *into, std::size_t len) {
   if (len > left()) return PvmNoData;
   if (len == 0) return PvmOk;
-  const std::byte *from = contiguous();
-  if (from != nullptr) {
-    std::memcpy(into, from + cursor_, len);
-  } else {
-    std::vector<std::byte> whole(size_);
-    flatten(whole.data());
-    std::memcpy(into, whole.data() + cursor_, len);
-  }
+  std::vector<std::byte> scratch;
+  std::memcpy(into, whole(scratch) + cursor_, len);
   cursor_ += len;
   return PvmOk;
 }
@@ -98,12 +99,22 @@ int MessageBuffer::put_string(const char *s) {
   return PvmOk;
 }
 
+// Checked whole before anything is read: a refused string leaves the
+// cursor and s as they were. Its bytes must end at their first NUL, as
+// put_string packs them: without one, the caller's string would have no end
+// and a strlen() of it would read past its room (what the length said).
 int MessageBuffer::take_string(char *s) {
   int len = 0;
   if (left() < sizeof len) return PvmNoData;
-  take(&len, sizeof len);
-  if (len < 0 || std::size_t(len) > left()) return PvmNoData;
-  return take(s, std::size_t(len));
+  std::vector<std::byte> scratch;
+  const std::byte *at = whole(scratch) + cursor_;
+  std::memcpy(&len, at, sizeof len);
+  if (len < 1 || std::size_t(len) > left() - sizeof len) return PvmNoData;
+  const std::byte *text = at + sizeof len;
+  if (std::memchr(text, 0, std::size_t(len)) != text + len - 1) return PvmNoData;
+  std::memcpy(s, text, std::size_t(len));
+  cursor_ += sizeof len + std::size_t(len);
+  return PvmOk;
 }
 
 }  // namespace rpvm

@@ -55,7 +55,9 @@ class MessageBuffer {
   // 3.4).
   int put_string(const char *s);
   // Copies the next string out into s (the caller's room for it is the
-  // length packed): PvmOk, or PvmNoData.
+  // length packed): PvmOk; or PvmNoData, nothing read and s untouched,
+  // unless a length of 1 or more is left, then as many bytes ending at
+  // their first NUL.
   int take_string(char *s);
 
   // Where a received (or probed) message came from.
@@ -66,6 +68,10 @@ class MessageBuffer {
   } origin;
 
  private:
+  // The message's bytes in one piece: contiguous(), or flattened into
+  // scratch.
+  const std::byte *whole(std::vector<std::byte> &scratch) const;
+
   struct Piece {
     const std::byte *borrowed;  // null: owned_[offset, offset + len)
     std::size_t offset;

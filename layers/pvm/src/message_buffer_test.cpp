@@ -58,6 +58,34 @@ TEST(PvmMessageBuffer, ItemsAndStringsComeBackAsPacked) {
   }
 }
 
+// Found by tests/fuzz/pvm_unpack_fuzz.cpp: pvm_upkstr took a length and
+// that many bytes whatever they were, so that a task could send a "string"
+// without a NUL (the receiver's strlen() then read past it) or of length 0
+// (the receiver's string left unwritten), and a refused string had its
+// length read all the same.
+TEST(PvmMessageBuffer, StringWithoutItsNulIsRefusedAndNothingRead) {
+  const std::vector<std::vector<char>> bad = {
+      string_bytes(6, "no nul"),                    // no NUL at all
+      string_bytes(7, std::string("a\0bcdef", 7)),  // a NUL, but not the last byte
+      string_bytes(0, ""),                          // no room for a NUL
+      string_bytes(-1, "x"),                        // a negative length
+      string_bytes(9, std::string("short\0", 6)),   // more than is there
+      {'\1', '\0'},                                 // not even a length
+  };
+  for (const auto &bytes : bad) {
+    const auto b = one_piece(bytes);
+    std::vector<char> s(16, '#');
+    EXPECT_EQ(b->take_string(s.data()), PvmNoData);
+    EXPECT_EQ(b->left(), bytes.size()) << "a refused string was read";
+    EXPECT_EQ(s, std::vector<char>(16, '#')) << "a refused string was written";
+  }
+  const auto ok = one_piece(string_bytes(3, std::string("ab\0", 3)));
+  char s[3];
+  ASSERT_EQ(ok->take_string(s), PvmOk);
+  EXPECT_STREQ(s, "ab");
+  EXPECT_EQ(ok->left(), 0u);
+}
+
 TEST(PvmMessageBuffer, StringAcrossBorrowedPieces) {
   const std::vector<char> bytes = string_bytes(12, std::string("across 3 p.\0", 12));
   MessageBuffer b(PvmDataInPlace);
