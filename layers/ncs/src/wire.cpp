@@ -57,8 +57,16 @@ const char *check_header(const void *message, std::size_t len, int processes, He
   if (len < sizeof h) return "shorter than a header";
   std::memcpy(&h, message, sizeof h);
   if (h.magic != kMagic) return "not NCS's magic";
+  // A message of no channel would wait for a receive forever; a sender
+  // thread out of range would reach NCS_recv's caller as its source, and
+  // key a credit route of its own.
+  if (static_cast<std::uint8_t>(h.channel) > static_cast<std::uint8_t>(Channel::kCredit)) {
+    return "an unknown channel";
+  }
+  if ((h.flags & ~(kChecksummed | kCredited)) != 0) return "unknown flags";
   if (len != sizeof h + h.payload_size) return "a payload_size other than the rest of the message";
   if (h.to_thread < 0 || h.to_thread >= NCS_MAX_THREADS) return "to_thread out of range";
+  if (h.from_thread < 0 || h.from_thread >= NCS_MAX_THREADS) return "from_thread out of range";
   if (h.from_process < 0 || h.from_process >= processes) return "from_process out of range";
   *out = h;
   return nullptr;

@@ -39,10 +39,10 @@ static_assert(sizeof(Header) == 48);
 
 // Checks the header at the front of a message of len bytes that arrived
 // from a process of a job of `processes`: nullptr and *out if it
-// describes the message (the magic, payload_size the rest of the message,
-// the receiving thread 0..NCS_MAX_THREADS-1 and the sending process
-// 0..processes-1); otherwise what is wrong, *out untouched. Reads nothing
-// past len.
+// describes the message (the magic, a channel and flags of this header,
+// payload_size the rest of the message, thread ids 0..NCS_MAX_THREADS-1
+// and the sending process 0..processes-1); otherwise what is wrong, *out
+// untouched. Reads nothing past len.
 const char *check_header(const void *message, std::size_t len, int processes, Header *out);
 
 // CRC32C (Castagnoli) of n bytes, continuing from crc (0 to start).

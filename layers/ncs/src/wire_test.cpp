@@ -61,6 +61,26 @@ TEST(NcsWire, EachBadFieldIsRefused) {
   EXPECT_EQ(out.to_thread, 77) << "a refusal set *out";
 }
 
+// Found by tests/fuzz/ncs_wire_fuzz.cpp: a sender thread out of range, an
+// unknown channel or unknown flags passed the check; such a message would
+// reach a receive with a source no thread has, or wait for a receive that
+// no channel makes.
+TEST(NcsWire, UnknownChannelFlagsAndSenderAreRefused) {
+  Header out;
+  const auto refused = [&](void (*change)(Header &)) {
+    Header h = sample("x");
+    change(h);
+    const auto bad = message(h, "x");
+    return check_header(bad.data(), bad.size(), 4, &out) != nullptr;
+  };
+  EXPECT_TRUE(refused([](Header &h) { h.from_thread = -1; }));
+  EXPECT_TRUE(refused([](Header &h) { h.from_thread = NCS_MAX_THREADS; }));
+  EXPECT_TRUE(refused([](Header &h) { h.channel = static_cast<Channel>(4); }));
+  EXPECT_TRUE(refused([](Header &h) { h.flags = 4; }));
+  EXPECT_FALSE(refused([](Header &h) { h.channel = Channel::kCredit; }));
+  EXPECT_FALSE(refused([](Header &h) { h.flags = kChecksummed | kCredited; }));
+}
+
 TEST(NcsWire, ChecksumCoversHeaderAndPayload) {
   char payload[] = "some payload bytes";
   Header h = sample(payload);
