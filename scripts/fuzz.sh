@@ -8,13 +8,32 @@
 #              a hello's proof (tests/fuzz/ucx_wire_fuzz.cpp)
 #   stripe_fuzz  the fragments of striped messages and their reassembly
 #              (tests/fuzz/stripe_fuzz.cpp)
-# and runs each for a while over a seed corpus the binary writes itself.
-#   scripts/fuzz.sh [seconds]      (default 20, for each target)
+#   dir_protocol_fuzz  the directory client protocol: requests, replies,
+#              batches of answers, attribute lists
+#              (tests/fuzz/dir_protocol_fuzz.cpp)
+#   tcp_hello_fuzz  the tcp transport's handshake: a connector's Hello and
+#              its answer to the challenge (tests/fuzz/tcp_hello_fuzz.cpp)
+#   shm_connect_fuzz  what an shm connection reads of the other process:
+#              its address, its inbox's header, its Hello
+#              (tests/fuzz/shm_connect_fuzz.cpp)
+#   pvm_unpack_fuzz  PVM's pvm_upk* and pvm_upkstr over a received message
+#              (tests/fuzz/pvm_unpack_fuzz.cpp)
+#   ncs_wire_fuzz  the header of NCS messages, their checksum and credits
+#              (tests/fuzz/ncs_wire_fuzz.cpp)
+# and runs each for a while over the seeds the binary writes itself and the
+# kept corpus tests/fuzz/corpus/<target>/ (read only).
+#   scripts/fuzz.sh [seconds]      (default 20, for each target; a campaign:
+#                                  scripts/fuzz.sh 3600)
+#   scripts/fuzz.sh --update-corpus [seconds]
+#                                  (default 60) runs each target, then merges
+#                                  what it found that covers more into
+#                                  tests/fuzz/corpus/<target>/ (libFuzzer
+#                                  -merge=1); commit the files it adds
 # Output in build-fuzz/: the binaries, corpus/<target>/ (seeds plus what the
 # fuzzer found interesting) and <target>-crash-*/leak-*/timeout-* files if
 # it failed.
 # Exits non-zero when a build fails or a fuzzer finds a crash (after all
-# have run).
+# have run), or when the kept corpus grows past 2 MB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,15 +41,20 @@ bad_usage() {
   echo "fuzz.sh: $* (see scripts/fuzz.sh --help)" >&2
   exit 2
 }
+update=0
 case ${1:-} in
 -h | --help)
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
   exit 0
   ;;
+--update-corpus)
+  update=1
+  shift
+  ;;
 -*) bad_usage "unknown option '$1'" ;;
 esac
 [ $# -le 1 ] || bad_usage "one argument at most, the seconds for each target"
-seconds="${1:-20}"
+if [ "$update" = 1 ]; then seconds="${1:-60}"; else seconds="${1:-20}"; fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   bad_usage "the seconds for each target must be a whole number from 1, not '$seconds'"
 fi
@@ -41,7 +65,10 @@ if ! command -v "$cxx" >/dev/null; then
 fi
 
 out=build-fuzz
+kept_root=tests/fuzz/corpus
+kept_limit_kb=2048
 mkdir -p "$out"
+# shellcheck disable=SC2054 # -fsanitize= takes a list with commas
 flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
   -I include -I src)
 sources=()
@@ -61,21 +88,61 @@ done
 "$cxx" "${flags[@]}" tests/fuzz/stripe_fuzz.cpp src/core/stripe_reassembly.cpp \
   src/buffer/buffer_pool.cpp src/buffer/buddy_allocator.cpp src/buffer/region.cpp \
   src/status/status.cpp -o "$out/stripe_fuzz"
+"$cxx" "${flags[@]}" tests/fuzz/dir_protocol_fuzz.cpp src/directory/dir_protocol.cpp \
+  src/directory/attr_list.cpp src/status/status.cpp -o "$out/dir_protocol_fuzz"
+"$cxx" "${flags[@]}" tests/fuzz/tcp_hello_fuzz.cpp src/transport/tcp/tcp_hello.cpp \
+  src/transport/tcp/tcp_socket.cpp src/os/net.cpp src/security/job_secret.cpp \
+  src/status/status.cpp -lcrypto -o "$out/tcp_hello_fuzz"
+"$cxx" "${flags[@]}" tests/fuzz/shm_connect_fuzz.cpp src/transport/shm/shm_handshake.cpp \
+  src/security/job_secret.cpp src/status/status.cpp -lcrypto -o "$out/shm_connect_fuzz"
+"$cxx" "${flags[@]}" -I layers/pvm/include -I layers/pvm/src tests/fuzz/pvm_unpack_fuzz.cpp \
+  layers/pvm/src/message_buffer.cpp -o "$out/pvm_unpack_fuzz"
+"$cxx" "${flags[@]}" -I layers/ncs/include -I layers/ncs/src tests/fuzz/ncs_wire_fuzz.cpp \
+  layers/ncs/src/wire.cpp layers/ncs/src/credits.cpp -o "$out/ncs_wire_fuzz"
+
+# The largest single allocation a target may make (-malloc_limit_mb): the
+# newer targets' parsers are bounded by their protocols' limits, far below.
+malloc_mb() {
+  case $1 in
+  dir_protocol | tcp_hello | shm_connect | pvm_unpack | ncs_wire) echo 16 ;;
+  *) echo 2048 ;;
+  esac
+}
 
 status=0
-for target in wire peer rma_wire ucx_wire stripe; do
+for target in wire peer rma_wire ucx_wire stripe dir_protocol tcp_hello shm_connect pvm_unpack \
+  ncs_wire; do
+  bin="$out/${target}_fuzz"
   corpus="$out/corpus/$target"
+  kept="$kept_root/$target"
   mkdir -p "$corpus"
-  ROCL_FUZZ_WRITE_SEEDS="$corpus" "$out/${target}_fuzz"
+  ROCL_FUZZ_WRITE_SEEDS="$corpus" "$bin"
+  dirs=("$corpus")
+  [ ! -d "$kept" ] || dirs+=("$kept")
   echo "fuzz: ${target}_fuzz for $seconds s"
   # libFuzzer exits non-zero (and writes <target>-crash-<sha1>) when an input
-  # crashes, trips a sanitizer or an invariant of the target.
+  # crashes, trips a sanitizer or an invariant of the target. New inputs go
+  # to the first folder only: the kept corpus is read.
+  options=(-rss_limit_mb=2048 -malloc_limit_mb="$(malloc_mb "$target")" -timeout=10)
   rc=0
-  "$out/${target}_fuzz" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
-    -print_final_stats=1 -artifact_prefix="$out/${target}-" "$corpus" || rc=$?
+  "$bin" -max_total_time="$seconds" "${options[@]}" -print_final_stats=1 \
+    -artifact_prefix="$out/${target}-" "${dirs[@]}" || rc=$?
+  if [ "$rc" = 0 ] && [ "$update" = 1 ]; then
+    mkdir -p "$kept"
+    echo "fuzz: merging ${target}_fuzz's new inputs into $kept"
+    "$bin" -merge=1 "${options[@]}" "$kept" "$corpus" || rc=$?
+  fi
   if [ "$rc" != 0 ]; then
     echo "fuzz: ${target}_fuzz failed (exit $rc)" >&2
     [ "$status" != 0 ] || status=$rc
   fi
 done
+if [ -d "$kept_root" ]; then
+  kb=$(du -s --apparent-size --block-size=1K "$kept_root" | cut -f1)
+  echo "fuzz: the kept corpus ($kept_root) takes $kb KiB"
+  if [ "$kb" -ge "$kept_limit_kb" ]; then
+    echo "fuzz: the kept corpus is past $kept_limit_kb KiB: minimise it (see docs/testing.md)" >&2
+    [ "$status" != 0 ] || status=1
+  fi
+fi
 exit "$status"

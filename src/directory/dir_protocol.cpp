@@ -180,10 +180,13 @@ int check_request(const Message &m, AttrList *attrs, std::string *what, std::uin
                        m.header.aux, kMaxBatchAnswers);
         return ROCL_EINVAL;
       }
+      if (decode_list(name, m.body, attrs, what) != ROCL_OK) {
+        return ROCL_EINVAL;
+      }
       if (most != nullptr) {
         *most = static_cast<std::uint32_t>(m.header.aux);
       }
-      return decode_list(name, m.body, attrs, what);
+      return ROCL_OK;
     case Op::kQueryNext: {
       if (expect_len(name, m.body, 4, what) != ROCL_OK) {
         return ROCL_EINVAL;

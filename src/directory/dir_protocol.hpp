@@ -205,7 +205,7 @@ int parse_message(std::span<const std::byte> buf, Message *out, std::size_t *con
 // aux 1..kMaxBatchAnswers; QUERY_NEXT a 4-byte body 1..kMaxBatchAnswers;
 // REMOVE, QUERY_STOP, REMOVE_CONTEXT empty. The most answers of QUERY_START
 // and QUERY_NEXT go to *most if most != nullptr. ROCL_OK or ROCL_EINVAL +
-// *what.
+// *what (*attrs and *most untouched).
 int check_request(const Message &m, AttrList *attrs, std::string *what,
                   std::uint32_t *most = nullptr);
 

@@ -426,5 +426,31 @@ TEST(DirProtocol, QueryRequestsCarryTheirMost) {
   EXPECT_EQ(decode_header(raw, &h, &what), ROCL_EINVAL);
 }
 
+// Found by tests/fuzz/dir_protocol_fuzz.cpp: a QUERY_START whose list was
+// refused had set *most already.
+TEST(DirProtocol, RefusedRequestLeavesItsOutputsAlone) {
+  AttrList l = sample_list();
+  std::vector<std::byte> bad_list(l.bytes().begin(), l.bytes().end());
+  bad_list[12] = std::byte{0xff};  // capacity far beyond kMaxMaxlen
+  bad_list[13] = std::byte{0xff};
+  bad_list[14] = std::byte{0xff};
+  bad_list[15] = std::byte{0xff};
+  for (Op op : {Op::kQueryStart, Op::kRegister, Op::kQuery, Op::kSpawn}) {
+    const auto msg = encode_message(op, 0, 0, 5, bad_list);
+    Message m;
+    std::size_t used = 0;
+    std::string what;
+    ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+    AttrList attrs(64);
+    ASSERT_EQ(attrs.add("kept", std::string_view("yes")), ROCL_OK);
+    std::uint32_t most = 99;
+    EXPECT_EQ(check_request(m, &attrs, &what, &most), ROCL_EINVAL) << op_name(m.header.op);
+    EXPECT_NE(what.find("capacity"), std::string::npos) << what;
+    EXPECT_EQ(most, 99u) << op_name(m.header.op);
+    EXPECT_EQ(attrs.count(), 1u);
+    EXPECT_NE(attrs.get("kept"), nullptr);
+  }
+}
+
 }  // namespace
 }  // namespace rocl::impl::dirproto

@@ -110,6 +110,7 @@ expect "$scripts/build.sh" "^build.sh: --target needs a name" --target
 helps "$scripts/fuzz.sh" --help
 expect "$scripts/fuzz.sh" "^fuzz.sh: the seconds for each target must be a whole number from 1, not 'x'" x
 expect "$scripts/fuzz.sh" "^fuzz.sh: unknown option '--bogus'" --bogus
+expect "$scripts/fuzz.sh" "^fuzz.sh: the seconds for each target must be a whole number from 1, not '0'" --update-corpus 0
 helps "$scripts/setup.sh" --help
 expect "$scripts/setup.sh" "^setup.sh: unexpected argument 'x'" x
 helps "$scripts/test.sh" --help

@@ -19,7 +19,11 @@ bool SendCredits::take(const Route &r) {
 
 void SendCredits::give_back(const Route &r, std::uint32_t n) {
   auto [it, fresh] = left_.try_emplace(r, window_);
-  it->second = std::min(window_, it->second + static_cast<int>(n));
+  // n comes from another process: any u32. Up to the window, never past
+  // it, computed where nothing overflows (a sum as int could wrap negative,
+  // and a route with credits below 0 would never run out).
+  const auto missing = static_cast<std::uint32_t>(window_ - it->second);
+  it->second = n >= missing ? window_ : it->second + static_cast<int>(n);
 }
 
 int SendCredits::left(const Route &r) const {

@@ -25,6 +25,7 @@ class SendCredits {
   int window() const { return window_; }
   // Takes one credit for r; false when r has none left.
   bool take(const Route &r);
+  // n credits come back to r (any n: r ends with its window at most).
   void give_back(const Route &r, std::uint32_t n);
   // Credits r has now (the window for a route never used).
   int left(const Route &r) const;

@@ -64,12 +64,9 @@ void Runtime::progress(int timeout_ms) {
 // not NCS's (or its header was damaged beyond use) and is dropped.
 void Runtime::accept(void *block, std::size_t len) {
   Header h;
-  const bool sized = len >= sizeof h;
-  if (sized) std::memcpy(&h, block, sizeof h);
-  if (!sized || h.magic != kMagic || len != sizeof h + h.payload_size || h.to_thread < 0 ||
-      h.to_thread >= NCS_MAX_THREADS || h.from_process < 0 || h.from_process >= job_.processes()) {
-    std::fprintf(stderr, "NCS, process %d: dropped a message of %zu bytes that is not NCS's\n",
-                 job_.process(), len);
+  if (const char *why = check_header(block, len, job_.processes(), &h)) {
+    std::fprintf(stderr, "NCS, process %d: dropped a message of %zu bytes that is not NCS's (%s)\n",
+                 job_.process(), len, why);
     rocl_bfret(block);
     return;
   }

@@ -1,9 +1,12 @@
-// wire.cpp - CRC32C: the SSE4.2 instruction where the cpu has it (a few GB/s,
-// so that checking costs little beside the copy), else a table.
+// wire.cpp - the check of a message's header on arrival, and CRC32C: the
+// SSE4.2 instruction where the cpu has it (a few GB/s, so that checking
+// costs little beside the copy), else a table.
 #include "wire.hpp"
 
 #include <array>
 #include <cstring>
+
+#include "ncs.h"
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>
@@ -48,6 +51,26 @@ const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
 #endif
 
 }  // namespace
+
+const char *check_header(const void *message, std::size_t len, int processes, Header *out) {
+  Header h;
+  if (len < sizeof h) return "shorter than a header";
+  std::memcpy(&h, message, sizeof h);
+  if (h.magic != kMagic) return "not NCS's magic";
+  // A message of no channel would wait for a receive forever; a sender
+  // thread out of range would reach NCS_recv's caller as its source, and
+  // key a credit route of its own.
+  if (static_cast<std::uint8_t>(h.channel) > static_cast<std::uint8_t>(Channel::kCredit)) {
+    return "an unknown channel";
+  }
+  if ((h.flags & ~(kChecksummed | kCredited)) != 0) return "unknown flags";
+  if (len != sizeof h + h.payload_size) return "a payload_size other than the rest of the message";
+  if (h.to_thread < 0 || h.to_thread >= NCS_MAX_THREADS) return "to_thread out of range";
+  if (h.from_thread < 0 || h.from_thread >= NCS_MAX_THREADS) return "from_thread out of range";
+  if (h.from_process < 0 || h.from_process >= processes) return "from_process out of range";
+  *out = h;
+  return nullptr;
+}
 
 std::uint32_t crc32c(std::uint32_t crc, const void *data, std::size_t n) {
   const auto *p = static_cast<const unsigned char *>(data);

@@ -1,5 +1,5 @@
-// wire.hpp - the NCS header that leads every message NCS carries, and the
-// end-to-end checksum (CRC32C) over a message.
+// wire.hpp - the NCS header that leads every message NCS carries, its
+// check on arrival, and the end-to-end checksum (CRC32C) over a message.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +36,14 @@ struct Header {
   std::uint64_t unused2 = 0;
 };
 static_assert(sizeof(Header) == 48);
+
+// Checks the header at the front of a message of len bytes that arrived
+// from a process of a job of `processes`: nullptr and *out if it
+// describes the message (the magic, a channel and flags of this header,
+// payload_size the rest of the message, thread ids 0..NCS_MAX_THREADS-1
+// and the sending process 0..processes-1); otherwise what is wrong, *out
+// untouched. Reads nothing past len.
+const char *check_header(const void *message, std::size_t len, int processes, Header *out);
 
 // CRC32C (Castagnoli) of n bytes, continuing from crc (0 to start).
 std::uint32_t crc32c(std::uint32_t crc, const void *data, std::size_t n);

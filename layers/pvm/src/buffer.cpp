@@ -1,74 +1,9 @@
-// buffer.cpp - PVM message buffers: one message's bytes (packed here or
-// received), the task's table of them, and the calls that make, free,
-// select and describe buffers.
-#include <cstring>
-
+// buffer.cpp - PVM message buffers: the task's table of them
+// (one buffer: message_buffer.cpp), and the calls that make, free, select
+// and describe buffers.
 #include "pvm_impl.hpp"
 
 namespace rpvm {
-
-MessageBuffer::MessageBuffer(void *rocl_buffer, std::size_t len, int encoding)
-    : encoding_(encoding), received_(rocl_buffer), size_(len) {}
-
-std::unique_ptr<MessageBuffer> MessageBuffer::described(std::size_t len, int encoding) {
-  auto b = std::make_unique<MessageBuffer>(encoding);
-  b->size_ = b->cursor_ = len;
-  return b;
-}
-
-MessageBuffer::~MessageBuffer() {
-  if (received_ != nullptr) rocl_bfret(received_);
-}
-
-void MessageBuffer::append(const void *bytes, std::size_t len, bool in_place) {
-  if (len == 0) return;
-  const auto *b = static_cast<const std::byte *>(bytes);
-  if (in_place && encoding_ == PvmDataInPlace) {
-    pieces_.push_back({b, 0, len});
-  } else if (!pieces_.empty() && pieces_.back().borrowed == nullptr) {
-    pieces_.back().len += len;
-    owned_.insert(owned_.end(), b, b + len);
-  } else {
-    pieces_.push_back({nullptr, owned_.size(), len});
-    owned_.insert(owned_.end(), b, b + len);
-  }
-  size_ += len;
-}
-
-const std::byte *MessageBuffer::contiguous() const noexcept {
-  if (received_ != nullptr) return static_cast<const std::byte *>(received_);
-  if (pieces_.empty()) return owned_.data();
-  if (pieces_.size() == 1) {
-    return pieces_[0].borrowed != nullptr ? pieces_[0].borrowed : owned_.data();
-  }
-  return nullptr;
-}
-
-void MessageBuffer::flatten(std::byte *dst) const {
-  if (const std::byte *one = contiguous()) {
-    if (size_ != 0) std::memcpy(dst, one, size_);
-    return;
-  }
-  for (const Piece &p : pieces_) {
-    std::memcpy(dst, p.borrowed != nullptr ? p.borrowed : owned_.data() + p.offset, p.len);
-    dst += p.len;
-  }
-}
-
-int MessageBuffer::take(void *into, std::size_t len) {
-  if (len > left()) return PvmNoData;
-  if (len == 0) return PvmOk;
-  const std::byte *from = contiguous();
-  if (from != nullptr) {
-    std::memcpy(into, from + cursor_, len);
-  } else {
-    std::vector<std::byte> whole(size_);
-    flatten(whole.data());
-    std::memcpy(into, whole.data() + cursor_, len);
-  }
-  cursor_ += len;
-  return PvmOk;
-}
 
 int BufferTable::make(int encoding) {
   return adopt(std::make_unique<MessageBuffer>(encoding));

@@ -1,9 +1,6 @@
 // packing.cpp - pvm_pk* and pvm_upk*: items of one type, with a stride,
-// into the active send buffer and out of the active receive buffer.
-// Items travel in the machine's own representation (docs/pvm.md, "Data
-// encodings"); a string travels as its length with the NUL, then its bytes.
-#include <cstring>
-
+// into the active send buffer and out of the active receive buffer (the
+// bytes: message_buffer.cpp).
 #include "pvm_impl.hpp"
 
 namespace rpvm {
@@ -25,47 +22,25 @@ int with_active(const char *call, bool sending, Body body) {
 int pack_items(const char *call, const void *items, int count, int stride, std::size_t size) {
   if (count < 0 || stride < 1 || (items == nullptr && count > 0)) return fail(PvmBadParam, call);
   return with_active(call, true, [&](MessageBuffer &b) {
-    const auto *p = static_cast<const std::byte *>(items);
-    if (stride == 1) {
-      b.append(p, size * std::size_t(count), true);
-    } else {
-      for (int i = 0; i < count; ++i) b.append(p + std::size_t(i) * stride * size, size);
-    }
+    b.put_items(items, count, stride, size);
     return PvmOk;
   });
 }
 
 int unpack_items(const char *call, void *items, int count, int stride, std::size_t size) {
   if (count < 0 || stride < 1 || (items == nullptr && count > 0)) return fail(PvmBadParam, call);
-  return with_active(call, false, [&](MessageBuffer &b) {
-    auto *p = static_cast<std::byte *>(items);
-    if (stride == 1) return b.take(p, size * std::size_t(count));
-    if (b.left() < size * std::size_t(count)) return PvmNoData;
-    for (int i = 0; i < count; ++i) b.take(p + std::size_t(i) * stride * size, size);
-    return PvmOk;
-  });
+  return with_active(call, false,
+                     [&](MessageBuffer &b) { return b.take_items(items, count, stride, size); });
 }
 
 int pack_string(const char *call, const char *s) {
   if (s == nullptr) return fail(PvmBadParam, call);
-  return with_active(call, true, [&](MessageBuffer &b) {
-    if (b.encoding() == PvmDataInPlace) return PvmNotImpl;  // as PVM 3.4
-    const int len = int(std::strlen(s)) + 1;
-    b.append(&len, sizeof len);
-    b.append(s, std::size_t(len));
-    return PvmOk;
-  });
+  return with_active(call, true, [&](MessageBuffer &b) { return b.put_string(s); });
 }
 
 int unpack_string(const char *call, char *s) {
   if (s == nullptr) return fail(PvmBadParam, call);
-  return with_active(call, false, [&](MessageBuffer &b) {
-    int len = 0;
-    if (b.left() < sizeof len) return PvmNoData;
-    b.take(&len, sizeof len);
-    if (len < 0 || std::size_t(len) > b.left()) return PvmNoData;
-    return b.take(s, std::size_t(len));
-  });
+  return with_active(call, false, [&](MessageBuffer &b) { return b.take_string(s); });
 }
 
 }  // namespace rpvm

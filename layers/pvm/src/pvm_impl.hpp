@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "message_buffer.hpp"
+
 namespace rpvm {
 
 // ---- errors (errors.cpp) ---------------------------------------------------
@@ -54,58 +56,7 @@ void remember_tid(int tid, rocl_gid_t gid);
 // resource that reserves it.
 int context_of(rocl_gid_t gid);
 
-// ---- one message buffer (buffer.cpp) -----------------------------------------
-
-// A PVM message: packed by the sender (bytes owned here, or, for
-// PvmDataInPlace, pieces still in the caller's memory), or received (a rocl
-// buffer owned here, read from a cursor).
-class MessageBuffer {
- public:
-  explicit MessageBuffer(int encoding) : encoding_(encoding) {}
-  // Takes ownership of a received rocl buffer.
-  MessageBuffer(void *rocl_buffer, std::size_t len, int encoding);
-  // What pvm_probe found: a length to describe, no bytes to unpack.
-  static std::unique_ptr<MessageBuffer> described(std::size_t len, int encoding);
-  ~MessageBuffer();
-  MessageBuffer(const MessageBuffer &) = delete;
-  MessageBuffer &operator=(const MessageBuffer &) = delete;
-
-  int encoding() const noexcept { return encoding_; }
-  std::size_t size() const noexcept { return size_; }
-
-  // Appends len bytes (copied, or referenced when in_place and the
-  // encoding is PvmDataInPlace).
-  void append(const void *bytes, std::size_t len, bool in_place = false);
-  // Copies the next len bytes out; PvmNoData if fewer are left.
-  int take(void *into, std::size_t len);
-  std::size_t left() const noexcept { return size_ - cursor_; }
-  // Writes the whole message to dst (size() bytes).
-  void flatten(std::byte *dst) const;
-  // The message's bytes in one piece if it is one already, else nullptr.
-  const std::byte *contiguous() const noexcept;
-  // Whether the bytes sit in a rocl buffer (received), which a send must
-  // not borrow.
-  bool in_rocl_buffer() const noexcept { return received_ != nullptr; }
-
-  // Where a received (or probed) message came from.
-  struct Origin {
-    int tid = 0;
-    int tag = 0;
-    int context = 0;
-  } origin;
-
- private:
-  struct Piece {
-    const std::byte *borrowed;  // null: owned_[offset, offset + len)
-    std::size_t offset;
-    std::size_t len;
-  };
-  int encoding_;
-  std::vector<std::byte> owned_;
-  std::vector<Piece> pieces_;
-  void *received_ = nullptr;  // rocl buffer
-  std::size_t size_ = 0, cursor_ = 0;
-};
+// ---- the task's buffers (buffer.cpp; one buffer: message_buffer.hpp) ----------
 
 // A task's buffers by PVM id, and which are active for packing and
 // unpacking.

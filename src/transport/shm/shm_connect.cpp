@@ -24,9 +24,9 @@ int Connector::connect(Conn &c, std::string_view peer_address) {
     return fail(ROCL_EPEER, "shm: '%.*s' is not an shm address",
                 static_cast<int>(peer_address.size()), peer_address.data());
   }
-  std::uint64_t slots = 0;
-  if (const int rc = map_inbox(c, *a, peer_address, &slots); rc != ROCL_OK) return rc;
-  if (const int rc = claim_slot(c, slots, peer_address); rc != ROCL_OK) return rc;
+  SegShape shape;
+  if (const int rc = map_inbox(c, *a, peer_address, &shape); rc != ROCL_OK) return rc;
+  if (const int rc = claim_slot(c, shape, peer_address); rc != ROCL_OK) return rc;
   say_hello(c);
   if (const int rc = await_verdict(c, peer_address); rc != ROCL_OK) return rc;
   map_receiver_pool(c);
@@ -38,7 +38,7 @@ int Connector::connect(Conn &c, std::string_view peer_address) {
 // alive now, the memfd is as big as announced and sealed against
 // shrinking, and its header (untrusted too) describes this mapping.
 int Connector::map_inbox(Conn &c, const ParsedAddress &a, std::string_view peer_address,
-                         std::uint64_t *slots_out) {
+                         SegShape *shape) {
   const int al = static_cast<int>(peer_address.size());
   const char *ad = peer_address.data();
   c.pid = a.pid;
@@ -67,21 +67,19 @@ int Connector::map_inbox(Conn &c, const ParsedAddress &a, std::string_view peer_
   c.seg = static_cast<std::byte *>(p);
   c.seg_bytes = a.size;
   c.hdr = reinterpret_cast<SegHeader *>(c.seg);
-  const std::uint64_t slots = c.hdr->slots, rb = c.hdr->ring_bytes;
-  if (c.hdr->magic != kSegMagic || c.hdr->version != kSegVersion || slots == 0 ||
-      slots > kMaxSlots || rb < 4096 || (rb & (rb - 1)) != 0 ||
-      c.hdr->header_bytes != header_bytes_for(static_cast<std::uint32_t>(slots)) ||
-      c.hdr->header_bytes + slots * rb != a.size) {
+  const SegShape s = read_shape(*c.hdr);
+  if (!shape_ok(s, a.size)) {
     return fail(ROCL_EPEER, "shm: %s is not an rocl inbox (bad segment header)", path);
   }
-  c.ring_bytes = rb;
-  *slots_out = slots;
+  c.ring_bytes = s.ring_bytes;
+  *shape = s;
   return ROCL_OK;
 }
 
 // Claims a free slot of c's inbox (owner 0 -> our pid), whose fresh ring
 // becomes ours: a slot has one sender for the receiver's life.
-int Connector::claim_slot(Conn &c, std::uint64_t slots, std::string_view peer_address) {
+int Connector::claim_slot(Conn &c, const SegShape &shape, std::string_view peer_address) {
+  const std::uint64_t slots = shape.slots;
   const std::uint32_t me = static_cast<std::uint32_t>(::getpid());
   bool claimed = false;
   for (std::uint32_t i = 0; i < slots && !claimed; ++i) {
@@ -99,7 +97,7 @@ int Connector::claim_slot(Conn &c, std::uint64_t slots, std::string_view peer_ad
     return fail(ROCL_EPEER, "shm: inbox of %.*s has no free slot (%" PRIu64 " in use)",
                 static_cast<int>(peer_address.size()), peer_address.data(), slots);
   }
-  c.ring = c.seg + c.hdr->header_bytes + std::uint64_t{c.slot} * c.ring_bytes;
+  c.ring = c.seg + shape.header_bytes + std::uint64_t{c.slot} * c.ring_bytes;
   c.head = 0;
   c.seen_tail = 0;
   c.seal_key = c.ctl->seal_key.load(std::memory_order_relaxed);
@@ -112,15 +110,10 @@ int Connector::claim_slot(Conn &c, std::uint64_t slots, std::string_view peer_ad
 void Connector::say_hello(Conn &c) {
   JobSecret::Challenge ch;
   std::memcpy(ch.data(), c.hdr->challenge, 32);
-  Hello h{};
-  h.magic = kHelloMagic;
-  h.pid = static_cast<std::uint32_t>(::getpid());
-  h.slot = c.slot;
-  const auto proof = secret_->prove(shm::kProofLabel, ch);
-  std::memcpy(h.proof, proof.data(), 32);
   const bool pool = pool_ != nullptr && pool_->region_fd() >= 0;
-  h.pool_fd = pool ? static_cast<std::uint32_t>(pool_->region_fd()) : ~0u;
-  h.pool_bytes = pool ? pool_->region_bytes() : 0;
+  const Hello h = make_hello(*secret_, ch, static_cast<std::uint32_t>(::getpid()), c.slot,
+                             pool ? static_cast<std::uint32_t>(pool_->region_fd()) : ~0u,
+                             pool ? pool_->region_bytes() : 0);
   static_assert(sizeof h <= kMaxHeaderBytes);
   const std::uint64_t probe = reinterpret_cast<std::uintptr_t>(&c.seal_key);
   static_assert(sizeof probe == kHelloProbeBytes);

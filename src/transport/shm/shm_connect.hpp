@@ -8,6 +8,7 @@
 #include "buffer/buffer_pool.hpp"
 #include "security/job_secret.hpp"
 #include "transport/shm/shm_frame_writer.hpp"
+#include "transport/shm/shm_handshake.hpp"
 #include "transport/shm/shm_internal.hpp"
 
 namespace rocl::impl::shm::detail {
@@ -27,10 +28,10 @@ class Connector {
   int connect(Conn &c, std::string_view peer_address);
 
  private:
-  // *slots: the inbox's slot count, as checked (its header may change).
+  // *shape: the inbox's header as checked (the header itself may change).
   static int map_inbox(Conn &c, const ParsedAddress &a, std::string_view peer_address,
-                       std::uint64_t *slots);
-  static int claim_slot(Conn &c, std::uint64_t slots, std::string_view peer_address);
+                       SegShape *shape);
+  static int claim_slot(Conn &c, const SegShape &shape, std::string_view peer_address);
   void say_hello(Conn &c);
   static int await_verdict(Conn &c, std::string_view peer_address);
   static void map_receiver_pool(Conn &c);

@@ -1,6 +1,6 @@
 // shm_process.cpp - process helpers of the shm transport (see
 // shm_process.hpp): reading /proc for the host tag and start times, kill(pid,
-// 0) for liveness, the address parser, other processes' memfds and memory.
+// 0) for liveness, other processes' memfds and memory.
 #include "transport/shm/shm_process.hpp"
 
 #include <fcntl.h>
@@ -28,29 +28,6 @@ bool pid_alive(pid_t pid) {
   if (pid <= 0) return false;
   if (::kill(pid, 0) == 0) return true;
   return errno == EPERM;
-}
-
-std::optional<ParsedAddress> parse_address(std::string_view a) {
-  if (a.substr(0, 4) != "shm:") return std::nullopt;
-  a.remove_prefix(4);
-  ParsedAddress out;
-  std::uint64_t v[3];
-  for (auto &x : v) {
-    const auto colon = a.find(':');
-    if (colon == std::string_view::npos || colon == 0 || colon > 20) return std::nullopt;
-    x = 0;
-    for (char c : a.substr(0, colon)) {
-      if (c < '0' || c > '9') return std::nullopt;
-      x = x * 10 + static_cast<std::uint64_t>(c - '0');
-    }
-    a.remove_prefix(colon + 1);
-  }
-  if (v[0] == 0 || v[0] > 0x7fffffff || v[1] > 0x7fffffff) return std::nullopt;
-  out.pid = static_cast<pid_t>(v[0]);
-  out.fd = static_cast<int>(v[1]);
-  out.size = v[2];
-  out.host = std::string(a);
-  return out;
 }
 
 void *map_memfd_of(std::uint32_t pid, std::uint32_t fd, std::uint64_t bytes, bool writable) {

@@ -1,16 +1,14 @@
 // shm_process.hpp - what the shm transport asks the kernel about processes
 // (through /proc, kill(pid, 0) and process_vm_readv): the tag naming our boot
-// and pid namespace, a process's start time and liveness, the parsing of shm
-// addresses "shm:<pid>:<fd>:<size>:<host tag>", mapping another process's
-// memfd and probing whether its memory can be read.
+// and pid namespace, a process's start time and liveness, mapping another
+// process's memfd and probing whether its memory can be read. (The shm
+// addresses are parsed in shm_handshake.hpp.)
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <string_view>
 
 #include "os/process.hpp"
 
@@ -25,15 +23,6 @@ std::string host_tag();
 using os::process_start;
 
 bool pid_alive(pid_t pid);
-
-struct ParsedAddress {
-  pid_t pid = 0;
-  int fd = -1;
-  std::uint64_t size = 0;
-  std::string host;
-};
-
-std::optional<ParsedAddress> parse_address(std::string_view a);
 
 // Another process's memfd (a buffer pool) mapped here, read-only or
 // writable, if it is `bytes` long and sealed against shrinking (it cannot

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "status/status.hpp"
+#include "transport/shm/shm_handshake.hpp"
 #include "transport/shm/shm_transport_impl.hpp"
 
 namespace rocl::impl::shm::detail {
@@ -184,10 +185,7 @@ int SlotReader::take_hello(std::uint32_t i, RxSlot &s, SlotCtl *ctl) {
   s.pid = ctl->owner.load(std::memory_order_relaxed);
   Hello h;
   s.copy_out(s.tail + kSealBytes, reinterpret_cast<std::byte *>(&h), sizeof h);
-  JobSecret::Digest proof;
-  std::memcpy(proof.data(), h.proof, 32);
-  if (h.magic != kHelloMagic || h.slot != i ||
-      !secret_->verify(shm::kProofLabel, segment_.challenge(), proof)) {
+  if (!hello_ok(h, i, *secret_, segment_.challenge())) {
     poison(i, s, ctl, "job secret proof did not verify", true);
     return -1;
   }

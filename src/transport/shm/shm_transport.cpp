@@ -11,6 +11,7 @@
 #include <cinttypes>
 
 #include "status/status.hpp"
+#include "transport/shm/shm_handshake.hpp"
 #include "transport/shm/shm_process.hpp"
 #include "transport/shm/shm_transport_impl.hpp"
 #include "wait/wait_policy.hpp"

@@ -2,10 +2,10 @@
 // (tcp_handshake.hpp; the messages: "Handshake" in tcp_transport.hpp).
 #include "transport/tcp/tcp_handshake.hpp"
 
-#include <cstdio>
 #include <cstring>
 
 #include "transport/tcp/tcp_conn_table.hpp"
+#include "transport/tcp/tcp_hello.hpp"
 #include "transport/tcp/tcp_internal.hpp"
 #include "transport/tcp/tcp_socket.hpp"
 
@@ -44,18 +44,14 @@ std::string Handshake::refused(const std::string &who, const Refusal &why) {
 
 std::string Handshake::connect(int fd, const std::string &who, const std::string &own_address,
                                Clock::time_point deadline) {
-  tcp::Hello hello{tcp::kHelloMagic, tcp::kHandshakeVersion, shared_.env.instance, {}};
-  own_address.copy(hello.address, sizeof hello.address - 1);
+  tcp::Hello hello = make_hello(shared_.env.instance, own_address);
   JobSecret::Challenge theirs{};
   if (!io_full(fd, &hello, sizeof hello, true, deadline) ||
       !io_full(fd, theirs.data(), theirs.size(), false, deadline)) {
     return refused(who, kClosed);
   }
-  std::array<std::uint8_t, 64> answer{};
-  const auto proof = secret_->prove(tcp::kConnectLabel, theirs);
   const auto mine = JobSecret::random_challenge();
-  std::memcpy(answer.data(), proof.data(), 32);
-  std::memcpy(answer.data() + 32, mine.data(), 32);
+  auto answer = make_answer(*secret_, theirs, mine);
   std::array<std::uint8_t, 33> verdict{};
   if (!io_full(fd, answer.data(), answer.size(), true, deadline) ||
       !io_full(fd, verdict.data(), 1, false, deadline)) {
@@ -71,41 +67,27 @@ std::string Handshake::connect(int fd, const std::string &who, const std::string
 }
 
 Step Handshake::accept_step(Conn &c) {
-  const std::size_t want = c.rx == Rx::kHello ? sizeof(tcp::Hello) : 64;
+  const std::size_t want = c.rx == Rx::kHello ? sizeof(tcp::Hello) : kAnswerBytes;
   const ssize_t n = read_some(c.fd, c.buf.data() + c.got, want - c.got);
   if (n == 0) return Step::kIdle;
   if (n < 0) return to_step(refuse(c, "closed the connection during the handshake"));
   c.got += static_cast<std::size_t>(n);
   // A stranger's bytes are refused on its first 4, not after 56.
-  if (c.rx == Rx::kHello && c.got >= 4 && c.got < want) {
-    std::uint32_t magic;
-    std::memcpy(&magic, c.buf.data(), 4);
-    if (magic != tcp::kHelloMagic) return to_step(on_hello(c));
+  if (c.rx == Rx::kHello && c.got >= 4 && c.got < want &&
+      !hello_magic_ok(std::span<const std::byte>(c.buf.data(), c.got))) {
+    return to_step(on_hello(c));
   }
   if (c.got < want) return Step::kMore;
   c.got = 0;
   return to_step(c.rx == Rx::kHello ? on_hello(c) : on_proof(c));
 }
 
-// A Hello is in c.buf: check it, send our challenge.
+// A Hello is in c.buf (or its first bytes, whose magic is wrong): check
+// it, send our challenge.
 bool Handshake::on_hello(Conn &c) {
-  tcp::Hello hello;
-  std::memcpy(&hello, c.buf.data(), sizeof hello);
-  if (hello.magic != tcp::kHelloMagic) {
-    char m[64];
-    std::snprintf(m, sizeof m, "hello magic 0x%08x is not 0x%08x", hello.magic, tcp::kHelloMagic);
-    return refuse(c, m);
-  }
-  if (hello.version != tcp::kHandshakeVersion) {
-    return refuse(c, "hello version " + std::to_string(hello.version) + " is not supported");
-  }
-  const std::size_t alen = ::strnlen(hello.address, sizeof hello.address);
-  sockaddr_in ignored{};
-  if (alen == sizeof hello.address ||
-      (alen != 0 && !parse_address(std::string_view(hello.address, alen), &ignored))) {
-    return refuse(c, "hello address is not tcp:<ipv4>:<port>");
-  }
-  c.hello_address.assign(hello.address, alen);
+  const std::string why =
+      check_hello(std::span<const std::byte>(c.buf.data(), sizeof(tcp::Hello)), &c.hello_address);
+  if (!why.empty()) return refuse(c, why);
   c.challenge = JobSecret::random_challenge();
   if (!io_full(c.fd, c.challenge.data(), c.challenge.size(), true, Clock::now() + kAnswerTimeout)) {
     return refuse(c, "could not send the challenge");
@@ -116,12 +98,10 @@ bool Handshake::on_hello(Conn &c) {
 
 // The connector's proof and challenge are in c.buf: verify, answer.
 bool Handshake::on_proof(Conn &c) {
-  JobSecret::Digest proof;
   JobSecret::Challenge theirs;
-  std::memcpy(proof.data(), c.buf.data(), 32);
-  std::memcpy(theirs.data(), c.buf.data() + 32, 32);
   std::array<std::uint8_t, 33> verdict{};
-  if (!secret_->verify(tcp::kConnectLabel, c.challenge, proof)) {
+  if (!check_answer(*secret_, c.challenge, std::span<const std::byte>(c.buf.data(), kAnswerBytes),
+                    &theirs)) {
     verdict[0] = 1;
     io_full(c.fd, verdict.data(), 1, true, Clock::now() + kAnswerTimeout);
     return refuse(c, "job secret proof did not verify");
