@@ -191,6 +191,7 @@ struct Figures {
   double seconds = 0;
   long rss_start = 0, rss_traffic = 0, rss_traffic_end = 0, rss_exit = 0;
   std::size_t fds[2] = {0, 0}, threads[2] = {0, 0};  // before rocl_init, after rocl_exit
+  Links links;                                       // at the traffic's end
 };
 
 double mib(long kib) {
@@ -237,11 +238,12 @@ void say_done(const Figures &f, const RssMonitor::Verdict &v, const Totals &tota
   std::printf(
       "soak rank %d: done: sent=%lld sent_bytes=%lld received=%lld received_bytes=%lld "
       "controls=%lld seconds=%.1f rss_start_kib=%ld rss_traffic_kib=%ld rss_peak_kib=%ld "
-      "rss_traffic_end_kib=%ld rss_exit_kib=%ld fds=%zu/%zu threads=%zu/%zu failures=%d\n",
+      "rss_traffic_end_kib=%ld rss_exit_kib=%ld fds=%zu/%zu threads=%zu/%zu shm_pools=%d "
+      "tcp=%d failures=%d\n",
       g_rank, totals.sent.load(), totals.sent_bytes.load(), totals.received.load(),
       totals.received_bytes.load(), totals.controls.load(), f.seconds, f.rss_start, f.rss_traffic,
       v.peak_rss_kib, f.rss_traffic_end, f.rss_exit, f.fds[0], f.fds[1], f.threads[0], f.threads[1],
-      totals.failures.load());
+      f.links.shm_pools, f.links.tcp, totals.failures.load());
 }
 
 // rocl_init; this process's rank and the job's size.
@@ -269,6 +271,7 @@ void traffic(const Config &config, const std::vector<rocl_gid_t> &mine, const Pe
   f.seconds = run_traffic(config, peers, totals);
   monitor.traffic_ended();
   f.rss_traffic_end = rss_kib();
+  f.links = take_links();
   check_pool_back(base, totals);
   for (rocl_gid_t g : mine) {
     if (rocl_delete(g) != ROCL_OK) report(totals, std::string("rocl_delete: ") + rocl_last_error());

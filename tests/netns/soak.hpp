@@ -97,6 +97,15 @@ struct Census {
   std::vector<std::string> threads;  // their names (/proc/self/task/*/comm)
 };
 Census take_census();
+
+// The ways this process reaches the others' memory and sockets: the pools
+// of other processes it maps (shm: the processes of its host) and its
+// established tcp connections (/proc/self/net/tcp, by socket inode).
+struct Links {
+  int shm_pools = 0;
+  int tcp = 0;
+};
+Links take_links();
 // "" if after holds what before did, else what was left behind.
 std::string compare_census(const Census &before, const Census &after);
 

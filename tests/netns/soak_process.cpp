@@ -3,6 +3,7 @@
 // over, and the file descriptors and threads open before rocl_init and
 // after rocl_exit.
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "soak.hpp"
@@ -62,6 +64,42 @@ Census take_census() {
   }
   std::sort(c.threads.begin(), c.threads.end());
   return c;
+}
+
+Links take_links() {
+  std::set<ino_t> own, mapped;
+  std::set<std::string> sockets;
+  for (const auto &[fd, what] : take_census().fds) {
+    struct stat st {};
+    if (what.rfind("/memfd:rocl-pool", 0) == 0 &&
+        stat(("/proc/self/fd/" + std::to_string(fd)).c_str(), &st) == 0)
+      own.insert(st.st_ino);
+    if (what.rfind("socket:[", 0) == 0) sockets.insert(what.substr(8, what.size() - 9));
+  }
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("memfd:rocl-pool") == std::string::npos) continue;
+    std::istringstream fields(line);
+    std::string range, perms, offset, device;
+    ino_t inode = 0;
+    fields >> range >> perms >> offset >> device >> inode;
+    if (own.count(inode) == 0) mapped.insert(inode);
+  }
+  Links links;
+  links.shm_pools = static_cast<int>(mapped.size());
+  for (const char *table : {"/proc/self/net/tcp", "/proc/self/net/tcp6"}) {
+    std::ifstream in(table);
+    std::getline(in, line);  // the titles
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+          timeout >> inode;
+      if (state == "01" && sockets.count(inode) != 0) ++links.tcp;  // 01: ESTABLISHED
+    }
+  }
+  return links;
 }
 
 std::string compare_census(const Census &before, const Census &after) {

@@ -5,7 +5,8 @@
 # every message, the end counts, its resident memory, and its file
 # descriptors and threads after rocl_exit; this script checks the job as a
 # whole: every rank said done without a failure, as many messages and bytes
-# received as sent and as asked for, and nothing left behind: no process
+# received as sent and as asked for, every rank reached others over shm and
+# over tcp, and nothing left behind: no process
 # in the hosts, no job folder, no new /dev/shm entry that no process holds
 # (the node's cpu board, /dev/shm/rocl-cpus-*, is kept by design).
 #   soak_test.sh [--hogs K] [--timeout S] ROCLRUN SOAK [SOAK ARGS...]
@@ -95,10 +96,15 @@ awk -v me="$me" -v asked="$asked" -v took="$took" '
       printf "%s: rank %s: fds %s, threads %s, failures %s\n", me, field("rank"), field("fds"),
         field("threads"), field("failures"); bad = 1
     }
-    printf "%s: rank %s: rss %.1f MiB before rocl_init, %.1f at the start of the traffic, %.1f at its end, %.1f after rocl_exit; fds %s, threads %s\n",
+    if (field("shm_pools") < 1 || field("tcp") < 1) {
+      printf "%s: rank %s mapped %s pools of other processes and had %s tcp connections: not shm and tcp both\n",
+        me, field("rank"), field("shm_pools"), field("tcp"); bad = 1
+    }
+    printf "%s: rank %s: rss %.1f MiB before rocl_init, %.1f at the start of the traffic, %.1f at its peak, %.1f at its end, %.1f after rocl_exit; fds %s, threads %s; shm to %s, tcp connections %s\n",
       me, field("rank"), field("rss_start_kib") / 1024, field("rss_traffic_kib") / 1024,
-      field("rss_traffic_end_kib") / 1024, field("rss_exit_kib") / 1024, field("fds"),
-      field("threads")
+      field("rss_peak_kib") / 1024, field("rss_traffic_end_kib") / 1024,
+      field("rss_exit_kib") / 1024, field("fds"), field("threads"), field("shm_pools"),
+      field("tcp")
   }
   END {
     printf "%s: %.0f messages sent, %.0f received, %.1f MB each way, traffic %.1f s, job %d s\n",
