@@ -160,15 +160,21 @@ Peers find_everyone(int processes, int threads) {
 }
 
 // Runs the threads' traffic; its length in seconds.
-double run_traffic(const Config &config, const Peers &peers, Totals &totals) {
+double run_traffic(const Config &config, const Peers &peers, RssMonitor &monitor, Totals &totals) {
+  std::vector<ThreadMemory> memory;
+  memory.reserve(static_cast<std::size_t>(config.threads));
+  for (int t = 0; t < config.threads; ++t) memory.emplace_back(config.max_size);
+  monitor.traffic_started();
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> workers;
   workers.reserve(static_cast<std::size_t>(config.threads));
   for (int t = 0; t < config.threads; ++t) {
     workers.emplace_back(run_worker, std::cref(config), std::cref(peers),
-                         g_rank * config.threads + t, std::ref(totals));
+                         g_rank * config.threads + t, std::ref(totals),
+                         std::ref(memory[static_cast<std::size_t>(t)]));
   }
   for (auto &w : workers) w.join();
+  monitor.traffic_ended();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -267,9 +273,7 @@ void traffic(const Config &config, const std::vector<rocl_gid_t> &mine, const Pe
   rocl_pool_stats_t base{};
   rocl_pool_stats(&base);
   f.rss_traffic = rss_kib();
-  monitor.traffic_started();
-  f.seconds = run_traffic(config, peers, totals);
-  monitor.traffic_ended();
+  f.seconds = run_traffic(config, peers, monitor, totals);
   f.rss_traffic_end = rss_kib();
   f.links = take_links();
   check_pool_back(base, totals);

@@ -184,8 +184,18 @@ class RssMonitor {
 
 // ---- one thread's traffic (soak_worker.cpp) --------------------------------
 
+// A thread's own memory: what it copies its sends from and receives into
+// (every other receive), config.max_size each. Made and touched before the
+// traffic and freed after its last sample, so that it is resident
+// throughout and does not count as growth or shrinkage.
+struct ThreadMemory {
+  explicit ThreadMemory(std::size_t size) : scratch(size), inbox(size) {}
+  std::vector<unsigned char> scratch, inbox;
+};
+
 // Runs the traffic of resource `self` (global index) to the end: its data
 // messages, its ends, its byes; reports failures into totals.
-void run_worker(const Config &config, const Peers &peers, int self, Totals &totals);
+void run_worker(const Config &config, const Peers &peers, int self, Totals &totals,
+                ThreadMemory &memory);
 
 }  // namespace soak

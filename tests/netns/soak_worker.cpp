@@ -40,7 +40,7 @@ using Clock = std::chrono::steady_clock;
 
 class Worker {
  public:
-  Worker(const Config &config, const Peers &peers, int self, Totals &totals);
+  Worker(const Config &config, const Peers &peers, int self, Totals &totals, ThreadMemory &memory);
   void run();
 
  private:
@@ -88,12 +88,13 @@ class Worker {
   std::size_t in_flight_bytes_ = 0, budget_;
   int ends_ = 0, byes_ = 0;
   std::vector<Pending> pending_;
-  std::vector<unsigned char> scratch_, inbox_;  // touched up front: resident from the start
-  bool into_inbox_ = false;                     // receives alternate: a pool buffer, the inbox
+  std::vector<unsigned char> &scratch_, &inbox_;  // ThreadMemory's
+  bool into_inbox_ = false;                       // receives alternate: a pool buffer, the inbox
   Clock::time_point last_progress_ = Clock::now();
 };
 
-Worker::Worker(const Config &config, const Peers &peers, int self, Totals &totals)
+Worker::Worker(const Config &config, const Peers &peers, int self, Totals &totals,
+               ThreadMemory &memory)
     : config_(config),
       peers_(peers),
       self_(self),
@@ -105,8 +106,8 @@ Worker::Worker(const Config &config, const Peers &peers, int self, Totals &total
       pairs_(static_cast<std::size_t>(everyone_)),
       budget_(std::max<std::size_t>(16u << 20, 2 * config.max_size) +
               static_cast<std::size_t>(everyone_ - 1) * kAckBytes),
-      scratch_(config.max_size),
-      inbox_(config.max_size) {}
+      scratch_(memory.scratch),
+      inbox_(memory.inbox) {}
 
 void Worker::run() {
   send_all();
@@ -369,8 +370,9 @@ std::string Worker::who(int index) const {
 
 }  // namespace
 
-void run_worker(const Config &config, const Peers &peers, int self, Totals &totals) {
-  Worker(config, peers, self, totals).run();
+void run_worker(const Config &config, const Peers &peers, int self, Totals &totals,
+                ThreadMemory &memory) {
+  Worker(config, peers, self, totals, memory).run();
 }
 
 }  // namespace soak
