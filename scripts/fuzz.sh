@@ -29,6 +29,8 @@
 #                                  what it found that covers more into
 #                                  tests/fuzz/corpus/<target>/ (libFuzzer
 #                                  -merge=1); commit the files it adds
+# FUZZ_TARGETS="dir_protocol peer" runs only those (names without _fuzz;
+# all are built), e.g. for a campaign of one target at a time.
 # Output in build-fuzz/: the binaries, corpus/<target>/ (seeds plus what the
 # fuzzer found interesting) and <target>-crash-*/leak-*/timeout-* files if
 # it failed.
@@ -58,6 +60,13 @@ if [ "$update" = 1 ]; then seconds="${1:-60}"; else seconds="${1:-20}"; fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   bad_usage "the seconds for each target must be a whole number from 1, not '$seconds'"
 fi
+all_targets=(wire peer rma_wire ucx_wire stripe dir_protocol tcp_hello shm_connect pvm_unpack
+  ncs_wire)
+read -r -a targets <<<"${FUZZ_TARGETS:-${all_targets[*]}}"
+for target in "${targets[@]}"; do
+  [[ " ${all_targets[*]} " == *" $target "* ]] ||
+    bad_usage "FUZZ_TARGETS: no target '$target' (the targets: ${all_targets[*]})"
+done
 cxx="${CXX_FUZZ:-clang++-14}"
 if ! command -v "$cxx" >/dev/null; then
   echo "fuzz: $cxx not found; scripts/setup.sh installs clang-14 and libclang-rt-14-dev" >&2
@@ -110,8 +119,7 @@ malloc_mb() {
 }
 
 status=0
-for target in wire peer rma_wire ucx_wire stripe dir_protocol tcp_hello shm_connect pvm_unpack \
-  ncs_wire; do
+for target in "${targets[@]}"; do
   bin="$out/${target}_fuzz"
   corpus="$out/corpus/$target"
   kept="$kept_root/$target"
