@@ -14,8 +14,10 @@
 #     socket's blocking figure) and Open MPI's tcp BTL (mpi_pingpong.openmpi,
 #     mpirun launching its daemons into the hosts through `ip netns exec`;
 #     --bind-to none, since each host would bind its one rank to cpu 0).
-#   - with --load K,...: the same tcp figures of rocl and Open MPI with K
-#     CPU-bound competitors (busy loops) per cpu, for each K, every round
+#   - with --load K,...: the same tcp figures of rocl, Open MPI and the bare
+#     socket with blocking receives (what the kernel gives a sleeping
+#     receiver) with K CPU-bound competitors (busy loops) per cpu, for each
+#     K, every round
 #     running each K once (the overloaded machine's table).
 #   bench/hosts/hosts_bench.sh BUILD [--hosts 2,4,8,16] [--reps N] [--rounds N]
 #       [--load 0,1,2] [--quick]
@@ -170,7 +172,7 @@ python3 "$here/tcp_table.py" "$rows"
 
 [ -n "$loads" ] || exit 0
 echo
-echo "## tcp between h1 and h2 beside K busy loops per cpu: rocl and Open MPI"
+echo "## tcp between h1 and h2 beside K busy loops per cpu: rocl, Open MPI, a bare socket"
 echo "# $rounds rounds, each running every K once (median of $reps runs each)"
 rows=$work/load.csv
 : >"$rows"
@@ -179,6 +181,7 @@ for ((r = 1; r <= rounds; ++r)); do
     start_hogs "$k"
     rocl "$r" "load$k-rocl"
     ompi "$r" "load$k-ompi"
+    bare "$r" "load$k-bare" --block
     stop_hogs
   done
 done

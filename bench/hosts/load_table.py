@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """load_table.py - the overloaded machine's table of hosts_bench.sh --load.
 
-Rows: ROUND,loadK-SYSTEM,LATENCY_US,BANDWIDTH_MBS with SYSTEM rocl or
-ompi. Prints, for each K (busy loops per cpu), each system's median over
-the rounds with the range, and rocl's ratios to Open MPI taken within each
-round (latency: Open MPI's over rocl's, so that above 1 means rocl is
-faster in both columns).
+Rows: ROUND,loadK-SYSTEM,LATENCY_US,BANDWIDTH_MBS with SYSTEM rocl, ompi
+or bare (a bare socket with blocking receives). Prints, for each K (busy
+loops per cpu), each system's median over the rounds with the range, and
+rocl's ratios to Open MPI and to the bare socket taken within each round
+(latency: theirs over rocl's, so that above 1 means rocl is faster in
+every ratio column).
 """
 import statistics
 import sys
@@ -40,9 +41,10 @@ def main():
             load, system = fields[1][4:].split("-", 1)
             table[int(load)][fields[0]][system] = (number(fields[2]), number(fields[3]))
 
-    print("| busy loops per cpu | rocl 8 B (us) | Open MPI 8 B (us) | Open MPI / rocl "
-          "| rocl 1 MiB (MB/s) | Open MPI 1 MiB (MB/s) | rocl / Open MPI |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| busy loops per cpu | rocl 8 B (us) | Open MPI 8 B (us) | bare socket 8 B (us) "
+          "| Open MPI / rocl | bare / rocl | rocl 1 MiB (MB/s) | Open MPI 1 MiB (MB/s) "
+          "| bare 1 MiB (MB/s) | rocl / Open MPI | rocl / bare |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for load in sorted(table):
         rounds = table[load].values()
 
@@ -59,8 +61,11 @@ def main():
             return summary(values, 2)
 
         print(f"| {load} | {summary(column('rocl', 0), 1)} | {summary(column('ompi', 0), 1)} "
-              f"| {ratio(0, 'ompi', 'rocl')} | {summary(column('rocl', 1), 0)} "
-              f"| {summary(column('ompi', 1), 0)} | {ratio(1, 'rocl', 'ompi')} |")
+              f"| {summary(column('bare', 0), 1)} "
+              f"| {ratio(0, 'ompi', 'rocl')} | {ratio(0, 'bare', 'rocl')} "
+              f"| {summary(column('rocl', 1), 0)} | {summary(column('ompi', 1), 0)} "
+              f"| {summary(column('bare', 1), 0)} "
+              f"| {ratio(1, 'rocl', 'ompi')} | {ratio(1, 'rocl', 'bare')} |")
 
 
 if __name__ == "__main__":
