@@ -11,6 +11,9 @@
 namespace rocl::impl::dirproto {
 namespace {
 
+// The lowest error code rocl.h defines: a REPLY's status is one of them.
+constexpr std::int64_t kLowestCode = ROCL_EEXIST;
+
 using le::get;
 using le::put;
 
@@ -229,7 +232,7 @@ int check_reply(Op request, const Message &m, AttrList *attrs, std::string *sent
             op_name(static_cast<std::uint16_t>(request)) + " was due";
     return ROCL_EINVAL;
   }
-  if (m.header.status > 0 || m.header.status < ROCL_EINTERNAL) {
+  if (m.header.status > 0 || m.header.status < kLowestCode) {
     *what = format("a REPLY with status %lld, not a rocl code",
                    static_cast<unsigned long long>(static_cast<long long>(m.header.status)));
     return ROCL_EINVAL;

@@ -207,6 +207,16 @@ TEST(DirProtocol, RepliesAreChecked) {
   ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
   EXPECT_EQ(check_reply(Op::kQuery, m, &attrs, &sentence, &what), ROCL_EINVAL);
   EXPECT_NE(what.find("unknown flags 0x2"), std::string::npos) << what;
+  // Every code rocl.h defines is a failure a REPLY may carry, down to the
+  // lowest; one below is no code.
+  msg = encode_error(ROCL_EEXIST, "taken");
+  ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+  ASSERT_EQ(check_reply(Op::kQuery, m, &attrs, &sentence, &what), ROCL_OK) << what;
+  EXPECT_EQ(m.header.status, ROCL_EEXIST);
+  msg = encode_message(Op::kReply, ROCL_EEXIST - 1, 0, 0, {});
+  ASSERT_EQ(parse_message(msg, &m, &used, &what), 1);
+  EXPECT_EQ(check_reply(Op::kQuery, m, &attrs, &sentence, &what), ROCL_EINVAL);
+  EXPECT_NE(what.find("not a rocl code"), std::string::npos) << what;
 }
 
 TEST(DirProtocol, RandomBytesNeverCrashAndAreMostlyRejected) {

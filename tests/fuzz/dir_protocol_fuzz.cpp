@@ -305,7 +305,7 @@ void check_reply_of(Op request, const Message &m) {
   }
   CHECK(m.header.op == static_cast<std::uint16_t>(Op::kReply), "op %u accepted as a reply",
         unsigned(m.header.op));
-  CHECK(m.header.status <= 0 && m.header.status >= ROCL_EINTERNAL, "status %d", m.header.status);
+  CHECK(m.header.status <= 0 && m.header.status >= ROCL_EEXIST, "status %d", m.header.status);
   if (m.header.status < 0) {
     CHECK((m.header.aux & ~kClosing) == 0, "failed reply aux %#" PRIx64, m.header.aux);
     CHECK(sentence.size() == m.body.size() && sentence.size() <= kMaxSentence,
