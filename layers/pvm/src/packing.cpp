@@ -45,6 +45,8 @@ int unpack_string(const char *call, char *s) {
 
 }  // namespace rpvm
 
+// `type` names the parameter's type, where parentheses cannot go.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ROCL_PVM_PACKING(suffix, type)                                        \
   extern "C" int pvm_pk##suffix(type *p, int n, int stride) {                 \
     return rpvm::pack_items("pvm_pk" #suffix, p, n, stride, sizeof(type));    \
@@ -52,6 +54,7 @@ int unpack_string(const char *call, char *s) {
   extern "C" int pvm_upk##suffix(type *p, int n, int stride) {                \
     return rpvm::unpack_items("pvm_upk" #suffix, p, n, stride, sizeof(type)); \
   }
+// NOLINTEND(bugprone-macro-parentheses)
 
 ROCL_PVM_PACKING(byte, char)
 ROCL_PVM_PACKING(short, short)
