@@ -8,26 +8,10 @@ rocl's ratios to Open MPI and to the bare socket taken within each round
 (latency: theirs over rocl's, so that above 1 means rocl is faster in
 every ratio column).
 """
-import statistics
 import sys
 from collections import defaultdict
 
-
-def number(text):
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def summary(values, digits):
-    values = [v for v in values if v is not None]
-    if not values:
-        return "-"
-    mid = statistics.median(values)
-    if len(values) == 1:
-        return f"{mid:.{digits}f}"
-    return f"{mid:.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+from tcp_table import number, summary
 
 
 def main():
