@@ -104,10 +104,11 @@ row() { echo "$1,$2,${3:--},${4:--}" >>"$rows"; } # ROUND SYSTEM LAT BW
 bare() { # ROUND NAME [--block]
   local port=$((5555 + RANDOM % 1000))
   "$hosts" exec h2 -- "$build/bench/hosts/tcp_pingpong" serve 10.201.0.2 "$port" "${@:3}" >/dev/null &
+  local server=$!
   sleep 0.2
   "$hosts" exec h1 -- "$build/bench/hosts/tcp_pingpong" run 10.201.0.2 "$port" --sizes 8 \
     --bw-sizes 1M --reps "$reps" --time "$seconds" "${@:3}" >"$work/bare.csv"
-  wait
+  wait "$server" # only the server: the busy loops of --load run on
   row "$1" "$2" "$(awk -F, '$1=="latency"&&$2==8{print $4}' "$work/bare.csv")" \
     "$(awk -F, '$1=="bandwidth"{print $4*1000}' "$work/bare.csv")"
 }
@@ -117,10 +118,11 @@ bare() { # ROUND NAME [--block]
 iperf() { # ROUND
   command -v iperf3 >/dev/null || return 0
   "$hosts" exec h2 -- iperf3 -s -1 -B 10.201.0.2 -p 5557 >/dev/null 2>&1 &
+  local server=$!
   sleep 0.3
   "$hosts" exec h1 -- iperf3 -c 10.201.0.2 -p 5557 -l 1M -C cubic -t "$tool_seconds" -J \
     >"$work/iperf.json" 2>&1 || true
-  wait || true
+  wait "$server" || true
   row "$1" iperf3 - "$(python3 -c 'import json,sys
 try: print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8e6)
 except Exception: print("-")' "$work/iperf.json")"
@@ -133,7 +135,7 @@ sockperf_run() { # ROUND
   row "$1" sockperf "$("$hosts" exec h1 -- sockperf ping-pong --tcp -i 10.201.0.2 -p 5558 \
     -t "$tool_seconds" 2>&1 | sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p')"
   kill "$server" 2>/dev/null || true
-  wait || true
+  wait "$server" || true
 }
 rocl() { # ROUND NAME [ROCL_WAIT]
   ROCL_WAIT=${3:-auto} ROCL_TRANSPORTS=inproc,tcp "$roclrun" --launcher netns --timeout 300 --hosts h1,h2 -n 2 \
