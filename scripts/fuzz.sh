@@ -31,7 +31,13 @@
 #                                  -merge=1); commit the files it adds
 # FUZZ_TARGETS="dir_protocol peer" runs only those (names without _fuzz;
 # all are built), e.g. for a campaign of one target at a time.
-# Output in build-fuzz/: the binaries, corpus/<target>/ (seeds plus what the
+# FUZZ_OUT=<dir> (default build-fuzz; relative to the repository's root)
+# is where the output goes, so that two campaigns can run side by side,
+# each with a folder of its own (e.g. FUZZ_OUT=build-fuzz-peer).
+# FUZZ_TIMEOUT=<s> (default 10) is libFuzzer's -timeout: an input that runs
+# longer fails as a timeout. It is wall-clock time per input, so a campaign
+# beside other load (another campaign, a build) wants more, e.g. 60.
+# Output in $FUZZ_OUT: the binaries, corpus/<target>/ (seeds plus what the
 # fuzzer found interesting) and <target>-crash-*/leak-*/timeout-* files if
 # it failed.
 # Exits non-zero when a build fails or a fuzzer finds a crash (after all
@@ -67,13 +73,17 @@ for target in "${targets[@]}"; do
   [[ " ${all_targets[*]} " == *" $target "* ]] ||
     bad_usage "FUZZ_TARGETS: no target '$target' (the targets: ${all_targets[*]})"
 done
+out="${FUZZ_OUT:-build-fuzz}"
+timeout="${FUZZ_TIMEOUT:-10}"
+if ! [[ "$timeout" =~ ^[0-9]+$ ]] || [ "$timeout" -lt 1 ]; then
+  bad_usage "FUZZ_TIMEOUT: a whole number of seconds from 1, not '$timeout'"
+fi
 cxx="${CXX_FUZZ:-clang++-14}"
 if ! command -v "$cxx" >/dev/null; then
   echo "fuzz: $cxx not found; scripts/setup.sh installs clang-14 and libclang-rt-14-dev" >&2
   exit 2
 fi
 
-out=build-fuzz
 kept_root=tests/fuzz/corpus
 kept_limit_kb=2048
 mkdir -p "$out"
@@ -131,7 +141,7 @@ for target in "${targets[@]}"; do
   # libFuzzer exits non-zero (and writes <target>-crash-<sha1>) when an input
   # crashes, trips a sanitizer or an invariant of the target. New inputs go
   # to the first folder only: the kept corpus is read.
-  options=(-rss_limit_mb=2048 -malloc_limit_mb="$(malloc_mb "$target")" -timeout=10)
+  options=(-rss_limit_mb=2048 -malloc_limit_mb="$(malloc_mb "$target")" -timeout="$timeout")
   rc=0
   "$bin" -max_total_time="$seconds" "${options[@]}" -print_final_stats=1 \
     -artifact_prefix="$out/${target}-" "${dirs[@]}" || rc=$?

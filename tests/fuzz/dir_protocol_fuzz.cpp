@@ -38,8 +38,6 @@
 // <dir> and exits.
 #include <cinttypes>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <string>
@@ -50,23 +48,19 @@
 #include "directory/dir_protocol.hpp"
 #include "status/status.hpp"
 
+#include "fuzz_util.hpp"
+
 using namespace rocl::impl;
 using namespace rocl::impl::dirproto;
 
 namespace {
 
-#define CHECK(cond, ...)                                                     \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      std::fprintf(stderr, "dir_protocol_fuzz: %s failed: ", #cond);         \
-      std::fprintf(stderr, __VA_ARGS__);                                     \
-      std::fprintf(stderr, " (last error: %s)\n", rocl::impl::last_error()); \
-      std::abort();                                                          \
-    }                                                                        \
-  } while (0)
+constexpr rocl::fuzz::Target kTarget{.name = "dir_protocol_fuzz",
+                                     .last_error = rocl::impl::last_error};
 
-using Bytes = std::vector<std::byte>;
-using View = std::span<const std::byte>;
+using rocl::fuzz::Bytes;
+using rocl::fuzz::View;
+using rocl::fuzz::write_file;
 
 constexpr std::uint64_t kMaxGid = static_cast<std::uint64_t>(INT64_MAX);
 
@@ -185,8 +179,9 @@ void check_fill_from(AttrList &a, const AttrList &b) {
 
 void list_mode(View in) {
   if (in.size() < 2) return;
-  const std::size_t split = static_cast<std::size_t>(in[0]) | static_cast<std::size_t>(in[1]) << 8;
-  in = in.subspan(2);
+  rocl::fuzz::Reader r(in);
+  const std::size_t split = r.u16();
+  in = r.rest();
   const View first = in.first(split < in.size() ? split : in.size());
   const View second = in.subspan(first.size());
   AttrList a(1), b(1);
@@ -232,10 +227,10 @@ bool check_batch(View body, std::uint32_t most, std::uint64_t after) {
 
 void batch_mode(View in) {
   if (in.size() < 9) return;
-  const std::uint32_t most = static_cast<std::uint32_t>(in[0]);
-  std::uint64_t after = 0;
-  for (std::size_t i = 0; i < 8; ++i) after |= static_cast<std::uint64_t>(in[1 + i]) << (8 * i);
-  check_batch(in.subspan(9), most, after);
+  rocl::fuzz::Reader r(in);
+  const std::uint32_t most = r.u8();
+  const std::uint64_t after = r.u64();
+  check_batch(r.rest(), most, after);
 }
 
 // ---- messages -------------------------------------------------------------------
@@ -401,15 +396,6 @@ Bytes seed_batch(bool more) {
   return w.finish(more);
 }
 
-void write_file(const std::string &path, const Bytes &data) {
-  std::FILE *f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr || std::fwrite(data.data(), 1, data.size(), f) != data.size()) {
-    std::perror(path.c_str());
-    std::exit(1);
-  }
-  std::fclose(f);
-}
-
 // A stream: mode 0, the request op the replies answer, then messages.
 void write_stream(const std::string &path, Op request, const std::vector<Bytes> &messages) {
   Bytes in = {std::byte{0}, static_cast<std::byte>(static_cast<unsigned>(request) - 1)};
@@ -469,25 +455,11 @@ void write_seeds(const char *dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  if (const char *dir = std::getenv("ROCL_FUZZ_WRITE_SEEDS")) {
-    write_seeds(dir);
-    std::exit(0);
-  }
+  rocl::fuzz::seeds_then_exit(write_seeds);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size == 0) return 0;
-  const auto input = View(reinterpret_cast<const std::byte *>(data), size);
-  switch (data[0] % 3) {
-    case 0:
-      stream_mode(input.subspan(1));
-      break;
-    case 1:
-      batch_mode(input.subspan(1));
-      break;
-    default:
-      list_mode(input.subspan(1));
-  }
+  rocl::fuzz::pick_mode(data, size, {stream_mode, batch_mode, list_mode});
   return 0;
 }

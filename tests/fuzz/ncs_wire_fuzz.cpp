@@ -32,8 +32,6 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -44,30 +42,17 @@
 #include "ncs.h"
 #include "wire.hpp"
 
+#include "fuzz_util.hpp"
+
 using namespace ncs;
 
 namespace {
 
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      std::fprintf(stderr, "ncs_wire_fuzz: %s failed: ", #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                         \
-      std::fprintf(stderr, "\n");                                \
-      std::abort();                                              \
-    }                                                            \
-  } while (0)
+constexpr rocl::fuzz::Target kTarget{.name = "ncs_wire_fuzz"};
 
-using Bytes = std::vector<std::byte>;
-using View = std::span<const std::byte>;
-
-std::uint64_t get(View in, std::size_t at, std::size_t bytes) {
-  std::uint64_t v = 0;
-  for (std::size_t i = 0; i < bytes && at + i < in.size(); ++i) {
-    v |= static_cast<std::uint64_t>(in[at + i]) << (8 * i);
-  }
-  return v;
-}
+using rocl::fuzz::Bytes;
+using rocl::fuzz::View;
+using rocl::fuzz::write_file;
 
 bool in_range(int id, int limit) {
   return id >= 0 && id < limit;
@@ -101,10 +86,11 @@ bool check(const void *message, std::size_t len, int processes, Header *out) {
 }
 
 void raw_mode(View in) {
-  const int processes = static_cast<int>(get(in, 0, 1)) + 1;
-  const int window = static_cast<int>(get(in, 1, 2));
-  const int taken = static_cast<int>(get(in, 3, 1));
-  in = in.subspan(std::min<std::size_t>(4, in.size()));
+  rocl::fuzz::Reader r(in);
+  const int processes = static_cast<int>(r.u8()) + 1;
+  const int window = static_cast<int>(r.u16());
+  const int taken = static_cast<int>(r.u8());
+  in = r.rest();
   // Exactly the message's bytes on the heap, as rocl hands them over.
   auto message = std::make_unique<std::byte[]>(in.size() + (in.empty() ? 1 : 0));
   if (!in.empty()) std::memcpy(message.get(), in.data(), in.size());
@@ -142,16 +128,17 @@ std::uint32_t reference_crc32c(View bytes) {
 }
 
 void build_mode(View in) {
+  rocl::fuzz::Reader r(in);
   Header h;
-  h.channel = static_cast<Channel>(get(in, 0, 1));
-  h.flags = static_cast<std::uint8_t>(get(in, 1, 1)) | kChecksummed;
-  h.window = static_cast<std::uint16_t>(get(in, 2, 2));
-  h.from_thread = static_cast<std::int32_t>(get(in, 4, 4));
-  h.from_process = static_cast<std::int32_t>(get(in, 8, 4));
-  h.to_thread = static_cast<std::int32_t>(get(in, 12, 4));
-  h.credits = static_cast<std::uint32_t>(get(in, 16, 4));
-  const std::size_t flip = get(in, 20, 2);
-  const View payload = in.subspan(std::min<std::size_t>(22, in.size()));
+  h.channel = static_cast<Channel>(r.u8());
+  h.flags = r.u8() | kChecksummed;
+  h.window = r.u16();
+  h.from_thread = static_cast<std::int32_t>(r.u32());
+  h.from_process = static_cast<std::int32_t>(r.u32());
+  h.to_thread = static_cast<std::int32_t>(r.u32());
+  h.credits = r.u32();
+  const std::size_t flip = r.u16();
+  const View payload = r.rest();
   h.payload_size = payload.size();
   Bytes message(sizeof h + payload.size());
   std::memcpy(message.data() + sizeof h, payload.data(), payload.size());
@@ -178,15 +165,6 @@ void build_mode(View in) {
 }
 
 // ---- seed generator ---------------------------------------------------------
-
-void write_file(const std::string &path, const Bytes &data) {
-  std::FILE *f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr || std::fwrite(data.data(), 1, data.size(), f) != data.size()) {
-    std::perror(path.c_str());
-    std::exit(1);
-  }
-  std::fclose(f);
-}
 
 template <class T>
 void put(Bytes &out, T v) {
@@ -237,20 +215,11 @@ void write_seeds(const char *dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  if (const char *dir = std::getenv("ROCL_FUZZ_WRITE_SEEDS")) {
-    write_seeds(dir);
-    std::exit(0);
-  }
+  rocl::fuzz::seeds_then_exit(write_seeds);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size == 0) return 0;
-  const auto input = View(reinterpret_cast<const std::byte *>(data), size);
-  if ((data[0] & 1) == 0) {
-    raw_mode(input.subspan(1));
-  } else {
-    build_mode(input.subspan(1));
-  }
+  rocl::fuzz::pick_mode(data, size, {raw_mode, build_mode});
   return 0;
 }

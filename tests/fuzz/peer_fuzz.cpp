@@ -46,22 +46,17 @@
 #include "directory/spawn_request.hpp"
 #include "status/status.hpp"
 
+#include "fuzz_util.hpp"
+
 using namespace rocl::impl;
 using namespace rocl::impl::peerproto;
 
 namespace {
 
-#define CHECK(cond, ...)                                                     \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      std::fprintf(stderr, "peer_fuzz: %s failed: ", #cond);                 \
-      std::fprintf(stderr, __VA_ARGS__);                                     \
-      std::fprintf(stderr, " (last error: %s)\n", rocl::impl::last_error()); \
-      std::abort();                                                          \
-    }                                                                        \
-  } while (0)
+constexpr rocl::fuzz::Target kTarget{.name = "peer_fuzz", .last_error = rocl::impl::last_error};
 
-using Bytes = std::vector<std::byte>;
+using rocl::fuzz::Bytes;
+using rocl::fuzz::write_file;
 
 const JobSecret kSecret{};  // all zero: fixed, so that the seeds stay valid
 constexpr std::size_t kMaxMutations = 8;
@@ -74,35 +69,6 @@ struct Field {
 };
 constexpr Field kFields[] = {{0, 4},  {4, 2},  {6, 2},  {8, 2},  {10, 2}, {12, 4},
                              {16, 8}, {24, 8}, {32, 8}, {40, 8}, {48, 8}, {56, 8}};
-
-// Reads little-endian fields from the front of the input; past its end it
-// reads zeros.
-class Reader {
- public:
-  explicit Reader(std::span<const std::byte> in) : in_(in) {}
-  bool empty() const { return at_ >= in_.size(); }
-  std::uint64_t get(std::size_t bytes) {
-    std::uint64_t v = 0;
-    for (std::size_t i = 0; i < bytes; ++i) {
-      if (at_ < in_.size()) v |= static_cast<std::uint64_t>(in_[at_++]) << (8 * i);
-    }
-    return v;
-  }
-  std::uint8_t u8() { return static_cast<std::uint8_t>(get(1)); }
-  std::uint16_t u16() { return static_cast<std::uint16_t>(get(2)); }
-  std::uint64_t u64() { return get(8); }
-  std::span<const std::byte> bytes(std::size_t n) {
-    const std::size_t left = at_ < in_.size() ? in_.size() - at_ : 0;
-    const std::size_t take = n < left ? n : left;
-    const auto out = in_.subspan(at_, take);
-    at_ += take;
-    return out;
-  }
-
- private:
-  std::span<const std::byte> in_;
-  std::size_t at_ = 0;
-};
 
 bool has_list(const Packet &p) {
   return p.op == Op::kQuery || p.op == Op::kNext || p.op == Op::kSpawn ||
@@ -221,7 +187,7 @@ void raw_mode(std::span<const std::byte> in) {
 }
 
 void build_mode(std::span<const std::byte> in) {
-  Reader r(in);
+  rocl::fuzz::Reader r(in);
   Packet p;
   p.op = static_cast<Op>(r.u8());
   p.server = r.u16();
@@ -424,15 +390,6 @@ Bytes build_input(const Packet &p, std::uint8_t control, const Bytes &mutations)
   return in;
 }
 
-void write_file(const std::string &path, const Bytes &data) {
-  std::FILE *f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr || std::fwrite(data.data(), 1, data.size(), f) != data.size()) {
-    std::perror(path.c_str());
-    std::exit(1);
-  }
-  std::fclose(f);
-}
-
 void write_seeds(const char *dir) {
   int i = 0;
   for (const Packet &p : seed_packets()) {
@@ -462,20 +419,11 @@ void write_seeds(const char *dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  if (const char *dir = std::getenv("ROCL_FUZZ_WRITE_SEEDS")) {
-    write_seeds(dir);
-    std::exit(0);
-  }
+  rocl::fuzz::seeds_then_exit(write_seeds);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size == 0) return 0;
-  const auto input = std::span<const std::byte>(reinterpret_cast<const std::byte *>(data), size);
-  if ((data[0] & 1) == 0) {
-    raw_mode(input.subspan(1));
-  } else {
-    build_mode(input.subspan(1));
-  }
+  rocl::fuzz::pick_mode(data, size, {raw_mode, build_mode});
   return 0;
 }

@@ -31,7 +31,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -41,22 +40,17 @@
 
 #include "message_buffer.hpp"
 
+#include "fuzz_util.hpp"
+
 using rpvm::MessageBuffer;
 
 namespace {
 
-#define CHECK(cond, ...)                                           \
-  do {                                                             \
-    if (!(cond)) {                                                 \
-      std::fprintf(stderr, "pvm_unpack_fuzz: %s failed: ", #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                           \
-      std::fprintf(stderr, "\n");                                  \
-      std::abort();                                                \
-    }                                                              \
-  } while (0)
+constexpr rocl::fuzz::Target kTarget{.name = "pvm_unpack_fuzz"};
 
-using Bytes = std::vector<std::byte>;
-using View = std::span<const std::byte>;
+using rocl::fuzz::Bytes;
+using rocl::fuzz::View;
+using rocl::fuzz::write_file;
 
 constexpr std::size_t kItemSizes[] = {1, 2, 4, 8, 16};  // byte, short, int/float, long/double,
                                                         // dcplx; string: op % 10 == 0
@@ -197,15 +191,6 @@ void run(std::uint8_t how, View program, View message) {
 
 // ---- seed generator ---------------------------------------------------------
 
-void write_file(const std::string &path, const Bytes &data) {
-  std::FILE *f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr || std::fwrite(data.data(), 1, data.size(), f) != data.size()) {
-    std::perror(path.c_str());
-    std::exit(1);
-  }
-  std::fclose(f);
-}
-
 struct Dcplx {
   double re, im;
 };
@@ -265,16 +250,13 @@ extern "C" int rocl_bfret(void *ptr) {
 }
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  if (const char *dir = std::getenv("ROCL_FUZZ_WRITE_SEEDS")) {
-    write_seeds(dir);
-    std::exit(0);
-  }
+  rocl::fuzz::seeds_then_exit(write_seeds);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 2) return 0;
-  const auto input = View(reinterpret_cast<const std::byte *>(data), size);
+  const View input = rocl::fuzz::as_view(data, size);
   const std::size_t program = std::min<std::size_t>(std::size_t(data[1]) * 3, size - 2);
   run(data[0], input.subspan(2, program), input.subspan(2 + program));
   return 0;

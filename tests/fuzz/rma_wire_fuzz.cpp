@@ -13,8 +13,6 @@
 // With ROCL_FUZZ_WRITE_SEEDS=<dir> in the environment the binary writes
 // seed inputs (a valid request of each kind) to <dir> and exits.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -22,20 +20,14 @@
 #include "reductions.hpp"
 #include "rma_wire.hpp"
 
+#include "fuzz_util.hpp"
+
 using namespace rmpi;
 using namespace rmpi::wire;
 
 namespace {
 
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      std::fprintf(stderr, "rma_wire_fuzz: %s failed: ", #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                         \
-      std::fprintf(stderr, "\n");                                \
-      std::abort();                                              \
-    }                                                            \
-  } while (0)
+constexpr rocl::fuzz::Target kTarget{.name = "rma_wire_fuzz"};
 
 void check_one(const char *p, std::size_t n) {
   Request r;
@@ -99,21 +91,18 @@ std::vector<std::vector<char>> seeds() {
   return out;
 }
 
+void write_seeds(const char *dir) {
+  int i = 0;
+  for (const std::vector<char> &s : seeds()) {
+    check_one(s.data(), s.size());  // every seed decodes
+    rocl::fuzz::write_file(std::string(dir) + "/seed-" + std::to_string(i++), s);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  if (const char *dir = std::getenv("ROCL_FUZZ_WRITE_SEEDS")) {
-    int i = 0;
-    for (const std::vector<char> &s : seeds()) {
-      check_one(s.data(), s.size());  // every seed decodes
-      const std::string name = std::string(dir) + "/seed-" + std::to_string(i++);
-      std::FILE *f = std::fopen(name.c_str(), "wb");
-      CHECK(f != nullptr, "cannot write %s", name.c_str());
-      std::fwrite(s.data(), 1, s.size(), f);
-      std::fclose(f);
-    }
-    std::exit(0);
-  }
+  rocl::fuzz::seeds_then_exit(write_seeds);
   return 0;
 }
 

@@ -30,8 +30,6 @@
 #include <cinttypes>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <string>
@@ -41,23 +39,18 @@
 #include "transport/shm/shm_handshake.hpp"
 #include "transport/shm/shm_transport.hpp"
 
+#include "fuzz_util.hpp"
+
 using namespace rocl::impl;
 using namespace rocl::impl::shm::detail;
 
 namespace {
 
-#define CHECK(cond, ...)                                            \
-  do {                                                              \
-    if (!(cond)) {                                                  \
-      std::fprintf(stderr, "shm_connect_fuzz: %s failed: ", #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                            \
-      std::fprintf(stderr, "\n");                                   \
-      std::abort();                                                 \
-    }                                                               \
-  } while (0)
+constexpr rocl::fuzz::Target kTarget{.name = "shm_connect_fuzz"};
 
-using Bytes = std::vector<std::byte>;
-using View = std::span<const std::byte>;
+using rocl::fuzz::Bytes;
+using rocl::fuzz::View;
+using rocl::fuzz::write_file;
 using u128 = unsigned __int128;
 
 const JobSecret kSecret{};  // all zero: fixed, so that the seeds stay valid
@@ -66,14 +59,6 @@ JobSecret::Challenge challenge() {
   JobSecret::Challenge c;
   for (std::size_t i = 0; i < c.size(); ++i) c[i] = static_cast<std::uint8_t>(0xa0 + i);
   return c;
-}
-
-std::uint64_t get(View in, std::size_t at, std::size_t bytes) {
-  std::uint64_t v = 0;
-  for (std::size_t i = 0; i < bytes && at + i < in.size(); ++i) {
-    v |= static_cast<std::uint64_t>(in[at + i]) << (8 * i);
-  }
-  return v;
 }
 
 // The decimal digits of v, as written after the leading zeros of `digits`.
@@ -109,8 +94,9 @@ void address_mode(View in) {
 }
 
 void header_mode(View in) {
-  const std::uint64_t mapped = get(in, 0, 8);
-  in = in.subspan(in.size() < 8 ? in.size() : 8);
+  rocl::fuzz::Reader r(in);
+  const std::uint64_t mapped = r.u64();
+  in = r.rest();
   alignas(SegHeader) std::byte raw[sizeof(SegHeader)] = {};
   std::memcpy(raw, in.data(), in.size() < sizeof raw ? in.size() : sizeof raw);
   const SegShape s = read_shape(*reinterpret_cast<const SegHeader *>(raw));
@@ -133,8 +119,9 @@ void header_mode(View in) {
 }
 
 void hello_mode(View in) {
-  const auto slot = static_cast<std::uint32_t>(get(in, 0, 4));
-  in = in.subspan(in.size() < 4 ? in.size() : 4);
+  rocl::fuzz::Reader r(in);
+  const std::uint32_t slot = r.u32();
+  in = r.rest();
   Hello h{};
   std::memcpy(&h, in.data(), in.size() < sizeof h ? in.size() : sizeof h);
   const auto proof = kSecret.prove(shm::kProofLabel, challenge());
@@ -149,15 +136,6 @@ void hello_mode(View in) {
 }
 
 // ---- seed generator ---------------------------------------------------------
-
-void write_file(const std::string &path, const Bytes &data) {
-  std::FILE *f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr || std::fwrite(data.data(), 1, data.size(), f) != data.size()) {
-    std::perror(path.c_str());
-    std::exit(1);
-  }
-  std::fclose(f);
-}
 
 void append(Bytes &out, const void *p, std::size_t n) {
   const auto *b = static_cast<const std::byte *>(p);
@@ -219,25 +197,11 @@ void write_seeds(const char *dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  if (const char *dir = std::getenv("ROCL_FUZZ_WRITE_SEEDS")) {
-    write_seeds(dir);
-    std::exit(0);
-  }
+  rocl::fuzz::seeds_then_exit(write_seeds);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size == 0) return 0;
-  const auto input = View(reinterpret_cast<const std::byte *>(data), size);
-  switch (data[0] % 3) {
-    case 0:
-      address_mode(input.subspan(1));
-      break;
-    case 1:
-      header_mode(input.subspan(1));
-      break;
-    default:
-      hello_mode(input.subspan(1));
-  }
+  rocl::fuzz::pick_mode(data, size, {address_mode, header_mode, hello_mode});
   return 0;
 }

@@ -37,7 +37,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -51,19 +50,13 @@
 #include "core/stripe_reassembly.hpp"
 #include "core/stripe_wire.hpp"
 
+#include "fuzz_util.hpp"
+
 using namespace rocl::impl;
 
 namespace {
 
-#define CHECK(cond, ...)                                       \
-  do {                                                         \
-    if (!(cond)) {                                             \
-      std::fprintf(stderr, "stripe_fuzz: %s failed: ", #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                       \
-      std::fprintf(stderr, "\n");                              \
-      std::abort();                                            \
-    }                                                          \
-  } while (0)
+constexpr rocl::fuzz::Target kTarget{.name = "stripe_fuzz"};
 
 using ull = unsigned long long;
 
@@ -584,21 +577,18 @@ std::vector<std::vector<std::uint8_t>> seeds() {
   return out;
 }
 
+void write_seeds(const char *dir) {
+  int i = 0;
+  for (const std::vector<std::uint8_t> &s : seeds()) {
+    run(s.data(), s.size());  // every seed keeps the invariants
+    rocl::fuzz::write_file(std::string(dir) + "/seed-" + std::to_string(i++), s);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  if (const char *dir = std::getenv("ROCL_FUZZ_WRITE_SEEDS")) {
-    int i = 0;
-    for (const std::vector<std::uint8_t> &s : seeds()) {
-      run(s.data(), s.size());  // every seed keeps the invariants
-      const std::string name = std::string(dir) + "/seed-" + std::to_string(i++);
-      std::FILE *f = std::fopen(name.c_str(), "wb");
-      CHECK(f != nullptr, "cannot write %s", name.c_str());
-      std::fwrite(s.data(), 1, s.size(), f);
-      std::fclose(f);
-    }
-    std::exit(0);
-  }
+  rocl::fuzz::seeds_then_exit(write_seeds);
   return 0;
 }
 

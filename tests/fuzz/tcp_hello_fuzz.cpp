@@ -27,8 +27,6 @@
 // and exits.
 #include <cinttypes>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <string>
@@ -39,24 +37,20 @@
 #include "transport/tcp/tcp_hello.hpp"
 #include "transport/tcp/tcp_socket.hpp"
 
+#include "fuzz_util.hpp"
+
 using namespace rocl::impl;
 using namespace rocl::impl::tcp;
 using namespace rocl::impl::tcp::detail;
 
 namespace {
 
-#define CHECK(cond, ...)                                                     \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      std::fprintf(stderr, "tcp_hello_fuzz: %s failed: ", #cond);            \
-      std::fprintf(stderr, __VA_ARGS__);                                     \
-      std::fprintf(stderr, " (last error: %s)\n", rocl::impl::last_error()); \
-      std::abort();                                                          \
-    }                                                                        \
-  } while (0)
+constexpr rocl::fuzz::Target kTarget{.name = "tcp_hello_fuzz",
+                                     .last_error = rocl::impl::last_error};
 
-using Bytes = std::vector<std::byte>;
-using View = std::span<const std::byte>;
+using rocl::fuzz::Bytes;
+using rocl::fuzz::View;
+using rocl::fuzz::write_file;
 
 const JobSecret kSecret{};  // all zero: fixed, so that the seeds stay valid
 
@@ -132,11 +126,9 @@ void raw_mode(View in) {
 }
 
 void build_mode(View in) {
-  std::uint64_t instance = 0;
-  for (std::size_t i = 0; i < 8 && i < in.size(); ++i) {
-    instance |= static_cast<std::uint64_t>(in[i]) << (8 * i);
-  }
-  in = in.subspan(in.size() < 8 ? in.size() : 8);
+  rocl::fuzz::Reader r(in);
+  const std::uint64_t instance = r.u64();
+  in = r.rest();
   const std::string_view written(reinterpret_cast<const char *>(in.data()), in.size());
   const Hello h = make_hello(instance, written);
   CHECK(h.instance == instance && h.address[kHelloAddressBytes - 1] == '\0', "make_hello");
@@ -167,15 +159,6 @@ Bytes handshake(std::string_view address) {
   return in;
 }
 
-void write_file(const std::string &path, const Bytes &data) {
-  std::FILE *f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr || std::fwrite(data.data(), 1, data.size(), f) != data.size()) {
-    std::perror(path.c_str());
-    std::exit(1);
-  }
-  std::fclose(f);
-}
-
 void write_seeds(const char *dir) {
   const std::string d = std::string(dir) + "/seed-";
   write_file(d + "handshake", handshake("tcp:127.0.0.1:7001"));
@@ -202,20 +185,11 @@ void write_seeds(const char *dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  if (const char *dir = std::getenv("ROCL_FUZZ_WRITE_SEEDS")) {
-    write_seeds(dir);
-    std::exit(0);
-  }
+  rocl::fuzz::seeds_then_exit(write_seeds);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size == 0) return 0;
-  const auto input = View(reinterpret_cast<const std::byte *>(data), size);
-  if ((data[0] & 1) == 0) {
-    raw_mode(input.subspan(1));
-  } else {
-    build_mode(input.subspan(1));
-  }
+  rocl::fuzz::pick_mode(data, size, {raw_mode, build_mode});
   return 0;
 }

@@ -14,38 +14,24 @@
 // With ROCL_FUZZ_WRITE_SEEDS=<dir> in the environment the binary writes
 // seed inputs (a message header, a hello) to <dir> and exits.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "transport/ucx/ucx_wire.hpp"
 
+#include "fuzz_util.hpp"
+
 using namespace rocl::impl;
 using namespace rocl::impl::ucx;
 
 namespace {
 
-#define CHECK(cond)                                               \
-  do {                                                            \
-    if (!(cond)) {                                                \
-      std::fprintf(stderr, "ucx_wire_fuzz: broken: %s\n", #cond); \
-      std::abort();                                               \
-    }                                                             \
-  } while (0)
+constexpr rocl::fuzz::Target kTarget{.name = "ucx_wire_fuzz"};
 
 const JobSecret &secret() {
   static const JobSecret s = JobSecret::generate();
   return s;
-}
-
-void write_seed(const std::string &dir, const char *name, const std::vector<std::uint8_t> &bytes) {
-  const std::string path = dir + "/" + name;
-  if (std::FILE *f = std::fopen(path.c_str(), "wb")) {
-    std::fwrite(bytes.data(), 1, bytes.size(), f);
-    std::fclose(f);
-  }
 }
 
 std::vector<std::uint8_t> seed(AmKind kind, std::uint16_t payload) {
@@ -57,14 +43,16 @@ std::vector<std::uint8_t> seed(AmKind kind, std::uint16_t payload) {
   return b;
 }
 
+void write_seeds(const char *dir) {
+  const std::string d = std::string(dir) + "/";
+  rocl::fuzz::write_file(d + "message", seed(AmKind::kMessage, 8));
+  rocl::fuzz::write_file(d + "hello", seed(AmKind::kHello, sizeof(Hello)));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  if (const char *dir = std::getenv("ROCL_FUZZ_WRITE_SEEDS")) {
-    write_seed(dir, "message", seed(AmKind::kMessage, 8));
-    write_seed(dir, "hello", seed(AmKind::kHello, sizeof(Hello)));
-    std::exit(0);
-  }
+  rocl::fuzz::seeds_then_exit(write_seeds);
   return 0;
 }
 

@@ -19,8 +19,6 @@
 // valid seed inputs to <dir> and exits.
 #include <cinttypes>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <string>
@@ -29,6 +27,8 @@
 #include "status/status.hpp"
 #include "wire/validate.hpp"
 
+#include "fuzz_util.hpp"
+
 using namespace rocl::wire;
 
 namespace {
@@ -36,15 +36,7 @@ namespace {
 constexpr Limits kLimits{.max_message_bytes = 1u << 16, .max_fragment_bytes = 1u << 12};
 const char *const kPeers[4] = {"ctx0", "ctx1", "ctx2", "ctx3"};
 
-#define CHECK(cond, ...)                                                     \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      std::fprintf(stderr, "wire_fuzz: %s failed: ", #cond);                 \
-      std::fprintf(stderr, __VA_ARGS__);                                     \
-      std::fprintf(stderr, " (last error: %s)\n", rocl::impl::last_error()); \
-      std::abort();                                                          \
-    }                                                                        \
-  } while (0)
+constexpr rocl::fuzz::Target kTarget{.name = "wire_fuzz", .last_error = rocl::impl::last_error};
 
 constexpr std::uint64_t kAllOnes = ~std::uint64_t{0};
 
@@ -173,28 +165,19 @@ void write_seeds(const char *dir) {
     put(seeds[4], 12, seed_header(Kind::kFragment, 8, 40, off, 1));
   }
   for (std::size_t i = 0; i < seeds.size(); ++i) {
-    const std::string path = std::string(dir) + "/seed-" + std::to_string(i);
-    std::FILE *f = std::fopen(path.c_str(), "wb");
-    if (f == nullptr || std::fwrite(seeds[i].data(), 1, seeds[i].size(), f) != seeds[i].size()) {
-      std::perror(path.c_str());
-      std::exit(1);
-    }
-    std::fclose(f);
+    rocl::fuzz::write_file(std::string(dir) + "/seed-" + std::to_string(i), seeds[i]);
   }
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  if (const char *dir = std::getenv("ROCL_FUZZ_WRITE_SEEDS")) {
-    write_seeds(dir);
-    std::exit(0);
-  }
+  rocl::fuzz::seeds_then_exit(write_seeds);
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  auto input = std::span<const std::byte>(reinterpret_cast<const std::byte *>(data), size);
+  rocl::fuzz::View input = rocl::fuzz::as_view(data, size);
   while (input.size() >= 1 + sizeof(MessageHeader)) {
     const auto op = static_cast<std::uint8_t>(input[0]);
     input = input.subspan(1);

@@ -111,6 +111,8 @@ helps "$scripts/fuzz.sh" --help
 expect "$scripts/fuzz.sh" "^fuzz.sh: the seconds for each target must be a whole number from 1, not 'x'" x
 expect "$scripts/fuzz.sh" "^fuzz.sh: unknown option '--bogus'" --bogus
 expect "$scripts/fuzz.sh" "^fuzz.sh: the seconds for each target must be a whole number from 1, not '0'" --update-corpus 0
+expect env "^fuzz.sh: FUZZ_TIMEOUT: a whole number of seconds from 1, not 'soon'" \
+  FUZZ_TIMEOUT=soon "$scripts/fuzz.sh"
 helps "$scripts/setup.sh" --help
 expect "$scripts/setup.sh" "^setup.sh: unexpected argument 'x'" x
 helps "$scripts/test.sh" --help
