@@ -34,9 +34,6 @@ constexpr auto kTrustAlone = std::chrono::milliseconds(10);
 constinit thread_local int t_alone_cpu = -1;
 constinit thread_local int t_alone_count = 0;
 constinit thread_local std::chrono::steady_clock::time_point t_alone_until{};
-// The calling thread's last spin ended at once for the contention rule
-// (ContentionWatch): its next wake-up only moves the watch's base.
-constinit thread_local bool t_spin_skipped = false;
 
 std::atomic<Mode> g_mode{Mode::kAuto};
 std::atomic<std::int64_t> g_spin_us{kDefaultSpinUs};
@@ -132,11 +129,7 @@ bool SpinPhase::check(Clock::time_point now) noexcept {
   if (budget_ == std::chrono::microseconds::zero()) return false;
   // Beside a thread that is not rocl's, spinning costs that thread's time
   // slice at the next wake-up (ContentionWatch).
-  if (mode() == Mode::kAuto && !yielding_ && contention().contended(now)) {
-    t_spin_skipped = true;
-    return false;
-  }
-  t_spin_skipped = false;
+  if (mode() == Mode::kAuto && !yielding_ && contention().contended(now)) return false;
   if (mode() == Mode::kAuto && !alone_learned_) {
     int cpu = -1;
     const int runnable = Seat::sit(&cpu);
@@ -197,10 +190,6 @@ std::int64_t run_delay_ns() noexcept {
   return end == delay || ns < 0 ? -1 : ns;
 }
 
-bool spin_skipped() noexcept {
-  return t_spin_skipped;
-}
-
 ContentionWatch &contention() noexcept {
   static constinit thread_local ContentionWatch watch;
   return watch;
@@ -213,8 +202,7 @@ Asleep::Asleep() noexcept {
 Asleep::~Asleep() {
   if (mode() != Mode::kAuto) return;
   (void)Seat::sit();
-  contention().woke(run_delay_ns(), std::chrono::steady_clock::now(), !t_spin_skipped);
-  t_spin_skipped = false;
+  contention().observe(run_delay_ns(), std::chrono::steady_clock::now());
 }
 
 bool cpu_is_shared() noexcept {

@@ -35,12 +35,8 @@
 // without spinning runs at once. So a waiter that was kept from running
 // for kContendedDelay since its last wake-up does not spin (its waits end
 // their spin at the 16th look, as with ROCL_SPIN_US=0) for kContendedFor,
-// and then tries spinning again. Only a wait that spun counts: the run
-// delay of one that skipped its spin for this rule only moves the base,
-// or the rule would feed itself (each hop sleeping, kept from the cpu
-// again at its wake-up, and never spinning again, where a partner that
-// answers within microseconds whenever both run is caught by a spin).
-// Yielding to rocl's own threads (the board) is not affected.
+// and then tries spinning again. Yielding to rocl's own threads (the
+// board) is not affected.
 #pragma once
 
 #include <chrono>
@@ -163,16 +159,6 @@ class ContentionWatch {
   // at `now`: contended for kContendedFor if it grew by kContendedDelay or
   // more since the last reading.
   void observe(std::int64_t run_delay_ns, Clock::time_point now) noexcept;
-  // A reading at a wake-up: observe()d if the wait spun before it slept;
-  // if it skipped its spin for this rule, only the base moves (the delay
-  // since the last reading is not held against spinning).
-  void woke(std::int64_t run_delay_ns, Clock::time_point now, bool spun) noexcept {
-    if (spun) {
-      observe(run_delay_ns, now);
-    } else if (run_delay_ns >= 0) {
-      last_ns_ = run_delay_ns;
-    }
-  }
   bool contended(Clock::time_point now) const noexcept { return now < until_; }
 
  private:
@@ -187,9 +173,6 @@ std::int64_t run_delay_ns() noexcept;
 
 // The calling thread's watch, fed by Asleep as it wakes.
 ContentionWatch &contention() noexcept;
-// Whether the calling thread's last spin ended at once for the contention
-// rule (its next wake-up then only moves the watch's base).
-bool spin_skipped() noexcept;
 
 // Whether another rocl thread is runnable on the calling thread's cpu (a
 // transport's thread asks before it spins idle).

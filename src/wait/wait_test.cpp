@@ -432,37 +432,6 @@ TEST_F(WaitTest, AContendedWaiterStopsSpinningAtTheSixteenthLook) {
     for (unsigned look = 1; look < 16; ++look) EXPECT_TRUE(phase.next(look));
     EXPECT_FALSE(phase.next(16));
     EXPECT_FALSE(phase.timed_out());
-    EXPECT_TRUE(spin_skipped());
-  });
-  waiter.join();
-}
-
-// The rule must not feed itself: the run delay at the wake-up of a wait
-// that skipped its spin (each hop then sleeping, kept from the cpu again as
-// it wakes) does not prolong the contention; a wait that spun does.
-TEST(ContentionWatch, OnlyAWaitThatSpunProlongsTheContention) {
-  using Clock = ContentionWatch::Clock;
-  const auto step = std::chrono::nanoseconds(ContentionWatch::kContendedDelay).count();
-  const Clock::time_point t0 = Clock::now();
-  const Clock::time_point later = t0 + ContentionWatch::kContendedFor / 2;
-  ContentionWatch w;
-  w.observe(0, t0);
-  w.observe(step, t0);
-  ASSERT_TRUE(w.contended(t0));
-  w.woke(10 * step, later, false);  // skipped its spin: the base moves
-  EXPECT_FALSE(w.contended(t0 + ContentionWatch::kContendedFor));
-  w.woke(11 * step, later, true);  // spun: counted from the new base
-  EXPECT_TRUE(w.contended(t0 + ContentionWatch::kContendedFor));
-  EXPECT_FALSE(w.contended(later + ContentionWatch::kContendedFor));
-}
-
-// A wait that is not contended spins, and says so.
-TEST_F(WaitTest, AWaitThatIsNotContendedDoesNotSkipItsSpin) {
-  configure(Mode::kAuto, 100ms);
-  std::thread waiter([] {
-    SpinPhase phase(-1);
-    for (unsigned look = 1; look <= 32; ++look) EXPECT_TRUE(phase.next(look));
-    EXPECT_FALSE(spin_skipped());
   });
   waiter.join();
 }
