@@ -77,28 +77,37 @@ chmod 600 "$work/secret"
 export ROCL_SECRET_FILE=$work/secret FAULTS_DIR=$work
 export ROCL_TRANSPORTS=inproc,shm,tcp ROCL_TCP_BIND=auto
 
-# start_rocld HOST [ARG...]: HOST's rocld in the background, until its
-# socket is there; its pid in rocld_pid[HOST].
+# lines FILE PATTERN: how many lines of FILE match the grep PATTERN.
+lines() {
+  local n
+  n=$(grep -c -- "$2" "$1" 2>/dev/null) || true
+  echo "${n:-0}"
+}
+
+# start_rocld HOST [ARG...]: HOST's rocld in the background, until it says
+# it serves (a socket file alone may be a killed server's); its pid in
+# rocld_pid[HOST].
 declare -A rocld_pid
 start_rocld() {
-  local h=$1
+  local h=$1 served
   shift
+  served=$(lines "$work/rocld-$h.log" "serving the directory")
   "$hosts" exec "$h" --prefix "$prefix" -- "$rocld" --socket "$work/$h.sock" \
     --secret-file "$work/secret" --peer-port "$peer_port" "$@" >>"$work/rocld-$h.log" 2>&1 &
   rocld_pid[$h]=$!
   pids+=($!)
-  for _ in $(seq 100); do
-    [ -S "$work/$h.sock" ] && return 0
+  for _ in $(seq 200); do
+    [ "$(lines "$work/rocld-$h.log" "serving the directory")" -gt "$served" ] && return 0
     sleep 0.05
   done
-  fail "rocld of $h did not start"
+  fail "rocld of $h did not start: $(cat "$work/rocld-$h.log")"
 }
 
 # joined HOST N: HOST's rocld has heard N other servers join.
 joined() {
   local tries
   for tries in $(seq 100); do
-    [ "$(grep -c "joined" "$work/rocld-$1.log" 2>/dev/null || true)" -ge "$2" ] && return 0
+    [ "$(lines "$work/rocld-$1.log" "joined")" -ge "$2" ] && return 0
     sleep 0.05
   done
   fail "the rocld of $1 did not hear $2 other servers: $(cat "$work/rocld-$1.log")"
@@ -172,9 +181,16 @@ case_rocld() {
   mark r0-exited
   finish 1
   expect 2 "rank 1 gone from h3's queries"
-  # The same socket, the same server id (from its address): a new life.
+  # The same socket, the same server id (from its address): a new life,
+  # heard by h1's server as a second join.
+  local rejoin="server 2 at .* \(joined\|restarted\)" joins
+  joins=$(lines "$work/rocld-h1.log" "$rejoin")
   start_rocld h2
-  wait_for_line "$work/rocld-h1.log" "server 2 at .* joined" 10 ||
+  for _ in $(seq 100); do
+    [ "$(lines "$work/rocld-h1.log" "$rejoin")" -gt "$joins" ] && break
+    sleep 0.1
+  done
+  [ "$(lines "$work/rocld-h1.log" "$rejoin")" -gt "$joins" ] ||
     fail "h2's restarted rocld did not join h1's: $(cat "$work/rocld-h1.log")"
   mark restarted
   run 3 h2 rocld
