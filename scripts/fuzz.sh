@@ -29,8 +29,8 @@
 #                                  what it found that covers more into
 #                                  tests/fuzz/corpus/<target>/ (libFuzzer
 #                                  -merge=1); commit the files it adds
-# FUZZ_TARGETS="dir_protocol peer" runs only those (names without _fuzz;
-# all are built), e.g. for a campaign of one target at a time.
+# FUZZ_TARGETS="dir_protocol peer" builds and runs only those (names
+# without _fuzz), e.g. for a campaign of one target at a time.
 # FUZZ_OUT=<dir> (default build-fuzz; relative to the repository's root)
 # is where the output goes, so that two campaigns can run side by side,
 # each with a folder of its own (e.g. FUZZ_OUT=build-fuzz-peer).
@@ -90,34 +90,47 @@ mkdir -p "$out"
 # shellcheck disable=SC2054 # -fsanitize= takes a list with commas
 flags=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
   -I include -I src)
-sources=()
+# build TARGET: $out/TARGET_fuzz from its harness and the sources it reads.
+build() {
+  local srcs
+  case $1 in
+  wire) srcs=("${wire_sources[@]}" src/status/status.cpp) ;;
+  peer)
+    srcs=(src/directory/peer_protocol.cpp src/directory/attr_list.cpp
+      src/directory/spawn_request.cpp src/security/job_secret.cpp src/status/status.cpp -lcrypto)
+    ;;
+  rma_wire) srcs=(-I layers/mpi/include -I layers/mpi/src layers/mpi/src/rma_wire.cpp) ;;
+  ucx_wire) srcs=(src/security/job_secret.cpp src/status/status.cpp -lcrypto) ;;
+  stripe)
+    srcs=(src/core/stripe_reassembly.cpp src/buffer/buffer_pool.cpp src/buffer/buddy_allocator.cpp
+      src/buffer/region.cpp src/status/status.cpp)
+    ;;
+  dir_protocol)
+    srcs=(src/directory/dir_protocol.cpp src/directory/attr_list.cpp src/status/status.cpp)
+    ;;
+  tcp_hello)
+    srcs=(src/transport/tcp/tcp_hello.cpp src/transport/tcp/tcp_socket.cpp src/os/net.cpp
+      src/security/job_secret.cpp src/status/status.cpp -lcrypto)
+    ;;
+  shm_connect)
+    srcs=(src/transport/shm/shm_handshake.cpp src/security/job_secret.cpp src/status/status.cpp
+      -lcrypto)
+    ;;
+  pvm_unpack) srcs=(-I layers/pvm/include -I layers/pvm/src layers/pvm/src/message_buffer.cpp) ;;
+  ncs_wire)
+    srcs=(-I layers/ncs/include -I layers/ncs/src layers/ncs/src/wire.cpp
+      layers/ncs/src/credits.cpp)
+    ;;
+  esac
+  "$cxx" "${flags[@]}" "tests/fuzz/$1_fuzz.cpp" "${srcs[@]}" -o "$out/$1_fuzz"
+}
+wire_sources=()
 for f in src/wire/*.cpp; do
-  case "$f" in *_test.cpp) ;; *) sources+=("$f") ;; esac
+  case "$f" in *_test.cpp) ;; *) wire_sources+=("$f") ;; esac
 done
-"$cxx" "${flags[@]}" tests/fuzz/wire_fuzz.cpp "${sources[@]}" src/status/status.cpp \
-  -o "$out/wire_fuzz"
-"$cxx" "${flags[@]}" tests/fuzz/peer_fuzz.cpp src/directory/peer_protocol.cpp \
-  src/directory/attr_list.cpp src/directory/spawn_request.cpp src/security/job_secret.cpp \
-  src/status/status.cpp -lcrypto \
-  -o "$out/peer_fuzz"
-"$cxx" "${flags[@]}" -I layers/mpi/include -I layers/mpi/src tests/fuzz/rma_wire_fuzz.cpp \
-  layers/mpi/src/rma_wire.cpp -o "$out/rma_wire_fuzz"
-"$cxx" "${flags[@]}" tests/fuzz/ucx_wire_fuzz.cpp src/security/job_secret.cpp \
-  src/status/status.cpp -lcrypto -o "$out/ucx_wire_fuzz"
-"$cxx" "${flags[@]}" tests/fuzz/stripe_fuzz.cpp src/core/stripe_reassembly.cpp \
-  src/buffer/buffer_pool.cpp src/buffer/buddy_allocator.cpp src/buffer/region.cpp \
-  src/status/status.cpp -o "$out/stripe_fuzz"
-"$cxx" "${flags[@]}" tests/fuzz/dir_protocol_fuzz.cpp src/directory/dir_protocol.cpp \
-  src/directory/attr_list.cpp src/status/status.cpp -o "$out/dir_protocol_fuzz"
-"$cxx" "${flags[@]}" tests/fuzz/tcp_hello_fuzz.cpp src/transport/tcp/tcp_hello.cpp \
-  src/transport/tcp/tcp_socket.cpp src/os/net.cpp src/security/job_secret.cpp \
-  src/status/status.cpp -lcrypto -o "$out/tcp_hello_fuzz"
-"$cxx" "${flags[@]}" tests/fuzz/shm_connect_fuzz.cpp src/transport/shm/shm_handshake.cpp \
-  src/security/job_secret.cpp src/status/status.cpp -lcrypto -o "$out/shm_connect_fuzz"
-"$cxx" "${flags[@]}" -I layers/pvm/include -I layers/pvm/src tests/fuzz/pvm_unpack_fuzz.cpp \
-  layers/pvm/src/message_buffer.cpp -o "$out/pvm_unpack_fuzz"
-"$cxx" "${flags[@]}" -I layers/ncs/include -I layers/ncs/src tests/fuzz/ncs_wire_fuzz.cpp \
-  layers/ncs/src/wire.cpp layers/ncs/src/credits.cpp -o "$out/ncs_wire_fuzz"
+# Only the targets that run are built, so that side-by-side campaigns do
+# not each compile all of them.
+for target in "${targets[@]}"; do build "$target"; done
 
 # The largest single allocation a target may make (-malloc_limit_mb): the
 # newer targets' parsers are bounded by their protocols' limits, far below.
