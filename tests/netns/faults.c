@@ -291,7 +291,10 @@ static int run_link(void) {
   const double down = mark_ms("down"), up = mark_ms("up");
   const unsigned at_up = atomic_load(&s.received);
   const double give_up = now_ms() + 30000;
-  while (atomic_load(&s.received) <= at_up + 100 || (!delivered && s.send_back_at == 0)) {
+  /* Until 100 more messages came, or the peer ended its stream (its side
+   * may have resumed first and stopped sending), and a failed send went. */
+  while ((atomic_load(&s.received) <= at_up + 100 && !atomic_load(&s.recv_done)) ||
+         (!delivered && s.send_back_at == 0)) {
     if (now_ms() > give_up) die("the stream did not resume within 30 s of the link's return");
     sleep_ms(10);
   }
