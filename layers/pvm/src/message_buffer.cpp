@@ -6,6 +6,7 @@
 
 #include <rocl/rocl.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace rpvm {
@@ -58,18 +59,33 @@ void MessageBuffer::flatten(std::byte *dst) const {
   }
 }
 
-const std::byte *MessageBuffer::whole(std::vector<std::byte> &scratch) const {
-  if (const std::byte *one = contiguous()) return one;
-  scratch.resize(size_);
-  flatten(scratch.data());
-  return scratch.data();
+// Walks the pieces from the one the last copy ended in: items unpacked in
+// turn cost their own bytes, not a walk (or a copy) of the whole message.
+void MessageBuffer::copy_out(std::size_t from, std::byte *into, std::size_t len) {
+  if (const std::byte *one = contiguous()) {
+    std::memcpy(into, one + from, len);
+    return;
+  }
+  if (from < seek_.start) seek_ = {};
+  while (len > 0) {
+    const Piece &p = pieces_[seek_.piece];
+    if (from >= seek_.start + p.len) {
+      seek_.start += p.len;
+      ++seek_.piece;
+      continue;
+    }
+    const std::size_t in = from - seek_.start, n = std::min(len, p.len - in);
+    std::memcpy(into, (p.borrowed != nullptr ? p.borrowed : owned_.data() + p.offset) + in, n);
+    into += n;
+    from += n;
+    len -= n;
+  }
 }
 
 int MessageBuffer::take(void *into, std::size_t len) {
   if (len > left()) return PvmNoData;
   if (len == 0) return PvmOk;
-  std::vector<std::byte> scratch;
-  std::memcpy(into, whole(scratch) + cursor_, len);
+  copy_out(cursor_, static_cast<std::byte *>(into), len);
   cursor_ += len;
   return PvmOk;
 }
@@ -106,11 +122,17 @@ int MessageBuffer::put_string(const char *s) {
 int MessageBuffer::take_string(char *s) {
   int len = 0;
   if (left() < sizeof len) return PvmNoData;
-  std::vector<std::byte> scratch;
-  const std::byte *at = whole(scratch) + cursor_;
-  std::memcpy(&len, at, sizeof len);
+  copy_out(cursor_, reinterpret_cast<std::byte *>(&len), sizeof len);
   if (len < 1 || std::size_t(len) > left() - sizeof len) return PvmNoData;
-  const std::byte *text = at + sizeof len;
+  std::vector<std::byte> scratch;  // the string alone, when it spans pieces
+  const std::byte *text = contiguous();
+  if (text != nullptr) {
+    text += cursor_ + sizeof len;
+  } else {
+    scratch.resize(std::size_t(len));
+    copy_out(cursor_ + sizeof len, scratch.data(), scratch.size());
+    text = scratch.data();
+  }
   if (std::memchr(text, 0, std::size_t(len)) != text + len - 1) return PvmNoData;
   std::memcpy(s, text, std::size_t(len));
   cursor_ += sizeof len + std::size_t(len);

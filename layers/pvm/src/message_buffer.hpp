@@ -68,9 +68,9 @@ class MessageBuffer {
   } origin;
 
  private:
-  // The message's bytes in one piece: contiguous(), or flattened into
-  // scratch.
-  const std::byte *whole(std::vector<std::byte> &scratch) const;
+  // Copies len bytes from offset `from` of the message (from + len <=
+  // size()) into `into`.
+  void copy_out(std::size_t from, std::byte *into, std::size_t len);
 
   struct Piece {
     const std::byte *borrowed;  // null: owned_[offset, offset + len)
@@ -82,6 +82,12 @@ class MessageBuffer {
   std::vector<Piece> pieces_;
   void *received_ = nullptr;  // rocl buffer
   std::size_t size_ = 0, cursor_ = 0;
+  // Where copy_out last was: pieces_[piece] starts at byte `start`. Pieces
+  // only grow at the end, so a position once found stays true.
+  struct Seek {
+    std::size_t piece = 0;
+    std::size_t start = 0;
+  } seek_;
 };
 
 }  // namespace rpvm

@@ -98,5 +98,38 @@ TEST(PvmMessageBuffer, StringAcrossBorrowedPieces) {
   EXPECT_STREQ(s, "across 3 p.");
 }
 
+// A send buffer read back (pvm_setrbuf) holds the caller's pieces: items
+// and strings are taken across their edges, in turn, each from where the
+// last ended, with owned bytes (a string's) between borrowed ones.
+TEST(PvmMessageBuffer, ItemsTakenInTurnAcrossManyPieces) {
+  std::vector<int> ints(64);
+  for (int i = 0; i < 64; ++i) ints[std::size_t(i)] = i * 7 - 100;
+  MessageBuffer b(PvmDataInPlace);
+  const auto *bytes = reinterpret_cast<const char *>(ints.data());
+  for (std::size_t at = 0; at < 32 * sizeof(int); at += 3) {
+    b.append(bytes + at, std::min<std::size_t>(3, 32 * sizeof(int) - at), true);
+  }
+  const char text[] = "between";
+  const int len = sizeof text;
+  b.append(&len, sizeof len);
+  b.append(text, sizeof text);
+  b.put_items(ints.data() + 32, 32, 1, sizeof(int));
+  ASSERT_EQ(b.contiguous(), nullptr);
+
+  std::vector<int> got(64, 0);
+  for (int i = 0; i < 32; i += 4) {  // four at a time, one slot apart
+    ASSERT_EQ(b.take_items(got.data() + 2 * i, 4, 2, sizeof(int)), PvmOk);
+  }
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(got[std::size_t(2 * i)], ints[std::size_t(i)]) << i;
+  char s[sizeof text];
+  ASSERT_EQ(b.take_string(s), PvmOk);
+  EXPECT_STREQ(s, text);
+  std::vector<int> rest(32, 0);
+  ASSERT_EQ(b.take_items(rest.data(), 32, 1, sizeof(int)), PvmOk);
+  EXPECT_TRUE(std::equal(rest.begin(), rest.end(), ints.begin() + 32));
+  EXPECT_EQ(b.left(), 0u);
+  EXPECT_EQ(b.take_items(rest.data(), 1, 1, sizeof(int)), PvmNoData);
+}
+
 }  // namespace
 }  // namespace rpvm
