@@ -66,9 +66,13 @@ std::size_t item_size(std::uint8_t op) {
 struct Area {
   explicit Area(std::size_t bytes) : room(bytes), mem(bytes + kGuardBytes, kGuard) {}
   std::byte *data() { return mem.data(); }
+  // By memcmp against guard bytes: a loop comparing byte by byte, traced
+  // by the fuzzer's instrumentation, took most of each run's time.
   bool untouched_from(std::size_t from) const {
-    for (std::size_t i = from; i < mem.size(); ++i) {
-      if (mem[i] != kGuard) return false;
+    static const Bytes guard(4096, kGuard);
+    for (std::size_t i = from; i < mem.size(); i += guard.size()) {
+      const std::size_t n = std::min(guard.size(), mem.size() - i);
+      if (std::memcmp(mem.data() + i, guard.data(), n) != 0) return false;
     }
     return true;
   }
